@@ -1,0 +1,60 @@
+# persona-operator
+
+LOCALBIN ?= $(shell pwd)/bin
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+GO_TEST_FLAGS ?=
+
+.PHONY: all
+all: build
+
+##@ Development
+
+.PHONY: manifests
+manifests: controller-gen ## Generate the CRDs (and, later, RBAC and webhook manifests).
+	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: controller-gen ## Generate DeepCopy methods.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: fmt
+fmt: ## Run go fmt.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: verify-generated
+verify-generated: manifests generate ## Fail when generated files are not committed.
+	@git diff --exit-code -- api config/crd || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+
+.PHONY: test
+test: manifests generate vet ## Run every test.
+	go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: bench
+bench: ## Run the render benchmarks with their floor.
+	go test -run '^$$' -bench . -benchmem ./internal/render/...
+
+##@ Build
+
+.PHONY: build
+build: manifests generate fmt vet ## Build the manager and the kubectl-persona CLI into bin/.
+	go build -o $(LOCALBIN)/kubectl-persona ./cmd/kubectl-persona
+
+##@ Tools
+
+$(LOCALBIN):
+	mkdir -p $(LOCALBIN)
+
+.PHONY: controller-gen
+controller-gen: $(CONTROLLER_GEN)
+$(CONTROLLER_GEN): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-18s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)

@@ -1,0 +1,256 @@
+/*
+Copyright 2026 The persona-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Harness is the agent harness a prompt is rendered for.
+// +kubebuilder:validation:Enum=claude;codex;opencode
+type Harness string
+
+// The harnesses a persona can render for.
+const (
+	HarnessClaude   Harness = "claude"
+	HarnessCodex    Harness = "codex"
+	HarnessOpencode Harness = "opencode"
+)
+
+// PersonaSpec declares an agent persona: its model settings, its Markdown body,
+// what it inherits, and how it changes the platform system prompt.
+// +kubebuilder:pruning:PreserveUnknownFields
+type PersonaSpec struct {
+	// Description is free text, at most 1024 bytes.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Description string `json:"description,omitempty"`
+
+	// Model is the model the agent runs (.Model); .ModelFamily is derived from it.
+	// +optional
+	Model *string `json:"model,omitempty"`
+
+	// Harness is the agent harness (.Harness). When no persona in the
+	// inheritance chain sets it, claude.
+	// +optional
+	Harness *Harness `json:"harness,omitempty"`
+
+	// ReasoningEffort is the requested reasoning effort (.ReasoningEffort).
+	// +optional
+	ReasoningEffort *string `json:"reasoningEffort,omitempty"`
+
+	// Streaming is true when turns run in a persistent streaming session (.Streaming).
+	// +optional
+	Streaming *bool `json:"streaming,omitempty"`
+
+	// Prompt is the persona's Markdown body. It is literal text, never
+	// executed as a template. The bodies of the inheritance chain, joined,
+	// are .Persona.Prompt and the persona.md key of the ConfigMap.
+	// +optional
+	Prompt string `json:"prompt,omitempty"`
+
+	// Inherit lists parent Personas in the same namespace. The chain is the
+	// post-order depth-first walk of inherit, each persona once, this persona last.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Inherit []PersonaName `json:"inherit,omitempty"`
+
+	// Layers lists PromptLayers in the same namespace, composed onto the
+	// platform prompt in rank order of their source.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Layers []LayerReference `json:"layers,omitempty"`
+
+	// SystemPrompt changes the platform sections and adds extensions.
+	// +optional
+	SystemPrompt *SystemPromptSpec `json:"systemPrompt,omitempty"`
+
+	// Vars are template variables, read with {{ index .Vars "key" }}.
+	// +optional
+	Vars map[string]string `json:"vars,omitempty"`
+
+	// Context holds static values for the per-turn template variables.
+	// +optional
+	Context *PersonaContext `json:"context,omitempty"`
+
+	// Variants are extra renders, each written to system-prompt.<name>.md,
+	// with the variant's fields overriding the persona's.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Variants []Variant `json:"variants,omitempty"`
+}
+
+// PersonaName is the name of a Persona.
+// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9-]{0,62}$`
+type PersonaName string
+
+// LayerReference names a PromptLayer in the same namespace.
+// +kubebuilder:pruning:PreserveUnknownFields
+type LayerReference struct {
+	// Name is the PromptLayer's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// SystemPromptSpec changes the platform system prompt.
+// +kubebuilder:pruning:PreserveUnknownFields
+type SystemPromptSpec struct {
+	// Platform overrides platform sections by key: replace supplies the
+	// section's template, remove: true drops it. Unset keys inherit.
+	// Keys: persona, workspace, gitPush, branchCreated, commitSigning,
+	// ghGateway, gitWrapper, forkPr, prDashboardLink, prMergeability, waiver,
+	// structuredOutput, opencodeStructuredOutput, knowledge, eventDelivery,
+	// completion, expectedOutput, tasks, autonomousTurn.
+	// +kubebuilder:validation:MaxProperties=19
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['persona', 'workspace', 'gitPush', 'branchCreated', 'commitSigning', 'ghGateway', 'gitWrapper', 'forkPr', 'prDashboardLink', 'prMergeability', 'waiver', 'structuredOutput', 'opencodeStructuredOutput', 'knowledge', 'eventDelivery', 'completion', 'expectedOutput', 'tasks', 'autonomousTurn'])",message="platform keys must be platform sections: persona, workspace, gitPush, branchCreated, commitSigning, ghGateway, gitWrapper, forkPr, prDashboardLink, prMergeability, waiver, structuredOutput, opencodeStructuredOutput, knowledge, eventDelivery, completion, expectedOutput, tasks, autonomousTurn"
+	// +optional
+	Platform map[string]PlatformOverride `json:"platform,omitempty"`
+
+	// Extensions are sections of the persona's own, rendered in order after
+	// every platform section.
+	// +listType=map
+	// +listMapKey=id
+	// +optional
+	Extensions []Extension `json:"extensions,omitempty"`
+}
+
+// PlatformOverride replaces or removes one platform section.
+// +kubebuilder:pruning:PreserveUnknownFields
+// +kubebuilder:validation:XValidation:rule="has(self.replace) != has(self.remove)",message="set exactly one of replace and remove"
+// +kubebuilder:validation:XValidation:rule="!has(self.remove) || self.remove",message="remove: false is not allowed; leave the key unset to inherit the section"
+type PlatformOverride struct {
+	// Replace is the section's Go template; an empty one renders the section to nothing.
+	// +kubebuilder:validation:MaxLength=65536
+	// +optional
+	Replace *string `json:"replace,omitempty"`
+	// Remove drops the section. Only true is allowed.
+	// +optional
+	Remove *bool `json:"remove,omitempty"`
+}
+
+// Extension is a section of the persona's own.
+// +kubebuilder:pruning:PreserveUnknownFields
+type Extension struct {
+	// ID names the extension: a lower-case letter, then up to 62 lower-case
+	// letters, digits or underscores.
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{0,62}$`
+	ID string `json:"id"`
+	// Template is the extension's Go template; it must not be empty.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
+	Template string `json:"template"`
+}
+
+// Variant is an extra render of the persona with some fields overridden.
+// +kubebuilder:pruning:PreserveUnknownFields
+type Variant struct {
+	// Name names the variant; its prompt is written to system-prompt.<name>.md.
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9-]{0,62}$`
+	Name string `json:"name"`
+	// Harness overrides the persona's harness.
+	// +optional
+	Harness Harness `json:"harness,omitempty"`
+	// Model overrides the persona's model.
+	// +optional
+	Model string `json:"model,omitempty"`
+	// ReasoningEffort overrides the persona's reasoning effort.
+	// +optional
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+}
+
+// RenderedSection is the provenance of one rendered piece of the system prompt.
+type RenderedSection struct {
+	// Name is the piece: platform.<key>, extension.<id>, layer.<name>,
+	// userSystemPrompt or appendSystemPrompt.
+	Name string `json:"name"`
+	// Origin is default, persona/<name> or layer/<name>.
+	Origin string `json:"origin"`
+	// Bytes is the size of the rendered piece.
+	Bytes int64 `json:"bytes"`
+}
+
+// Dependency is an object the last render read.
+type Dependency struct {
+	// Kind is Persona, PromptLayer or ConfigMap.
+	Kind string `json:"kind"`
+	// Name is the object's name, in the persona's namespace.
+	Name string `json:"name"`
+}
+
+// PersonaStatus is the observed state of a Persona.
+type PersonaStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions are Ready and, when the persona cannot become Ready until
+	// another object changes, Stalled.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ConfigMapName is the ConfigMap holding the render.
+	// +optional
+	ConfigMapName string `json:"configMapName,omitempty"`
+	// ContentHash is sha256:<hex> of the ConfigMap data.
+	// +optional
+	ContentHash string `json:"contentHash,omitempty"`
+	// RenderedBytes is the size of the ConfigMap data.
+	// +optional
+	RenderedBytes int64 `json:"renderedBytes,omitempty"`
+	// Sections is the provenance of each rendered piece of system-prompt.md.
+	// +optional
+	Sections []RenderedSection `json:"sections,omitempty"`
+	// Dependencies are the Personas, PromptLayers and ConfigMaps the render read.
+	// +optional
+	Dependencies []Dependency `json:"dependencies,omitempty"`
+}
+
+// Persona is an agent persona, rendered by the operator into the ConfigMap
+// persona-<name> that agent pods mount.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=prompts
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="ConfigMap",type=string,JSONPath=`.status.configMapName`
+// +kubebuilder:printcolumn:name="Bytes",type=integer,JSONPath=`.status.renderedBytes`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z][a-z0-9-]{0,62}$')",message="metadata.name must match ^[a-z][a-z0-9-]{0,62}$"
+type Persona struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec PersonaSpec `json:"spec,omitempty"`
+	// +optional
+	Status PersonaStatus `json:"status,omitempty"`
+}
+
+// PersonaList is a list of Personas.
+// +kubebuilder:object:root=true
+type PersonaList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Persona `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Persona{}, &PersonaList{})
+}
