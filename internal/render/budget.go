@@ -1,0 +1,105 @@
+package render
+
+import (
+	"time"
+)
+
+// budget is the account of one render: every loop iteration, template call,
+// list element and output byte draws on it, and the wall time is checked as
+// it goes. Once exceeded it stays exceeded, so the render fails.
+type budget struct {
+	limits   *Limits
+	deadline time.Time
+	units    int
+	output   int
+	depth    int
+	err      *LimitError
+}
+
+func (b *budget) reset(l *Limits, now time.Time) {
+	*b = budget{limits: l, deadline: now.Add(l.MaxDuration)}
+}
+
+// spend draws n units; it also checks the clock, every 64 units or so.
+func (b *budget) spend(n int) error {
+	if b.err != nil {
+		return b.err
+	}
+	before := b.units
+	b.units += n
+	if n < 0 || b.units > b.limits.MaxUnits || b.units < before {
+		b.err = b.limits.unitsError()
+		return b.err
+	}
+	if b.units>>6 != before>>6 {
+		return b.checkTime()
+	}
+	return nil
+}
+
+func (b *budget) checkTime() error {
+	if b.err != nil {
+		return b.err
+	}
+	if time.Now().After(b.deadline) {
+		b.err = b.limits.durationError()
+		return b.err
+	}
+	return nil
+}
+
+// room is how many more output bytes the render may produce.
+func (b *budget) room() int { return b.limits.MaxOutputBytes - b.output }
+
+// produce accounts for n output bytes.
+func (b *budget) produce(n int) error {
+	if b.err != nil {
+		return b.err
+	}
+	b.output += n
+	if b.output > b.limits.MaxOutputBytes {
+		b.err = b.limits.outputError(b.output)
+		return b.err
+	}
+	return nil
+}
+
+// fits reports whether a value of size bytes may be produced.
+func (b *budget) fits(size int) error {
+	if b.err != nil {
+		return b.err
+	}
+	if size > b.room() || size < 0 {
+		return b.limits.outputError(b.output + size)
+	}
+	return nil
+}
+
+// enter and leave bracket a template call.
+func (b *budget) enter() error {
+	if err := b.spend(1); err != nil {
+		return err
+	}
+	b.depth++
+	if b.depth > b.limits.MaxCallDepth {
+		b.err = b.limits.callDepthError()
+		return b.err
+	}
+	return nil
+}
+
+func (b *budget) leave() { b.depth-- }
+
+// budgetWriter accounts every byte a template writes before keeping it.
+type budgetWriter struct {
+	budget *budget
+	buf    []byte
+}
+
+func (w *budgetWriter) Write(p []byte) (int, error) {
+	if err := w.budget.produce(len(p)); err != nil {
+		return 0, err
+	}
+	w.buf = append(w.buf, p...)
+	return len(p), nil
+}

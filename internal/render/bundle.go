@@ -1,0 +1,148 @@
+package render
+
+// BundleVersion is the version of the bundle.json format this package writes and reads.
+const BundleVersion = 1
+
+// Bundle is the resolved, unrendered input of one persona's render: the
+// platform sections after overrides, the extensions, the sorted layers, the
+// included fragments, the persona's fields, vars and context. bundle.json is a
+// Bundle serialized, so a per-turn render from it gives exactly what the
+// operator renders for the same context.
+type Bundle struct {
+	Version    int               `json:"version"`
+	Persona    PersonaFields     `json:"persona"`
+	Vars       map[string]string `json:"vars,omitempty"`
+	Context    Context           `json:"context"`
+	Sections   []Section         `json:"sections"`
+	Extensions []Extension       `json:"extensions,omitempty"`
+	Layers     []Layer           `json:"layers,omitempty"`
+	// Includes maps a PromptLayer name to its template, for every layer a
+	// template of this bundle includes, directly or through another include.
+	Includes map[string]string `json:"includes,omitempty"`
+	Variants []Variant         `json:"variants,omitempty"`
+}
+
+// PersonaFields are the persona's resolved scalar fields.
+type PersonaFields struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// Prompt is the composed body of the inheritance chain (.Persona.Prompt).
+	Prompt          string `json:"prompt,omitempty"`
+	Model           string `json:"model,omitempty"`
+	Harness         string `json:"harness,omitempty"`
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+	Streaming       bool   `json:"streaming,omitempty"`
+}
+
+// Section is a platform section after overrides. Removed sections are absent.
+type Section struct {
+	Key      string `json:"key"`
+	Origin   string `json:"origin"`
+	Template string `json:"template"`
+}
+
+// Extension is one of the persona's own sections.
+type Extension struct {
+	ID       string `json:"id"`
+	Origin   string `json:"origin"`
+	Template string `json:"template"`
+}
+
+// Layer is a PromptLayer listed by the persona.
+type Layer struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	Mode   string `json:"mode"`
+	// Template is the layer's template text, read from templateFrom when the
+	// layer uses it; empty for a disable layer without one.
+	Template string `json:"template,omitempty"`
+}
+
+// Variant is an extra render with some of the persona's fields overridden.
+type Variant struct {
+	Name            string `json:"name"`
+	Harness         string `json:"harness,omitempty"`
+	Model           string `json:"model,omitempty"`
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+}
+
+// Context holds values for the per-turn variables (SPEC §2 spec.context). A
+// nil field is unset.
+type Context struct {
+	Workspace          *string         `json:"workspace,omitempty"`
+	Slug               *string         `json:"slug,omitempty"`
+	WorkspaceDir       *string         `json:"workspaceDir,omitempty"`
+	Repos              []Repo          `json:"repos,omitempty"`
+	GitHubGateway      *bool           `json:"gitHubGateway,omitempty"`
+	HasResultSchema    *bool           `json:"hasResultSchema,omitempty"`
+	FlightMessages     []FlightMessage `json:"flightMessages,omitempty"`
+	Knowledge          *Knowledge      `json:"knowledge,omitempty"`
+	ExpectedOutput     *string         `json:"expectedOutput,omitempty"`
+	Tasks              []Task          `json:"tasks,omitempty"`
+	UserSystemPrompt   *string         `json:"userSystemPrompt,omitempty"`
+	AppendSystemPrompt *string         `json:"appendSystemPrompt,omitempty"`
+}
+
+// Turn is a per-turn context: the context keys plus the persona settings a
+// turn may override. Every field it sets overrides the persona's.
+type Turn struct {
+	Context
+	Harness         *string `json:"harness,omitempty"`
+	Model           *string `json:"model,omitempty"`
+	ReasoningEffort *string `json:"reasoningEffort,omitempty"`
+	Streaming       *bool   `json:"streaming,omitempty"`
+}
+
+// Overlay sets every field of c that over sets.
+func (c *Context) Overlay(over *Context) {
+	if over == nil {
+		return
+	}
+	setIf(&c.Workspace, over.Workspace)
+	setIf(&c.Slug, over.Slug)
+	setIf(&c.WorkspaceDir, over.WorkspaceDir)
+	if over.Repos != nil {
+		c.Repos = over.Repos
+	}
+	setIf(&c.GitHubGateway, over.GitHubGateway)
+	setIf(&c.HasResultSchema, over.HasResultSchema)
+	if over.FlightMessages != nil {
+		c.FlightMessages = over.FlightMessages
+	}
+	setIf(&c.Knowledge, over.Knowledge)
+	setIf(&c.ExpectedOutput, over.ExpectedOutput)
+	if over.Tasks != nil {
+		c.Tasks = over.Tasks
+	}
+	setIf(&c.UserSystemPrompt, over.UserSystemPrompt)
+	setIf(&c.AppendSystemPrompt, over.AppendSystemPrompt)
+}
+
+func setIf[T any](dst **T, src *T) {
+	if src != nil {
+		*dst = src
+	}
+}
+
+// WithTurn returns a copy of b with every field the turn sets overriding the
+// persona's. The bundle b is not modified.
+func (b *Bundle) WithTurn(t *Turn) *Bundle {
+	out := *b
+	if t == nil {
+		return &out
+	}
+	out.Context.Overlay(&t.Context)
+	if t.Harness != nil {
+		out.Persona.Harness = *t.Harness
+	}
+	if t.Model != nil {
+		out.Persona.Model = *t.Model
+	}
+	if t.ReasoningEffort != nil {
+		out.Persona.ReasoningEffort = *t.ReasoningEffort
+	}
+	if t.Streaming != nil {
+		out.Persona.Streaming = *t.Streaming
+	}
+	return &out
+}

@@ -1,0 +1,196 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"text/template"
+	"text/template/parse"
+)
+
+// executor executes parsed templates for one render at a time. Its function
+// set is bound to its own budget, which is how template functions reach the
+// state of the render that calls them; executors are pooled, so the cost of
+// building a function set is paid once per executor, not per render.
+type executor struct {
+	engine *Engine
+	root   *template.Template
+	bound  map[string]*template.Template
+	budget budget
+
+	// includes are the bundle's included layers by name.
+	includes map[string]string
+	// chain is the layers being rendered, outermost first, for include cycles.
+	chain []string
+	// includeDepth is how many include calls are executing.
+	includeDepth int
+	// active is the stack of templates executing; an include rebinds the
+	// names of its caller when it returns.
+	active []*parsed
+	// buffers are reused output buffers, one per nesting level.
+	buffers [][]byte
+}
+
+// maxBoundNames bounds the template names an executor keeps bound; past it
+// the executor is dropped rather than returned to the pool.
+const maxBoundNames = 4096
+
+func newExecutor(e *Engine) *executor {
+	x := &executor{engine: e, bound: map[string]*template.Template{}}
+	x.root = template.New("\x00root").Funcs(x.funcMap()).Option("missingkey=zero")
+	return x
+}
+
+// bind makes p's templates the ones its names refer to. Templates of
+// different sources never call each other (parseTemplate checks that every
+// {{template}} names a template of the same source), so stale bindings left
+// by other sources are unreachable.
+func (x *executor) bind(p *parsed) *template.Template {
+	for _, t := range p.defines {
+		x.bindTree(t.Name, t)
+	}
+	return x.bindTree(p.name, p.main)
+}
+
+func (x *executor) bindTree(name string, t *parse.Tree) *template.Template {
+	if nt := x.bound[name]; nt != nil {
+		nt.Tree = t
+		return nt
+	}
+	nt, err := x.root.AddParseTree(name, t)
+	if err != nil {
+		panic(err) // AddParseTree fails only on a nil template
+	}
+	x.bound[name] = nt
+	return nt
+}
+
+// execute runs p with data and returns what it wrote.
+func (x *executor) execute(p *parsed, data any) (string, error) {
+	if p.err != nil {
+		return "", p.err
+	}
+	if p.empty {
+		return "", nil
+	}
+	level := len(x.active)
+	if level == len(x.buffers) {
+		x.buffers = append(x.buffers, nil)
+	}
+	w := budgetWriter{budget: &x.budget, buf: x.buffers[level][:0]}
+	x.active = append(x.active, p)
+	err := x.bind(p).Execute(&w, data)
+	x.active = x.active[:level]
+	if level > 0 {
+		x.bind(x.active[level-1])
+	}
+	x.buffers[level] = w.buf
+	if err != nil {
+		return "", cleanError(err)
+	}
+	return string(w.buf), nil
+}
+
+// cleanError reports a limit or include error by itself, without the
+// text/template call chain that led to it.
+func cleanError(err error) error {
+	var limit *LimitError
+	if errors.As(err, &limit) {
+		return limit
+	}
+	var inc *IncludeError
+	if errors.As(err, &inc) {
+		return inc
+	}
+	return err
+}
+
+// IncludeError reports an include cycle or include nesting over the limit.
+type IncludeError struct {
+	Chain []string
+	Cycle bool
+	Limit int
+}
+
+func (e *IncludeError) Error() string {
+	if e.Cycle {
+		return "include cycle: " + strings.Join(e.Chain, " -> ")
+	}
+	return fmt.Sprintf("include depth exceeds the limit of %d: %s", e.Limit, strings.Join(e.Chain, " -> "))
+}
+
+// include renders the template of the PromptLayer name with data as ., for
+// {{ include "name" DATA }}.
+func (x *executor) include(name string, data any) (string, error) {
+	if err := x.budget.spend(1); err != nil {
+		return "", err
+	}
+	for i, n := range x.chain {
+		if n == name {
+			return "", &IncludeError{Chain: append(append([]string{}, x.chain[i:]...), name), Cycle: true}
+		}
+	}
+	if x.includeDepth >= x.budget.limits.MaxIncludeDepth {
+		return "", &IncludeError{Chain: append(append([]string{}, x.chain...), name), Limit: x.budget.limits.MaxIncludeDepth}
+	}
+	src, ok := x.includes[name]
+	if !ok {
+		return "", fmt.Errorf("include %q: no PromptLayer %q was resolved for this persona", name, name)
+	}
+	p := x.engine.cache.get(layerSection(name), src)
+	x.chain = append(x.chain, name)
+	x.includeDepth++
+	out, err := x.execute(p, data)
+	x.includeDepth--
+	x.chain = x.chain[:len(x.chain)-1]
+	if err != nil {
+		var inc *IncludeError
+		var limit *LimitError
+		if errors.As(err, &inc) || errors.As(err, &limit) {
+			return "", err
+		}
+		return "", fmt.Errorf("include %q: %w", name, err)
+	}
+	return out, nil
+}
+
+// executorPool keeps idle executors. Unlike sync.Pool it is not emptied by
+// the garbage collector, so an executor's function set is built rarely.
+type executorPool struct {
+	mu   sync.Mutex
+	idle []*executor
+}
+
+const (
+	maxIdleExecutors = 64
+	maxKeptBuffer    = 64 << 10
+)
+
+func (p *executorPool) get(e *Engine) *executor {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.idle); n > 0 {
+		x := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		return x
+	}
+	return newExecutor(e)
+}
+
+func (p *executorPool) put(x *executor) {
+	x.includes, x.chain, x.active, x.includeDepth = nil, x.chain[:0], x.active[:0], 0
+	for i, b := range x.buffers {
+		if cap(b) > maxKeptBuffer {
+			x.buffers[i] = nil
+		}
+	}
+	if len(x.bound) > maxBoundNames {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) < maxIdleExecutors {
+		p.idle = append(p.idle, x)
+	}
+}

@@ -1,0 +1,246 @@
+package render
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+)
+
+// sprigAllowed are the Sprig v3 functions a template may call: those that are
+// hermetic, deterministic and bounded (SPEC §4.3). Left out: env, expandenv,
+// getHostByName; every date and time function; every random function; the
+// cryptographic, hashing and key-generation functions; the os* path
+// functions, whose results depend on the platform; and slice, so that
+// text/template's builtin slice keeps its meaning.
+var sprigAllowed = []string{
+	// strings
+	"abbrev", "abbrevboth", "trunc", "trim", "upper", "title", "untitle", "substr", "repeat",
+	"trimall", "trimAll", "trimSuffix", "trimPrefix", "nospace", "initials", "swapcase",
+	"snakecase", "camelcase", "kebabcase", "wrap", "wrapWith", "hasSuffix", "squote", "cat",
+	"indent", "nindent", "replace", "plural", "toString", "split", "splitList", "splitn",
+	"toStrings", "join", "sortAlpha", "hello",
+	// conversions and numbers
+	"atoi", "int64", "int", "float64", "toDecimal", "seq", "until", "untilStep", "add1", "add",
+	"sub", "div", "mod", "mul", "biggest", "max", "min", "maxf", "minf", "ceil", "floor",
+	"round", "add1f", "addf", "subf", "divf", "mulf",
+	// defaults and flow
+	"default", "empty", "coalesce", "all", "any", "compact", "mustCompact", "ternary", "fail",
+	// encodings
+	"fromJson", "toJson", "toPrettyJson", "toRawJson", "mustFromJson", "mustToJson",
+	"mustToPrettyJson", "mustToRawJson", "b64enc", "b64dec", "b32enc", "b32dec",
+	// reflection
+	"deepCopy", "mustDeepCopy", "typeOf", "typeIs", "typeIsLike", "kindOf", "kindIs", "deepEqual",
+	// paths (forward-slash, the same on every platform)
+	"base", "dir", "clean", "ext", "isAbs",
+	// lists and dicts
+	"tuple", "list", "dict", "get", "set", "unset", "hasKey", "pluck", "keys", "pick", "omit",
+	"merge", "mergeOverwrite", "mustMerge", "mustMergeOverwrite", "values", "append",
+	"mustAppend", "prepend", "mustPrepend", "first", "mustFirst", "rest", "mustRest", "last",
+	"mustLast", "initial", "mustInitial", "reverse", "mustReverse", "uniq", "mustUniq",
+	"without", "mustWithout", "has", "mustHas", "mustSlice", "concat", "dig", "chunk", "mustChunk",
+	// versions, regular expressions, URLs
+	"semver", "semverCompare", "regexMatch", "mustRegexMatch", "regexFindAll",
+	"mustRegexFindAll", "regexFind", "mustRegexFind", "regexReplaceAll", "mustRegexReplaceAll",
+	"regexReplaceAllLiteral", "mustRegexReplaceAllLiteral", "regexSplit", "mustRegexSplit",
+	"regexQuoteMeta", "urlParse", "urlJoin",
+}
+
+// murmurFuncs are Murmur's five functions, with Murmur's argument order. They
+// win over Sprig's functions of the same names.
+var murmurFuncs = template.FuncMap{
+	"quote":     strconv.Quote,
+	"lower":     strings.ToLower,
+	"trimSpace": strings.TrimSpace,
+	"hasPrefix": strings.HasPrefix,
+	"contains":  strings.Contains,
+}
+
+// builtinOverrides are text/template builtins that can build large strings
+// from many or large arguments; they run under the same guard as Sprig's.
+var builtinOverrides = template.FuncMap{
+	"print":    fmt.Sprint,
+	"println":  fmt.Sprintln,
+	"html":     template.HTMLEscaper,
+	"js":       template.JSEscaper,
+	"urlquery": template.URLQueryEscaper,
+}
+
+var sprigFuncs = sprig.TxtFuncMap()
+
+// publicFuncNames are the functions templates are parsed with: every
+// function of an executor's set but the budget checks.
+var publicFuncNames = sync.OnceValue(func() map[string]any {
+	names := map[string]any{"printf": true, "include": true}
+	for _, name := range sprigAllowed {
+		names[name] = true
+	}
+	for name := range murmurFuncs {
+		names[name] = true
+	}
+	for name := range builtinOverrides {
+		names[name] = true
+	}
+	return names
+})
+
+// funcMap is the function set of one executor, bound to its budget.
+func (x *executor) funcMap() template.FuncMap {
+	m := template.FuncMap{}
+	for _, name := range sprigAllowed {
+		fn, ok := sprigFuncs[name]
+		if !ok {
+			panic("sprig has no function " + name)
+		}
+		m[name] = x.guard(fn, costs[name])
+	}
+	m["keys"] = x.guard(sortedKeys, nil)
+	m["values"] = x.guard(valuesByKey, nil)
+	for _, name := range []string{"set", "merge", "mergeOverwrite", "mustMerge", "mustMergeOverwrite"} {
+		m[name] = x.guard(sprigFuncs[name], acyclic)
+	}
+	for name, fn := range builtinOverrides {
+		m[name] = x.guard(fn, nil)
+	}
+	m["printf"] = x.guard(fmt.Sprintf, printfCost)
+	maps.Copy(m, murmurFuncs)
+	m["include"] = x.include
+	m[fnTick] = x.tick
+	m[fnEnter] = x.enter
+	m[fnLeave] = x.leave
+	return m
+}
+
+func (x *executor) tick() (bool, error)  { return true, x.budget.spend(1) }
+func (x *executor) enter() (bool, error) { return true, x.budget.enter() }
+func (x *executor) leave() bool          { x.budget.leave(); return true }
+
+// costFunc tells, before a call, the units it spends and the size of the
+// string it builds, for functions whose cost is not bounded by their arguments.
+type costFunc func(args []reflect.Value) (units, bytes int, err error)
+
+// guard wraps fn so that every call is accounted: the clock is checked, the
+// arguments must be bounded values, a cost function may refuse the call before
+// it runs, a returned string must fit the output limit and a returned list
+// or map spends a unit per element. A refusal panics with the error, which
+// text/template turns into the call's error.
+func (x *executor) guard(fn any, cost costFunc) any {
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	return reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
+		if err := x.beforeCall(args, cost); err != nil {
+			panic(err)
+		}
+		var out []reflect.Value
+		if t.IsVariadic() {
+			out = v.CallSlice(args)
+		} else {
+			out = v.Call(args)
+		}
+		if len(out) > 0 {
+			if err := x.afterCall(out[0]); err != nil {
+				panic(err)
+			}
+		}
+		return out
+	}).Interface()
+}
+
+func (x *executor) beforeCall(args []reflect.Value, cost costFunc) error {
+	b := &x.budget
+	if err := b.checkTime(); err != nil {
+		return err
+	}
+	m := newMeasure(b.limits)
+	for _, a := range args {
+		if err := m.value(a, 0); err != nil {
+			return err
+		}
+	}
+	if m.size > 2*b.limits.MaxOutputBytes {
+		return limitErrorf("output", "render budget exceeded: arguments of %d bytes are over the limit of %d bytes", m.size, 2*b.limits.MaxOutputBytes)
+	}
+	if cost == nil {
+		return nil
+	}
+	units, bytes, err := cost(args)
+	if err != nil {
+		return err
+	}
+	if bytes > b.limits.MaxOutputBytes || bytes < 0 {
+		return b.limits.outputError(bytes)
+	}
+	return b.spend(units)
+}
+
+func (x *executor) afterCall(v reflect.Value) error {
+	b := &x.budget
+	for v.Kind() == reflect.Interface && !v.IsNil() {
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if v.Len() > b.limits.MaxOutputBytes {
+			return b.limits.outputError(v.Len())
+		}
+	case reflect.Slice, reflect.Map, reflect.Array:
+		if err := b.spend(v.Len()); err != nil {
+			return err
+		}
+		m := newMeasure(b.limits)
+		if err := m.value(v, 0); err != nil {
+			return err
+		}
+		if m.size > 2*b.limits.MaxOutputBytes {
+			return limitErrorf("output", "render budget exceeded: a value of %d bytes is over the limit of %d bytes", m.size, 2*b.limits.MaxOutputBytes)
+		}
+	}
+	return nil
+}
+
+// sortedKeys is Sprig's keys, sorted, so that output never depends on map order.
+func sortedKeys(dicts ...map[string]any) []string {
+	var out []string
+	for _, d := range dicts {
+		out = append(out, slices.Sorted(maps.Keys(d))...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// valuesByKey is Sprig's values, in the order of the sorted keys.
+func valuesByKey(dict map[string]any) []any {
+	out := make([]any, 0, len(dict))
+	for _, k := range slices.Sorted(maps.Keys(dict)) {
+		out = append(out, dict[k])
+	}
+	return out
+}
+
+// acyclic refuses set and merge calls that would make a map contain itself.
+func acyclic(args []reflect.Value) (int, int, error) {
+	dst := args[0]
+	for dst.Kind() == reflect.Interface && !dst.IsNil() {
+		dst = dst.Elem()
+	}
+	if dst.Kind() != reflect.Map || dst.IsNil() {
+		return 0, 0, nil
+	}
+	nodes := 200_000
+	for _, src := range args[1:] {
+		ok, err := reaches(src, dst.Pointer(), &nodes)
+		if err != nil {
+			return 0, 0, err
+		}
+		if ok {
+			return 0, 0, fmt.Errorf("a map cannot contain itself")
+		}
+	}
+	return 0, 0, nil
+}

@@ -1,0 +1,65 @@
+package render
+
+import (
+	"cmp"
+	"slices"
+)
+
+// The layer sources with a fixed rank (SPEC §5.4); any other source is custom.
+const (
+	SourceUser    = "user"
+	SourcePackage = "package"
+	SourceApp     = "app"
+	SourceRun     = "run"
+)
+
+// The layer modes.
+const (
+	ModeAppend  = "append"
+	ModePrepend = "prepend"
+	ModeReplace = "replace"
+	ModeDisable = "disable"
+)
+
+// sourceRank doubles the ranks of SPEC §5.4 to keep them integers: user 0,
+// package 1, custom sources 1.5, app 2, run 3. An empty source is package,
+// the default.
+func sourceRank(source string) int {
+	switch source {
+	case SourceUser:
+		return 0
+	case SourcePackage, "":
+		return 2
+	case SourceApp:
+		return 4
+	case SourceRun:
+		return 6
+	}
+	return 3
+}
+
+// SortLayers stable-sorts layers by the rank of their source, keeping the
+// relative order of layers of the same rank.
+func SortLayers(layers []Layer) {
+	slices.SortStableFunc(layers, func(a, b Layer) int {
+		return cmp.Compare(sourceRank(a.Source), sourceRank(b.Source))
+	})
+}
+
+// applyLayer combines a rendered, normalized layer text with the pieces so far.
+func applyLayer(pieces []Piece, mode string, p Piece) []Piece {
+	if mode == ModeDisable {
+		return pieces[:0]
+	}
+	if p.Text == "" {
+		return pieces
+	}
+	switch mode {
+	case ModePrepend:
+		return append([]Piece{p}, pieces...)
+	case ModeReplace:
+		return append(pieces[:0], p)
+	default:
+		return append(pieces, p)
+	}
+}

@@ -1,0 +1,243 @@
+package render
+
+import (
+	"fmt"
+	"sync"
+	"text/template/parse"
+)
+
+// parsed is one template source parsed, checked and instrumented. It is
+// immutable once built and shared by every render that uses the same source.
+type parsed struct {
+	name string
+	main *parse.Tree
+	// defines are the trees of the source's {{define}} and {{block}} actions.
+	defines []*parse.Tree
+	// includes are the layer names of the source's include calls, in order.
+	includes []string
+	// empty is true when executing main would write nothing but spaces.
+	empty bool
+	err   error
+
+	checkOnce sync.Once
+	checkErr  error
+}
+
+// builtinNames are text/template's builtin functions, which the parser must know.
+var builtinNames = map[string]any{
+	"and": true, "call": true, "html": true, "index": true, "slice": true, "js": true,
+	"len": true, "not": true, "or": true, "print": true, "printf": true, "println": true,
+	"urlquery": true, "eq": true, "ge": true, "gt": true, "le": true, "lt": true, "ne": true,
+}
+
+// parseTemplate parses src under name with the function set of SPEC §4.3,
+// checks what can be checked without data, and inserts the budget checks.
+func parseTemplate(name, src string, limits *Limits) *parsed {
+	p := &parsed{name: name}
+	if len(src) > limits.MaxSourceBytes {
+		p.err = limits.sourceError(len(src))
+		return p
+	}
+	trees, err := parse.Parse(name, src, "", "", publicFuncNames(), builtinNames)
+	if err != nil {
+		p.err = err
+		return p
+	}
+	p.main = trees[name]
+	for n, t := range trees {
+		if n != name {
+			p.defines = append(p.defines, t)
+		}
+	}
+	called := map[string]bool{}
+	for _, t := range trees {
+		if err := inspect(t, trees, called, &p.includes); err != nil {
+			p.err = err
+			return p
+		}
+	}
+	for _, t := range trees {
+		instrumentRanges(t, t.Root)
+		if called[t.Name] {
+			instrumentCall(t)
+		}
+	}
+	p.empty = parse.IsEmptyTree(p.main.Root)
+	return p
+}
+
+// inspect checks the calls of one tree: a {{template}} must name a template
+// of the same source (sources never share templates), and include takes a
+// literal layer name, which it records.
+func inspect(t *parse.Tree, trees map[string]*parse.Tree, called map[string]bool, includes *[]string) error {
+	var err error
+	walkNodes(t.Root, func(n parse.Node) bool {
+		switch n := n.(type) {
+		case *parse.TemplateNode:
+			if trees[n.Name] == nil {
+				err = nodeError(t, n, fmt.Sprintf("template %q is not defined", n.Name))
+				return false
+			}
+			called[n.Name] = true
+		case *parse.CommandNode:
+			id, ok := n.Args[0].(*parse.IdentifierNode)
+			if !ok || id.Ident != "include" {
+				return true
+			}
+			if len(n.Args) < 2 {
+				err = nodeError(t, n, "include needs a layer name and data: {{ include \"layer-name\" . }}")
+				return false
+			}
+			lit, ok := n.Args[1].(*parse.StringNode)
+			if !ok {
+				err = nodeError(t, n, fmt.Sprintf("include takes a literal layer name, not %s", n.Args[1]))
+				return false
+			}
+			*includes = append(*includes, lit.Text)
+		}
+		return true
+	})
+	return err
+}
+
+func nodeError(t *parse.Tree, n parse.Node, msg string) error {
+	loc, _ := t.ErrorContext(n)
+	return fmt.Errorf("template: %s: %s", loc, msg)
+}
+
+// walkNodes calls visit for n and every node below it, depth first, until
+// visit returns false.
+func walkNodes(n parse.Node, visit func(parse.Node) bool) bool {
+	if n == nil {
+		return true
+	}
+	if !visit(n) {
+		return false
+	}
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return true
+		}
+		for _, c := range n.Nodes {
+			if !walkNodes(c, visit) {
+				return false
+			}
+		}
+	case *parse.ActionNode:
+		return walkNodes(n.Pipe, visit)
+	case *parse.PipeNode:
+		if n == nil {
+			return true
+		}
+		for _, c := range n.Cmds {
+			if !walkNodes(c, visit) {
+				return false
+			}
+		}
+	case *parse.CommandNode:
+		for _, a := range n.Args {
+			if !walkNodes(a, visit) {
+				return false
+			}
+		}
+	case *parse.ChainNode:
+		return walkNodes(n.Node, visit)
+	case *parse.IfNode:
+		return walkBranch(&n.BranchNode, visit)
+	case *parse.RangeNode:
+		return walkBranch(&n.BranchNode, visit)
+	case *parse.WithNode:
+		return walkBranch(&n.BranchNode, visit)
+	case *parse.TemplateNode:
+		return walkNodes(n.Pipe, visit)
+	}
+	return true
+}
+
+func walkBranch(b *parse.BranchNode, visit func(parse.Node) bool) bool {
+	return walkNodes(b.Pipe, visit) && walkNodes(b.List, visit) && walkNodes(b.ElseList, visit)
+}
+
+// The functions the budget checks call. Templates cannot name them: they
+// are not in the function set templates are parsed with.
+const (
+	fnTick  = "_budget_tick"
+	fnEnter = "_budget_enter"
+	fnLeave = "_budget_leave"
+)
+
+// instrumentRanges puts a budget check at the start of every range body, so
+// each iteration draws on the budget, however the range is written.
+func instrumentRanges(t *parse.Tree, n parse.Node) {
+	walkNodes(n, func(n parse.Node) bool {
+		if r, ok := n.(*parse.RangeNode); ok {
+			r.List.Nodes = append([]parse.Node{budgetAction(t, r.Position(), r.Line, fnTick)}, r.List.Nodes...)
+		}
+		return true
+	})
+}
+
+// instrumentCall brackets a called template's body with enter and leave, so
+// each call draws on the budget and recursion depth is bounded.
+func instrumentCall(t *parse.Tree) {
+	pos := t.Root.Position()
+	nodes := make([]parse.Node, 0, len(t.Root.Nodes)+2)
+	nodes = append(nodes, budgetAction(t, pos, 0, fnEnter))
+	nodes = append(nodes, t.Root.Nodes...)
+	nodes = append(nodes, budgetAction(t, pos, 0, fnLeave))
+	t.Root.Nodes = nodes
+}
+
+// budgetAction is {{$<hidden> := fn}}: a call whose value is discarded
+// rather than printed.
+func budgetAction(t *parse.Tree, pos parse.Pos, line int, fn string) *parse.ActionNode {
+	ident := parse.NewIdentifier(fn).SetTree(t).SetPos(pos)
+	cmd := &parse.CommandNode{NodeType: parse.NodeCommand, Pos: pos, Args: []parse.Node{ident}}
+	discard := &parse.VariableNode{NodeType: parse.NodeVariable, Pos: pos, Ident: []string{"$\x00budget"}}
+	pipe := &parse.PipeNode{NodeType: parse.NodePipe, Pos: pos, Line: line, Decl: []*parse.VariableNode{discard}, Cmds: []*parse.CommandNode{cmd}}
+	return &parse.ActionNode{NodeType: parse.NodeAction, Pos: pos, Line: line, Pipe: pipe}
+}
+
+// parseCache holds parsed templates by name and source, so a re-render
+// never re-parses. It keeps two generations and drops the older one when the
+// newer has taken in maxCacheBytes of source, bounding its memory.
+type parseCache struct {
+	limits    *Limits
+	mu        sync.RWMutex
+	current   map[cacheKey]*parsed
+	previous  map[cacheKey]*parsed
+	currBytes int
+}
+
+type cacheKey struct{ name, src string }
+
+const maxCacheBytes = 32 << 20
+
+func newParseCache(l *Limits) *parseCache {
+	return &parseCache{limits: l, current: map[cacheKey]*parsed{}}
+}
+
+func (c *parseCache) get(name, src string) *parsed {
+	k := cacheKey{name, src}
+	c.mu.RLock()
+	p := c.current[k]
+	c.mu.RUnlock()
+	if p != nil {
+		return p
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p = c.current[k]; p != nil {
+		return p
+	}
+	if p = c.previous[k]; p == nil {
+		p = parseTemplate(name, src, c.limits)
+	}
+	if c.currBytes+len(src) > maxCacheBytes {
+		c.previous, c.current, c.currBytes = c.current, map[cacheKey]*parsed{}, 0
+	}
+	c.current[k] = p
+	c.currBytes += len(name) + len(src)
+	return p
+}
