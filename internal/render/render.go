@@ -156,3 +156,22 @@ func (r *renderer) pieces() ([]Piece, error) {
 	keep(Piece{Name: AppendSystemPromptPiece, Origin: origin, Text: Normalize(r.data.AppendSystemPrompt)})
 	return pieces, nil
 }
+
+// Includes returns the layer names that a template's include calls name,
+// in order. A template that does not parse includes nothing here; rendering
+// it reports the parse error.
+func (e *Engine) Includes(section, src string) []string {
+	return e.cache.get(section, src).includes
+}
+
+// SectionName is the name a platform section, extension or layer template
+// is parsed and reported under: platform.<key>, extension.<id>, layer.<name>.
+func SectionName(kind, name string) string {
+	switch kind {
+	case "platform":
+		return platformSection(name)
+	case "extension":
+		return extensionSection(name)
+	}
+	return layerSection(name)
+}

@@ -1,0 +1,50 @@
+package resolve
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Reference names an object a persona reads, for errors and dependencies.
+type Reference struct {
+	Kind string // Persona, PromptLayer or ConfigMap
+	Name string
+	// Key is the ConfigMap key, for a templateFrom reference.
+	Key string
+	// By names what refers to it, e.g. `persona "p"` or `layer "l"`.
+	By string
+}
+
+func (r Reference) String() string {
+	s := fmt.Sprintf("%s %q", r.Kind, r.Name)
+	if r.Key != "" {
+		s = fmt.Sprintf("key %q of %s", r.Key, s)
+	}
+	if r.By != "" {
+		s += " (referenced by " + r.By + ")"
+	}
+	return s
+}
+
+// NotFoundError reports referenced objects that do not exist (SPEC §7
+// ReferenceNotFound). It lists every missing reference found.
+type NotFoundError struct {
+	Missing []Reference
+}
+
+func (e *NotFoundError) Error() string {
+	parts := make([]string, len(e.Missing))
+	for i, r := range e.Missing {
+		parts[i] = r.String() + " not found"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// CycleError reports an inheritance cycle (SPEC §7 InheritanceCycle).
+type CycleError struct {
+	Chain []string
+}
+
+func (e *CycleError) Error() string {
+	return "inheritance cycle: " + strings.Join(e.Chain, " -> ")
+}

@@ -1,0 +1,81 @@
+package resolve
+
+import (
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+// merge combines the chain (SPEC §5.1): bodies joined; scalars, context
+// fields, vars keys and platform keys won by the last persona that sets
+// them; extensions in chain order, a later definition of an id replacing the
+// template in the earlier position; variants from p alone.
+func merge(p *v1alpha1.Persona, chain []*v1alpha1.Persona) *render.Bundle {
+	b := &render.Bundle{
+		Version: render.BundleVersion,
+		Persona: render.PersonaFields{Name: p.Name, Namespace: p.Namespace, Harness: render.DefaultHarness},
+	}
+	bodies := make([]string, 0, len(chain))
+	overrides := map[string]render.Section{}
+	removed := map[string]bool{}
+	extIndex := map[string]int{}
+	for _, c := range chain {
+		s := &c.Spec
+		origin := "persona/" + c.Name
+		bodies = append(bodies, s.Prompt)
+		if s.Model != nil {
+			b.Persona.Model = *s.Model
+		}
+		if s.Harness != nil {
+			b.Persona.Harness = string(*s.Harness)
+		}
+		if s.ReasoningEffort != nil {
+			b.Persona.ReasoningEffort = *s.ReasoningEffort
+		}
+		if s.Streaming != nil {
+			b.Persona.Streaming = *s.Streaming
+		}
+		for k, v := range s.Vars {
+			if b.Vars == nil {
+				b.Vars = map[string]string{}
+			}
+			b.Vars[k] = v
+		}
+		b.Context.Overlay(convertContext(s.Context))
+		if s.SystemPrompt == nil {
+			continue
+		}
+		for key, o := range s.SystemPrompt.Platform {
+			switch {
+			case o.Replace != nil:
+				overrides[key] = render.Section{Key: key, Origin: origin, Template: *o.Replace}
+				delete(removed, key)
+			case o.Remove != nil && *o.Remove:
+				removed[key] = true
+				delete(overrides, key)
+			}
+		}
+		for _, e := range s.SystemPrompt.Extensions {
+			ext := render.Extension{ID: e.ID, Origin: origin, Template: e.Template}
+			if i, ok := extIndex[e.ID]; ok {
+				b.Extensions[i] = ext
+				continue
+			}
+			extIndex[e.ID] = len(b.Extensions)
+			b.Extensions = append(b.Extensions, ext)
+		}
+	}
+	b.Persona.Prompt = render.Join(bodies...)
+	for _, s := range render.DefaultSections() {
+		if removed[s.Key] {
+			continue
+		}
+		if o, ok := overrides[s.Key]; ok {
+			s = o
+		}
+		b.Sections = append(b.Sections, s)
+	}
+	for _, v := range p.Spec.Variants {
+		b.Variants = append(b.Variants, render.Variant{Name: v.Name, Harness: string(v.Harness), Model: v.Model, ReasoningEffort: v.ReasoningEffort})
+	}
+	return b
+}

@@ -1,0 +1,246 @@
+package resolve
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+// Dependency kinds.
+const (
+	KindPersona     = "Persona"
+	KindPromptLayer = "PromptLayer"
+	KindConfigMap   = "ConfigMap"
+)
+
+// Result is a resolved persona.
+type Result struct {
+	// Bundle is the render input; nil when resolution failed.
+	Bundle *render.Bundle
+	// Dependencies are every object resolution read or tried to read, the
+	// persona itself excluded, sorted. They are set even when resolution
+	// fails, so that the object whose absence failed it triggers a retry.
+	Dependencies []v1alpha1.Dependency
+}
+
+// resolver is one resolution in progress.
+type resolver struct {
+	ctx     context.Context
+	lookup  Lookup
+	engine  *render.Engine
+	ns      string
+	deps    map[v1alpha1.Dependency]bool
+	missing []Reference
+}
+
+// Resolve resolves p: its inheritance chain (SPEC §5.1), layers (§5.4),
+// included layers (§4.3) and templateFrom ConfigMaps. The error is a
+// *CycleError, a *NotFoundError or a lookup failure.
+func Resolve(ctx context.Context, lookup Lookup, p *v1alpha1.Persona) (*Result, error) {
+	r := &resolver{ctx: ctx, lookup: lookup, engine: render.Default(), ns: p.Namespace, deps: map[v1alpha1.Dependency]bool{}}
+	b, err := r.bundle(p)
+	res := &Result{Dependencies: r.dependencies(p.Name)}
+	if err != nil {
+		return res, err
+	}
+	res.Bundle = b
+	return res, nil
+}
+
+func (r *resolver) bundle(p *v1alpha1.Persona) (*render.Bundle, error) {
+	chain, err := r.chain(p)
+	if err != nil {
+		return nil, err
+	}
+	b := merge(p, chain)
+	layers, err := r.layers(chain)
+	if err != nil {
+		return nil, err
+	}
+	b.Layers = layers
+	if err := r.includes(b); err != nil {
+		return nil, err
+	}
+	if len(r.missing) > 0 {
+		return nil, &NotFoundError{Missing: r.missing}
+	}
+	return b, nil
+}
+
+func (r *resolver) dependencies(self string) []v1alpha1.Dependency {
+	out := make([]v1alpha1.Dependency, 0, len(r.deps))
+	for d := range r.deps {
+		if d.Kind == KindPersona && d.Name == self {
+			continue
+		}
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.Dependency) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// get reads an object of the persona's namespace, recording the dependency
+// and, when it does not exist, the missing reference. found is false for a
+// missing object; err is any other failure.
+func (r *resolver) get(kind, name string, obj client.Object, by string) (found bool, err error) {
+	r.deps[v1alpha1.Dependency{Kind: kind, Name: name}] = true
+	err = r.lookup.Get(r.ctx, client.ObjectKey{Namespace: r.ns, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		r.missing = append(r.missing, Reference{Kind: kind, Name: name, By: by})
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get %s %s/%s: %w", kind, r.ns, name, err)
+	}
+	return true, nil
+}
+
+// chain is the post-order depth-first walk of inherit, in list order, each
+// persona once, p last. A missing parent is recorded and skipped, so every
+// missing parent is reported at once.
+func (r *resolver) chain(p *v1alpha1.Persona) ([]*v1alpha1.Persona, error) {
+	var out []*v1alpha1.Persona
+	done := map[string]bool{}
+	var stack []string
+	var visit func(p *v1alpha1.Persona) error
+	visit = func(p *v1alpha1.Persona) error {
+		stack = append(stack, p.Name)
+		for _, parentName := range p.Spec.Inherit {
+			name := string(parentName)
+			if i := slices.Index(stack, name); i >= 0 {
+				return &CycleError{Chain: append(slices.Clone(stack[i:]), name)}
+			}
+			if done[name] {
+				continue
+			}
+			var parent v1alpha1.Persona
+			found, err := r.get(KindPersona, name, &parent, fmt.Sprintf("persona %q", p.Name))
+			if err != nil {
+				return err
+			}
+			if !found {
+				done[name] = true
+				continue
+			}
+			if err := visit(&parent); err != nil {
+				return err
+			}
+		}
+		stack = stack[:len(stack)-1]
+		done[p.Name] = true
+		out = append(out, p)
+		return nil
+	}
+	if err := visit(p); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// layers resolves the chain's layers: in chain order, the first occurrence
+// of each name kept, then sorted by source rank.
+func (r *resolver) layers(chain []*v1alpha1.Persona) ([]render.Layer, error) {
+	var out []render.Layer
+	seen := map[string]bool{}
+	for _, p := range chain {
+		for _, ref := range p.Spec.Layers {
+			if seen[ref.Name] {
+				continue
+			}
+			seen[ref.Name] = true
+			l, found, err := r.layer(ref.Name, fmt.Sprintf("persona %q", p.Name))
+			if err != nil {
+				return nil, err
+			}
+			if found {
+				out = append(out, l)
+			}
+		}
+	}
+	render.SortLayers(out)
+	return out, nil
+}
+
+// layer reads a PromptLayer and its template text.
+func (r *resolver) layer(name, by string) (render.Layer, bool, error) {
+	var pl v1alpha1.PromptLayer
+	found, err := r.get(KindPromptLayer, name, &pl, by)
+	if err != nil || !found {
+		return render.Layer{}, false, err
+	}
+	l := render.Layer{
+		Name:   name,
+		Source: cmp.Or(pl.Spec.Source, render.SourcePackage),
+		Mode:   cmp.Or(string(pl.Spec.Mode), render.ModeAppend),
+	}
+	switch {
+	case pl.Spec.Template != nil:
+		l.Template = *pl.Spec.Template
+	case pl.Spec.TemplateFrom != nil:
+		ref := pl.Spec.TemplateFrom.ConfigMapKeyRef
+		var cm corev1.ConfigMap
+		found, err := r.get(KindConfigMap, ref.Name, &cm, fmt.Sprintf("layer %q", name))
+		if err != nil || !found {
+			return render.Layer{}, false, err
+		}
+		text, ok := cm.Data[ref.Key]
+		if !ok {
+			r.missing = append(r.missing, Reference{Kind: KindConfigMap, Name: ref.Name, Key: ref.Key, By: fmt.Sprintf("layer %q", name)})
+			return render.Layer{}, false, nil
+		}
+		l.Template = text
+	}
+	return l, true, nil
+}
+
+// includes resolves every layer that the bundle's templates include,
+// directly or through other included layers.
+func (r *resolver) includes(b *render.Bundle) error {
+	type pending struct{ section, src, by string }
+	var queue []pending
+	for _, s := range b.Sections {
+		queue = append(queue, pending{render.SectionName("platform", s.Key), s.Template, "platform section " + s.Key})
+	}
+	for _, e := range b.Extensions {
+		queue = append(queue, pending{render.SectionName("extension", e.ID), e.Template, "extension " + e.ID})
+	}
+	for _, l := range b.Layers {
+		if l.Mode != render.ModeDisable {
+			queue = append(queue, pending{render.SectionName("layer", l.Name), l.Template, fmt.Sprintf("layer %q", l.Name)})
+		}
+	}
+	tried := map[string]bool{}
+	for len(queue) > 0 {
+		next := queue[0]
+		queue = queue[1:]
+		for _, name := range r.engine.Includes(next.section, next.src) {
+			if tried[name] {
+				continue
+			}
+			tried[name] = true
+			l, found, err := r.layer(name, next.by)
+			if err != nil {
+				return err
+			}
+			if !found {
+				continue
+			}
+			if b.Includes == nil {
+				b.Includes = map[string]string{}
+			}
+			b.Includes[name] = l.Template
+			queue = append(queue, pending{render.SectionName("layer", name), l.Template, fmt.Sprintf("layer %q", name)})
+		}
+	}
+	return nil
+}
