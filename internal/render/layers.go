@@ -41,9 +41,19 @@ func sourceRank(source string) int {
 // SortLayers stable-sorts layers by the rank of their source, keeping the
 // relative order of layers of the same rank.
 func SortLayers(layers []Layer) {
-	slices.SortStableFunc(layers, func(a, b Layer) int {
-		return cmp.Compare(sourceRank(a.Source), sourceRank(b.Source))
-	})
+	slices.SortStableFunc(layers, compareRanks)
+}
+
+func compareRanks(a, b Layer) int { return cmp.Compare(sourceRank(a.Source), sourceRank(b.Source)) }
+
+// sortedLayers returns layers in rank order, copying only when they are not.
+func sortedLayers(layers []Layer) []Layer {
+	if slices.IsSortedFunc(layers, compareRanks) {
+		return layers
+	}
+	out := slices.Clone(layers)
+	SortLayers(out)
+	return out
 }
 
 // applyLayer combines a rendered, normalized layer text with the pieces so far.

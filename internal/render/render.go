@@ -138,7 +138,7 @@ func (r *renderer) pieces() ([]Piece, error) {
 		}
 		keep(p)
 	}
-	for _, l := range b.Layers {
+	for _, l := range sortedLayers(b.Layers) {
 		var p Piece
 		if l.Mode != ModeDisable {
 			var err error
