@@ -173,10 +173,13 @@ func (x *executor) beforeCall(args []reflect.Value, cost costFunc) error {
 	if err != nil {
 		return err
 	}
+	if err := b.spend(units); err != nil {
+		return err
+	}
 	if bytes > b.limits.MaxOutputBytes || bytes < 0 {
 		return b.limits.outputError(bytes)
 	}
-	return b.spend(units)
+	return nil
 }
 
 func (x *executor) afterCall(v reflect.Value) error {

@@ -1,0 +1,147 @@
+package render_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+// hostileCase is a template built to exhaust the controller; it must fail
+// with an error naming the limit it hit (SPEC §9).
+type hostileCase struct {
+	name  string
+	tmpl  string
+	setup func(b *render.Bundle)
+	// want is a substring of the error: the limit's wording.
+	want string
+}
+
+const (
+	unitsLimit  = "limit of 100000 loop iterations, template calls and list elements"
+	outputLimit = "over the limit of 921600 bytes"
+	sourceLimit = "over the limit of 65536 bytes"
+	timeLimit   = "longer than the limit of 250ms"
+)
+
+func hostileCorpus() []hostileCase {
+	thousandRepos := func(b *render.Bundle) {
+		b.Context.Repos = make([]render.Repo, 1000)
+	}
+	return []hostileCase{
+		{name: "range over 2000000000", tmpl: `{{ range 2000000000 }}{{ end }}`, want: unitsLimit},
+		{name: "range with else over 2000000000", tmpl: `{{ range $i := 2000000000 }}{{ $i }}{{ else }}none{{ end }}`, want: unitsLimit},
+		{name: "repeat huge count", tmpl: `{{ repeat 2000000000 "x" }}`, want: unitsLimit},
+		{name: "repeat huge string", tmpl: `{{ repeat 90000 "0123456789abcdef" }}`, want: outputLimit},
+		{name: "until huge", tmpl: `{{ until 2000000000 }}`, want: unitsLimit},
+		{name: "untilStep huge", tmpl: `{{ untilStep 0 2000000000 1 }}`, want: unitsLimit},
+		{name: "untilStep extremes", tmpl: `{{ untilStep -9223372036854775808 9223372036854775807 1 }}`, want: unitsLimit},
+		{name: "seq huge", tmpl: `{{ seq 2000000000 }}`, want: unitsLimit},
+		{name: "seq huge range", tmpl: `{{ seq -2000000000 2000000000 }}`, want: unitsLimit},
+		{name: "self-recursive define, twice per level", tmpl: `{{ define "r" }}{{ template "r" . }}{{ template "r" . }}{{ end }}{{ template "r" . }}`, want: "render budget exceeded"},
+		{name: "recursive define with shallow depth", tmpl: `{{ define "r" }}{{ if lt (len .) 5 }}{{ template "r" (append . 1) }}{{ template "r" (append . 1) }}{{ template "r" (append . 1) }}{{ template "r" (append . 1) }}{{ template "r" (append . 1) }}{{ template "r" (append . 1) }}{{ template "r" (append . 1) }}{{ template "r" (append . 1) }}{{ template "r" (append . 1) }}{{ template "r" (append . 1) }}{{ end }}{{ end }}{{ template "r" list }}`, want: unitsLimit},
+		{name: "recursion into the main template", tmpl: `x{{ template "extension.a" . }}`, want: "render budget exceeded"},
+		{name: "printf huge width", tmpl: `{{ printf "%2000000000d" 1 }}`, want: outputLimit},
+		{name: "printf huge star width", tmpl: `{{ printf "%*d" 2000000000 1 }}`, want: outputLimit},
+		{name: "printf huge precision", tmpl: `{{ printf "%.2000000000f" 1.5 }}`, want: outputLimit},
+		{name: "printf many wide verbs", tmpl: `{{ printf "` + strings.Repeat("%900000d", 2000) + `" }}`, want: outputLimit},
+		{name: "three nested ranges over 1000 elements", tmpl: `{{ $l := until 1000 }}{{ range $l }}{{ range $l }}{{ range $l }}x{{ end }}{{ end }}{{ end }}`, want: unitsLimit},
+		{name: "three nested ranges over 1000 repos", tmpl: `{{ range .Repos }}{{ range $.Repos }}{{ range $.Repos }}x{{ end }}{{ end }}{{ end }}`, setup: thousandRepos, want: unitsLimit},
+		{name: "output over 900 KiB", tmpl: `{{ $s := repeat 1000 "xxxxxxxxxx" }}{{ range until 100 }}{{ $s }}{{ end }}`, want: outputLimit},
+		{name: "output over 900 KiB of literal text", tmpl: `{{ range until 20 }}` + strings.Repeat("y", 60000) + `{{ end }}`, want: outputLimit},
+		{name: "include cycle", tmpl: `{{ include "a" . }}`, setup: func(b *render.Bundle) {
+			b.Includes = map[string]string{"a": `{{ include "b" . }}`, "b": `{{ include "a" . }}`}
+		}, want: "include cycle: a -> b -> a"},
+		{name: "source over 64 KiB", tmpl: strings.Repeat("z", 64<<10+1), want: sourceLimit},
+		{name: "20000 nested ifs", tmpl: strings.Repeat("{{if 1}}", 20000) + strings.Repeat("{{end}}", 20000), want: sourceLimit},
+		{name: "string doubling with cat", tmpl: `{{ $s := "xxxxxxxxxxxxxxxx" }}` + strings.Repeat(`{{ $s = cat $s $s }}`, 40) + `{{ len $s }}`, want: "over the limit of"},
+		{name: "string doubling with print", tmpl: `{{ $s := "xxxxxxxxxxxxxxxx" }}` + strings.Repeat(`{{ $s = print $s $s }}`, 40) + `{{ len $s }}`, want: "over the limit of"},
+		{name: "many arguments of a large string", tmpl: `{{ $s := repeat 10000 "0123456789" }}{{ cat` + strings.Repeat(" $s", 5000) + ` }}`, want: "over the limit of"},
+		{name: "list doubling with concat", tmpl: `{{ $l := list 1 2 3 4 }}` + strings.Repeat(`{{ $l = concat $l $l }}`, 40) + `{{ len $l }}`, want: "render budget exceeded"},
+		{name: "replace growth", tmpl: `{{ $s := "aaaa" }}` + strings.Repeat(`{{ $s = replace "a" "aaaaaaaaaa" $s }}`, 12) + `{{ len $s }}`, want: outputLimit},
+		{name: "regexReplaceAll expansion", tmpl: `{{ $s := repeat 2000 "ab" }}{{ regexReplaceAll "a" $s "` + strings.Repeat("$0", 3000) + `" }}`, want: outputLimit},
+		{name: "regexReplaceAll whole-match expansion", tmpl: `{{ $s := repeat 50000 "ab" }}{{ regexReplaceAll ".*" $s "$0$0$0$0$0$0$0$0$0$0" }}`, want: outputLimit},
+		{name: "indent huge", tmpl: `{{ indent 2000000000 "x" }}`, want: outputLimit},
+		{name: "nindent many lines", tmpl: `{{ $s := repeat 50000 "\n" }}{{ nindent 100 $s }}`, want: outputLimit},
+		{name: "wrapWith long separator", tmpl: `{{ $s := repeat 9000 "a b " }}{{ wrapWith 1 "` + strings.Repeat("-", 1000) + `" $s }}`, want: outputLimit},
+		{name: "map containing itself", tmpl: `{{ $d := dict }}{{ $_ := set $d "self" $d }}{{ printf "%v" $d }}`, want: "a map cannot contain itself"},
+		{name: "map containing itself through a list", tmpl: `{{ $d := dict }}{{ $e := dict "l" (list $d) }}{{ $_ := merge $d $e }}{{ toJson $d }}`, want: "a map cannot contain itself"},
+		{name: "deeply nested dicts", tmpl: `{{ $d := dict }}{{ range until 5000 }}{{ $d = dict "a" $d }}{{ end }}{{ toPrettyJson $d }}`, want: "nested deeper than the limit"},
+		{name: "deeply nested JSON", tmpl: `{{ $s := cat (repeat 9000 "[") (repeat 9000 "]") }}{{ $v := fromJson (nospace $s) }}{{ toJson $v }}`, want: "nested deeper than the limit"},
+		{name: "wall time", tmpl: `{{ $s := repeat 20000 "aaaaa" }}{{ range until 30000 }}{{ regexMatch "a*b" $s }}{{ end }}`, want: timeLimit},
+		{name: "include of a heavy layer", tmpl: `{{ range until 1000 }}{{ include "heavy" . }}{{ end }}`, setup: func(b *render.Bundle) {
+			b.Includes = map[string]string{"heavy": `{{ range until 1000 }}x{{ end }}`}
+		}, want: unitsLimit},
+	}
+}
+
+// TestHostileCorpus runs the corpus in a child process, so that the peak
+// memory of the whole run can be read from the kernel.
+func TestHostileCorpus(t *testing.T) {
+	if os.Getenv("PERSONA_HOSTILE_CHILD") != "" {
+		t.Skip("running as the child")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHostileChild$", "-test.v")
+	cmd.Env = append(os.Environ(), "PERSONA_HOSTILE_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("hostile corpus failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestHostileChild") {
+		t.Fatalf("the child did not run the corpus:\n%s", out)
+	}
+	usage := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	peak := usage.Maxrss * 1024 // Linux reports kilobytes
+	t.Logf("peak RSS of the hostile corpus: %d MiB", peak>>20)
+	if peak > 256<<20 {
+		t.Errorf("peak RSS %d MiB, over 256 MiB", peak>>20)
+	}
+}
+
+func TestHostileChild(t *testing.T) {
+	if os.Getenv("PERSONA_HOSTILE_CHILD") == "" {
+		t.Skip("run by TestHostileCorpus")
+	}
+	for _, c := range hostileCorpus() {
+		t.Run(c.name, func(t *testing.T) {
+			b := bare(c.tmpl)
+			if c.setup != nil {
+				c.setup(b)
+			}
+			start := time.Now()
+			_, err := render.Default().Render(b, "")
+			elapsed := time.Since(start)
+			if err == nil {
+				t.Fatal("rendered, want a limit error")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not name %q", err, c.want)
+			}
+			var re *render.RenderError
+			if !errors.As(err, &re) || re.Section != "extension.a" {
+				t.Errorf("not a RenderError of extension.a: %v", err)
+			}
+			if elapsed > time.Second {
+				t.Errorf("took %s, over 1s", elapsed)
+			}
+			t.Logf("%s: %s", elapsed.Round(time.Millisecond), truncate(err.Error(), 200))
+		})
+	}
+	// The engine keeps serving after the corpus.
+	if got := mustRender(t, bare("still {{ .Harness }}"), ""); got != "still claude\n" {
+		t.Errorf("after the corpus: %q", got)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("… (%d bytes)", len(s))
+}
