@@ -97,6 +97,27 @@ type budgetWriter struct {
 }
 
 func (w *budgetWriter) Write(p []byte) (int, error) {
+	if len(p) == 1 {
+		var err error
+		switch &p[0] {
+		case &tickMark[0]:
+			err = w.budget.spend(1)
+		case &enterMark[0]:
+			err = w.budget.enter()
+		case &leaveMark[0]:
+			w.budget.leave()
+		default:
+			return w.write(p)
+		}
+		if err != nil {
+			return 0, err
+		}
+		return 1, nil
+	}
+	return w.write(p)
+}
+
+func (w *budgetWriter) write(p []byte) (int, error) {
 	if err := w.budget.produce(len(p)); err != nil {
 		return 0, err
 	}

@@ -14,8 +14,8 @@ import (
 // literally, stays within the source limit, and every field chain on . names
 // a variable of §4.1 wherever the type of . is known statically: at the top
 // level, and inside range and with over a known field.
-func (e *Engine) Check(name, src string) error {
-	p := e.cache.get(name, src)
+func (e *Engine) Check(kind SectionKind, name, src string) error {
+	p := e.cache.get(kind, name, src)
 	if p.err != nil {
 		return p.err
 	}

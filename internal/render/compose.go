@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"strings"
 	"unicode"
 )
@@ -8,13 +9,19 @@ import (
 // Normalize removes a text piece's trailing whitespace and leading blank
 // lines (SPEC §5). A piece that is empty afterwards is dropped by Join.
 func Normalize(s string) string {
-	s = strings.TrimRightFunc(s, unicode.IsSpace)
+	start, end := normalizedBounds([]byte(s))
+	return s[start:end]
+}
+
+// normalizedBounds returns the bounds of the normalized text within b.
+func normalizedBounds(b []byte) (start, end int) {
+	end = len(bytes.TrimRightFunc(b, unicode.IsSpace))
 	for {
-		i := strings.IndexByte(s, '\n')
-		if i < 0 || strings.TrimSpace(s[:i]) != "" {
-			return s
+		i := bytes.IndexByte(b[start:end], '\n')
+		if i < 0 || len(bytes.TrimSpace(b[start:start+i])) > 0 {
+			return start, end
 		}
-		s = s[i+1:]
+		start += i + 1
 	}
 }
 
@@ -44,26 +51,41 @@ type Piece struct {
 	Text   string
 }
 
-// joinPieces joins pieces with one blank line and ends a non-empty result
-// with one newline: the content of a system-prompt file.
-func joinPieces(pieces []Piece) string {
-	if len(pieces) == 0 {
-		return ""
+// span is a rendered, normalized piece held as bounds in a render's output
+// buffer, so that composing pieces moves no text.
+type span struct {
+	section, origin string
+	start, end      int
+}
+
+// joinSpans joins the spans of buf with one blank line and ends a non-empty
+// result with one newline: the content of a system-prompt file. The pieces
+// it returns share the result's memory.
+func joinSpans(buf []byte, spans []span) (string, []Piece) {
+	if len(spans) == 0 {
+		return "", nil
 	}
 	n := 0
-	for _, p := range pieces {
-		n += len(p.Text) + 2
+	for _, s := range spans {
+		n += s.end - s.start + 2
 	}
 	var b strings.Builder
 	b.Grow(n)
-	for i, p := range pieces {
+	offsets := make([]int, len(spans))
+	for i, s := range spans {
 		if i > 0 {
 			b.WriteString("\n\n")
 		}
-		b.WriteString(p.Text)
+		offsets[i] = b.Len()
+		b.Write(buf[s.start:s.end])
 	}
 	b.WriteByte('\n')
-	return b.String()
+	text := b.String()
+	pieces := make([]Piece, len(spans))
+	for i, s := range spans {
+		pieces[i] = Piece{Name: s.section, Origin: s.origin, Text: text[offsets[i] : offsets[i]+s.end-s.start]}
+	}
+	return text, pieces
 }
 
 // withNewline is s plus one trailing newline, or empty when s is empty.

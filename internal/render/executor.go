@@ -28,8 +28,12 @@ type executor struct {
 	// active is the stack of templates executing; an include rebinds the
 	// names of its caller when it returns.
 	active []*parsed
-	// buffers are reused output buffers, one per nesting level.
+	// buffers are reused include output buffers, one per include depth.
 	buffers [][]byte
+	// out is the reused output buffer of a render's pieces.
+	out []byte
+	// writers are reused writers, one per nesting level of execution.
+	writers []*budgetWriter
 }
 
 // maxBoundNames bounds the template names an executor keeps bound; past it
@@ -66,30 +70,31 @@ func (x *executor) bindTree(name string, t *parse.Tree) *template.Template {
 	return nt
 }
 
-// execute runs p with data and returns what it wrote.
-func (x *executor) execute(p *parsed, data any) (string, error) {
+// executeTo runs p with data, appending what it writes to buf.
+func (x *executor) executeTo(buf []byte, p *parsed, data any) ([]byte, error) {
 	if p.err != nil {
-		return "", p.err
+		return buf, p.err
 	}
 	if p.empty {
-		return "", nil
+		return buf, nil
 	}
 	level := len(x.active)
-	if level == len(x.buffers) {
-		x.buffers = append(x.buffers, nil)
+	if level == len(x.writers) {
+		x.writers = append(x.writers, &budgetWriter{budget: &x.budget})
 	}
-	w := budgetWriter{budget: &x.budget, buf: x.buffers[level][:0]}
+	w := x.writers[level]
+	w.buf = buf
 	x.active = append(x.active, p)
-	err := x.bind(p).Execute(&w, data)
+	err := x.bind(p).Execute(w, data)
 	x.active = x.active[:level]
 	if level > 0 {
 		x.bind(x.active[level-1])
 	}
-	x.buffers[level] = w.buf
+	buf, w.buf = w.buf, nil
 	if err != nil {
-		return "", cleanError(err)
+		return buf, cleanError(err)
 	}
-	return string(w.buf), nil
+	return buf, nil
 }
 
 // cleanError reports a limit or include error by itself, without the
@@ -138,12 +143,17 @@ func (x *executor) include(name string, data any) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("include %q: no PromptLayer %q was resolved for this persona", name, name)
 	}
-	p := x.engine.cache.get(layerSection(name), src)
+	p := x.engine.cache.get(KindLayer, name, src)
+	level := x.includeDepth
+	if level == len(x.buffers) {
+		x.buffers = append(x.buffers, nil)
+	}
 	x.chain = append(x.chain, name)
 	x.includeDepth++
-	out, err := x.execute(p, data)
+	buf, err := x.executeTo(x.buffers[level][:0], p, data)
 	x.includeDepth--
 	x.chain = x.chain[:len(x.chain)-1]
+	x.buffers[level] = buf
 	if err != nil {
 		var inc *IncludeError
 		var limit *LimitError
@@ -152,7 +162,7 @@ func (x *executor) include(name string, data any) (string, error) {
 		}
 		return "", fmt.Errorf("include %q: %w", name, err)
 	}
-	return out, nil
+	return string(buf), nil
 }
 
 // executorPool keeps idle executors. Unlike sync.Pool it is not emptied by
@@ -184,6 +194,9 @@ func (p *executorPool) put(x *executor) {
 		if cap(b) > maxKeptBuffer {
 			x.buffers[i] = nil
 		}
+	}
+	if cap(x.out) > maxKeptBuffer {
+		x.out = nil
 	}
 	if len(x.bound) > maxBoundNames {
 		return

@@ -111,15 +111,8 @@ func (x *executor) funcMap() template.FuncMap {
 	m["printf"] = x.guard(fmt.Sprintf, printfCost)
 	maps.Copy(m, murmurFuncs)
 	m["include"] = x.include
-	m[fnTick] = x.tick
-	m[fnEnter] = x.enter
-	m[fnLeave] = x.leave
 	return m
 }
-
-func (x *executor) tick() (bool, error)  { return true, x.budget.spend(1) }
-func (x *executor) enter() (bool, error) { return true, x.budget.enter() }
-func (x *executor) leave() bool          { x.budget.leave(); return true }
 
 // costFunc tells, before a call, the units it spends and the size of the
 // string it builds, for functions whose cost is not bounded by their arguments.

@@ -56,20 +56,20 @@ func sortedLayers(layers []Layer) []Layer {
 	return out
 }
 
-// applyLayer combines a rendered, normalized layer text with the pieces so far.
-func applyLayer(pieces []Piece, mode string, p Piece) []Piece {
+// applyLayer combines a rendered, normalized layer piece with the pieces so far.
+func applyLayer(spans []span, mode string, p span) []span {
 	if mode == ModeDisable {
-		return pieces[:0]
+		return spans[:0]
 	}
-	if p.Text == "" {
-		return pieces
+	if p.start == p.end {
+		return spans
 	}
 	switch mode {
 	case ModePrepend:
-		return append([]Piece{p}, pieces...)
+		return append([]span{p}, spans...)
 	case ModeReplace:
-		return append(pieces[:0], p)
+		return append(spans[:0], p)
 	default:
-		return append(pieces, p)
+		return append(spans, p)
 	}
 }

@@ -159,12 +159,15 @@ func walkBranch(b *parse.BranchNode, visit func(parse.Node) bool) bool {
 	return walkNodes(b.Pipe, visit) && walkNodes(b.List, visit) && walkNodes(b.ElseList, visit)
 }
 
-// The functions the budget checks call. Templates cannot name them: they
-// are not in the function set templates are parsed with.
-const (
-	fnTick  = "_budget_tick"
-	fnEnter = "_budget_enter"
-	fnLeave = "_budget_leave"
+// Budget checks are text nodes whose bytes are one of these sentinels:
+// text/template hands a text node's own slice to the writer, and the
+// budgetWriter recognizes the sentinel by its address and accounts for it
+// instead of writing it. No template can produce these slices, and a check
+// costs an interface call rather than a reflective function call.
+var (
+	tickMark  = []byte{0}
+	enterMark = []byte{0}
+	leaveMark = []byte{0}
 )
 
 // instrumentRanges puts a budget check at the start of every range body, so
@@ -172,7 +175,7 @@ const (
 func instrumentRanges(t *parse.Tree, n parse.Node) {
 	walkNodes(n, func(n parse.Node) bool {
 		if r, ok := n.(*parse.RangeNode); ok {
-			r.List.Nodes = append([]parse.Node{budgetAction(t, r.Position(), r.Line, fnTick)}, r.List.Nodes...)
+			r.List.Nodes = append([]parse.Node{budgetNode(r.Position(), tickMark)}, r.List.Nodes...)
 		}
 		return true
 	})
@@ -183,20 +186,14 @@ func instrumentRanges(t *parse.Tree, n parse.Node) {
 func instrumentCall(t *parse.Tree) {
 	pos := t.Root.Position()
 	nodes := make([]parse.Node, 0, len(t.Root.Nodes)+2)
-	nodes = append(nodes, budgetAction(t, pos, 0, fnEnter))
+	nodes = append(nodes, budgetNode(pos, enterMark))
 	nodes = append(nodes, t.Root.Nodes...)
-	nodes = append(nodes, budgetAction(t, pos, 0, fnLeave))
+	nodes = append(nodes, budgetNode(pos, leaveMark))
 	t.Root.Nodes = nodes
 }
 
-// budgetAction is {{$<hidden> := fn}}: a call whose value is discarded
-// rather than printed.
-func budgetAction(t *parse.Tree, pos parse.Pos, line int, fn string) *parse.ActionNode {
-	ident := parse.NewIdentifier(fn).SetTree(t).SetPos(pos)
-	cmd := &parse.CommandNode{NodeType: parse.NodeCommand, Pos: pos, Args: []parse.Node{ident}}
-	discard := &parse.VariableNode{NodeType: parse.NodeVariable, Pos: pos, Ident: []string{"$\x00budget"}}
-	pipe := &parse.PipeNode{NodeType: parse.NodePipe, Pos: pos, Line: line, Decl: []*parse.VariableNode{discard}, Cmds: []*parse.CommandNode{cmd}}
-	return &parse.ActionNode{NodeType: parse.NodeAction, Pos: pos, Line: line, Pipe: pipe}
+func budgetNode(pos parse.Pos, mark []byte) *parse.TextNode {
+	return &parse.TextNode{NodeType: parse.NodeText, Pos: pos, Text: mark}
 }
 
 // parseCache holds parsed templates by name and source, so a re-render
@@ -210,16 +207,14 @@ type parseCache struct {
 	currBytes int
 }
 
-type cacheKey struct{ name, src string }
-
-const maxCacheBytes = 32 << 20
-
-func newParseCache(l *Limits) *parseCache {
-	return &parseCache{limits: l, current: map[cacheKey]*parsed{}}
+type cacheKey struct {
+	kind SectionKind
+	name string
+	src  string
 }
 
-func (c *parseCache) get(name, src string) *parsed {
-	k := cacheKey{name, src}
+func (c *parseCache) get(kind SectionKind, name, src string) *parsed {
+	k := cacheKey{kind, name, src}
 	c.mu.RLock()
 	p := c.current[k]
 	c.mu.RUnlock()
@@ -232,7 +227,7 @@ func (c *parseCache) get(name, src string) *parsed {
 		return p
 	}
 	if p = c.previous[k]; p == nil {
-		p = parseTemplate(name, src, c.limits)
+		p = parseTemplate(SectionName(kind, name), src, c.limits)
 	}
 	if c.currBytes+len(src) > maxCacheBytes {
 		c.previous, c.current, c.currBytes = c.current, map[cacheKey]*parsed{}, 0
@@ -240,4 +235,10 @@ func (c *parseCache) get(name, src string) *parsed {
 	c.current[k] = p
 	c.currBytes += len(name) + len(src)
 	return p
+}
+
+const maxCacheBytes = 32 << 20
+
+func newParseCache(l *Limits) *parseCache {
+	return &parseCache{limits: l, current: map[cacheKey]*parsed{}}
 }

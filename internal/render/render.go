@@ -28,10 +28,20 @@ func Default() *Engine { return defaultEngine }
 // Limits returns the engine's limits.
 func (e *Engine) Limits() Limits { return e.limits }
 
-// Section names of rendered pieces.
-func platformSection(key string) string { return "platform." + key }
-func extensionSection(id string) string { return "extension." + id }
-func layerSection(name string) string   { return "layer." + name }
+// SectionKind is the kind of a template: a platform section, an extension
+// or a layer.
+type SectionKind string
+
+// The kinds of templates.
+const (
+	KindPlatform  SectionKind = "platform"
+	KindExtension SectionKind = "extension"
+	KindLayer     SectionKind = "layer"
+)
+
+// SectionName is the name a template is parsed and reported under:
+// platform.<key>, extension.<id> or layer.<name> (SPEC §7).
+func SectionName(kind SectionKind, name string) string { return string(kind) + "." + name }
 
 // Names of the literal pieces appended last (SPEC §5.4 step 3).
 const (
@@ -84,94 +94,101 @@ func (e *Engine) Render(b *Bundle, variant string) (*Prompt, error) {
 	defer e.pool.put(x)
 	x.budget.reset(&e.limits, time.Now())
 	x.includes = b.Includes
-	r := renderer{engine: e, x: x, bundle: b, variant: variant, data: newData(b, v)}
-	pieces, err := r.pieces()
+	r := renderer{engine: e, x: x, bundle: b, variant: variant, data: newData(b, v), out: x.out[:0]}
+	spans, err := r.spans()
+	x.out = r.out
 	if err != nil {
 		return nil, err
 	}
-	return &Prompt{Text: joinPieces(pieces), Pieces: pieces}, nil
+	text, pieces := joinSpans(r.out, spans)
+	return &Prompt{Text: text, Pieces: pieces}, nil
 }
 
-// renderer is one render in progress.
+// renderer is one render in progress. Every piece is rendered into out and
+// composed as spans of it.
 type renderer struct {
 	engine  *Engine
 	x       *executor
 	bundle  *Bundle
 	variant string
 	data    *Data
+	out     []byte
 }
 
-func (r *renderer) fail(section string, err error) error {
-	return &RenderError{Persona: r.bundle.Persona.Name, Variant: r.variant, Section: section, Err: err}
+func (r *renderer) fail(kind SectionKind, name string, err error) error {
+	return &RenderError{Persona: r.bundle.Persona.Name, Variant: r.variant, Section: SectionName(kind, name), Err: err}
 }
 
-// piece renders one template to a normalized piece.
-func (r *renderer) piece(section, origin, src string) (Piece, error) {
-	out, err := r.x.execute(r.engine.cache.get(section, src), r.data)
+// piece renders one template into out, normalized.
+func (r *renderer) piece(kind SectionKind, name, origin, src string) (span, error) {
+	start := len(r.out)
+	p := r.engine.cache.get(kind, name, src)
+	out, err := r.x.executeTo(r.out, p, r.data)
+	r.out = out
 	if err != nil {
-		return Piece{}, r.fail(section, err)
+		return span{}, r.fail(kind, name, err)
 	}
-	return Piece{Name: section, Origin: origin, Text: Normalize(out)}, nil
+	return r.literal(p.name, origin, start), nil
 }
 
-// pieces composes the prompt (SPEC §5.4): platform sections, extensions,
+// literal makes the text written to out since start a normalized span.
+func (r *renderer) literal(section, origin string, start int) span {
+	from, to := normalizedBounds(r.out[start:])
+	return span{section: section, origin: origin, start: start + from, end: start + to}
+}
+
+// spans composes the prompt (SPEC §5.4): platform sections, extensions,
 // layers by rank and mode, then the literal user and appended prompts.
-func (r *renderer) pieces() ([]Piece, error) {
+func (r *renderer) spans() ([]span, error) {
 	b := r.bundle
-	pieces := make([]Piece, 0, len(b.Sections)+len(b.Extensions)+len(b.Layers)+2)
-	keep := func(p Piece) {
-		if p.Text != "" {
-			pieces = append(pieces, p)
+	spans := make([]span, 0, len(b.Sections)+len(b.Extensions)+len(b.Layers)+2)
+	keep := func(s span) {
+		if s.start < s.end {
+			spans = append(spans, s)
 		}
 	}
 	for _, s := range b.Sections {
-		p, err := r.piece(platformSection(s.Key), s.Origin, s.Template)
+		p, err := r.piece(KindPlatform, s.Key, s.Origin, s.Template)
 		if err != nil {
 			return nil, err
 		}
 		keep(p)
 	}
 	for _, ext := range b.Extensions {
-		p, err := r.piece(extensionSection(ext.ID), ext.Origin, ext.Template)
+		p, err := r.piece(KindExtension, ext.ID, ext.Origin, ext.Template)
 		if err != nil {
 			return nil, err
 		}
 		keep(p)
 	}
 	for _, l := range sortedLayers(b.Layers) {
-		var p Piece
+		var p span
 		if l.Mode != ModeDisable {
 			var err error
 			r.x.chain = append(r.x.chain[:0], l.Name)
-			p, err = r.piece(layerSection(l.Name), "layer/"+l.Name, l.Template)
+			p, err = r.piece(KindLayer, l.Name, "layer/"+l.Name, l.Template)
 			r.x.chain = r.x.chain[:0]
 			if err != nil {
 				return nil, err
 			}
 		}
-		pieces = applyLayer(pieces, l.Mode, p)
+		spans = applyLayer(spans, l.Mode, p)
 	}
 	origin := "persona/" + b.Persona.Name
-	keep(Piece{Name: UserSystemPromptPiece, Origin: origin, Text: Normalize(r.data.UserSystemPrompt)})
-	keep(Piece{Name: AppendSystemPromptPiece, Origin: origin, Text: Normalize(r.data.AppendSystemPrompt)})
-	return pieces, nil
+	for _, lit := range []struct{ name, text string }{
+		{UserSystemPromptPiece, r.data.UserSystemPrompt},
+		{AppendSystemPromptPiece, r.data.AppendSystemPrompt},
+	} {
+		start := len(r.out)
+		r.out = append(r.out, lit.text...)
+		keep(r.literal(lit.name, origin, start))
+	}
+	return spans, nil
 }
 
 // Includes returns the layer names that a template's include calls name,
 // in order. A template that does not parse includes nothing here; rendering
 // it reports the parse error.
-func (e *Engine) Includes(section, src string) []string {
-	return e.cache.get(section, src).includes
-}
-
-// SectionName is the name a platform section, extension or layer template
-// is parsed and reported under: platform.<key>, extension.<id>, layer.<name>.
-func SectionName(kind, name string) string {
-	switch kind {
-	case "platform":
-		return platformSection(name)
-	case "extension":
-		return extensionSection(name)
-	}
-	return layerSection(name)
+func (e *Engine) Includes(kind SectionKind, name, src string) []string {
+	return e.cache.get(kind, name, src).includes
 }

@@ -206,24 +206,27 @@ func (r *resolver) layer(name, by string) (render.Layer, bool, error) {
 // includes resolves every layer that the bundle's templates include,
 // directly or through other included layers.
 func (r *resolver) includes(b *render.Bundle) error {
-	type pending struct{ section, src, by string }
+	type pending struct {
+		kind          render.SectionKind
+		name, src, by string
+	}
 	var queue []pending
 	for _, s := range b.Sections {
-		queue = append(queue, pending{render.SectionName("platform", s.Key), s.Template, "platform section " + s.Key})
+		queue = append(queue, pending{render.KindPlatform, s.Key, s.Template, "platform section " + s.Key})
 	}
 	for _, e := range b.Extensions {
-		queue = append(queue, pending{render.SectionName("extension", e.ID), e.Template, "extension " + e.ID})
+		queue = append(queue, pending{render.KindExtension, e.ID, e.Template, "extension " + e.ID})
 	}
 	for _, l := range b.Layers {
 		if l.Mode != render.ModeDisable {
-			queue = append(queue, pending{render.SectionName("layer", l.Name), l.Template, fmt.Sprintf("layer %q", l.Name)})
+			queue = append(queue, pending{render.KindLayer, l.Name, l.Template, fmt.Sprintf("layer %q", l.Name)})
 		}
 	}
 	tried := map[string]bool{}
 	for len(queue) > 0 {
 		next := queue[0]
 		queue = queue[1:]
-		for _, name := range r.engine.Includes(next.section, next.src) {
+		for _, name := range r.engine.Includes(next.kind, next.name, next.src) {
 			if tried[name] {
 				continue
 			}
@@ -239,7 +242,7 @@ func (r *resolver) includes(b *render.Bundle) error {
 				b.Includes = map[string]string{}
 			}
 			b.Includes[name] = l.Template
-			queue = append(queue, pending{render.SectionName("layer", name), l.Template, fmt.Sprintf("layer %q", name)})
+			queue = append(queue, pending{render.KindLayer, name, l.Template, fmt.Sprintf("layer %q", name)})
 		}
 	}
 	return nil
