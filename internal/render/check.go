@@ -25,15 +25,26 @@ func (e *Engine) Check(kind SectionKind, name, src string) error {
 
 var dataType = reflect.TypeFor[Data]()
 
+// typed is the static type of a value, when known, and how to name it in messages.
+type typed struct {
+	t    reflect.Type // nil: unknown
+	desc string
+}
+
+var (
+	unknown = typed{}
+	topDot  = typed{dataType, ""}
+)
+
 func checkFields(p *parsed) error {
 	c := &fieldChecker{tree: p.main}
-	if err := c.list(p.main.Root, dataType, dataType); err != nil {
+	if err := c.list(p.main.Root, topDot, typed{dataType, "$"}); err != nil {
 		return err
 	}
 	// A defined template's . is whatever its caller passes: unknown.
 	for _, t := range p.defines {
 		c := &fieldChecker{tree: t}
-		if err := c.list(t.Root, nil, nil); err != nil {
+		if err := c.list(t.Root, unknown, unknown); err != nil {
 			return err
 		}
 	}
@@ -46,7 +57,7 @@ type fieldChecker struct {
 
 // list checks the nodes of a list with dot of type dot (nil: unknown) and $
 // of type root (nil: unknown).
-func (c *fieldChecker) list(l *parse.ListNode, dot, root reflect.Type) error {
+func (c *fieldChecker) list(l *parse.ListNode, dot, root typed) error {
 	if l == nil {
 		return nil
 	}
@@ -58,7 +69,7 @@ func (c *fieldChecker) list(l *parse.ListNode, dot, root reflect.Type) error {
 	return nil
 }
 
-func (c *fieldChecker) node(n parse.Node, dot, root reflect.Type) error {
+func (c *fieldChecker) node(n parse.Node, dot, root typed) error {
 	switch n := n.(type) {
 	case *parse.ActionNode:
 		_, err := c.pipe(n.Pipe, dot, root)
@@ -97,15 +108,15 @@ func (c *fieldChecker) node(n parse.Node, dot, root reflect.Type) error {
 }
 
 // pipe checks a pipeline and returns the type of its value when it is known.
-func (c *fieldChecker) pipe(p *parse.PipeNode, dot, root reflect.Type) (reflect.Type, error) {
+func (c *fieldChecker) pipe(p *parse.PipeNode, dot, root typed) (typed, error) {
 	if p == nil {
-		return nil, nil
+		return unknown, nil
 	}
-	var last reflect.Type
+	var last typed
 	for i, cmd := range p.Cmds {
 		t, err := c.command(cmd, dot, root)
 		if err != nil {
-			return nil, err
+			return unknown, err
 		}
 		if i == len(p.Cmds)-1 {
 			last = t
@@ -116,35 +127,33 @@ func (c *fieldChecker) pipe(p *parse.PipeNode, dot, root reflect.Type) (reflect.
 
 // command checks the arguments of a command; the type is known only for a
 // command that is a single field chain.
-func (c *fieldChecker) command(cmd *parse.CommandNode, dot, root reflect.Type) (reflect.Type, error) {
-	var result reflect.Type
+func (c *fieldChecker) command(cmd *parse.CommandNode, dot, root typed) (typed, error) {
+	var result typed
 	for _, arg := range cmd.Args {
-		var t reflect.Type
+		var t typed
 		var err error
 		switch a := arg.(type) {
 		case *parse.DotNode:
 			t = dot
 		case *parse.FieldNode:
-			t, err = c.chain(a, dot, "", a.Ident)
+			t, err = c.chain(a, dot, a.Ident)
 		case *parse.VariableNode:
-			if a.Ident[0] == "$" && len(a.Ident) > 1 {
-				t, err = c.chain(a, root, "$", a.Ident[1:])
-			} else if a.Ident[0] == "$" {
-				t = root
+			if a.Ident[0] == "$" {
+				t, err = c.chain(a, root, a.Ident[1:])
 			}
 		case *parse.ChainNode:
-			var inner reflect.Type
+			var inner typed
 			if pn, ok := a.Node.(*parse.PipeNode); ok {
 				inner, err = c.pipe(pn, dot, root)
 			}
-			if err == nil && inner != nil {
-				t, err = c.chain(a, inner, "("+a.Node.String()+")", a.Field)
+			if err == nil && inner.t != nil {
+				t, err = c.chain(a, typed{inner.t, "(" + a.Node.String() + ")"}, a.Field)
 			}
 		case *parse.PipeNode:
 			t, err = c.pipe(a, dot, root)
 		}
 		if err != nil {
-			return nil, err
+			return unknown, err
 		}
 		if len(cmd.Args) == 1 {
 			result = t
@@ -153,12 +162,12 @@ func (c *fieldChecker) command(cmd *parse.CommandNode, dot, root reflect.Type) (
 	return result, nil
 }
 
-// chain follows fields from a value of type t; t nil means unknown.
-func (c *fieldChecker) chain(n parse.Node, t reflect.Type, prefix string, fields []string) (reflect.Type, error) {
-	path := prefix
+// chain follows fields from a value; an unknown type ends the check.
+func (c *fieldChecker) chain(n parse.Node, from typed, fields []string) (typed, error) {
+	t, desc := from.t, from.desc
 	for _, f := range fields {
 		if t == nil {
-			return nil, nil
+			return unknown, nil
 		}
 		for t.Kind() == reflect.Pointer {
 			t = t.Elem()
@@ -167,43 +176,43 @@ func (c *fieldChecker) chain(n parse.Node, t reflect.Type, prefix string, fields
 		case reflect.Struct:
 			sf, ok := t.FieldByName(f)
 			if !ok || !sf.IsExported() {
-				return nil, c.unknownField(n, t, path, f)
+				return unknown, c.unknownField(n, t, desc, f)
 			}
 			t = sf.Type
 		case reflect.Map:
 			t = t.Elem()
 		case reflect.Interface:
-			return nil, nil
+			return unknown, nil
 		default:
-			return nil, nodeError(c.tree, n, fmt.Sprintf("%s is a %s and has no field %s", describePath(path), kindName(t), f))
+			return unknown, nodeError(c.tree, n, fmt.Sprintf("%s is a %s and has no field %s", describe(desc), kindName(t), f))
 		}
-		path += "." + f
+		desc += "." + f
 	}
-	return t, nil
+	return typed{t, desc}, nil
 }
 
-func (c *fieldChecker) unknownField(n parse.Node, t reflect.Type, path, f string) error {
+func (c *fieldChecker) unknownField(n parse.Node, t reflect.Type, desc, f string) error {
 	names := make([]string, 0, t.NumField())
 	for i := range t.NumField() {
 		if t.Field(i).IsExported() {
 			names = append(names, t.Field(i).Name)
 		}
 	}
-	msg := fmt.Sprintf("%s has no field %s", describePath(path), f)
+	msg := fmt.Sprintf("%s has no field %s", describe(desc), f)
+	if t == dataType && (desc == "" || desc == "$") {
+		msg = fmt.Sprintf("%s.%s is not a template variable", desc, f)
+	}
 	if s := suggest.Closest(f, names); s != "" {
-		msg += fmt.Sprintf(" (did you mean .%s?)", s)
+		msg += fmt.Sprintf(" (did you mean %s?)", s)
 	}
 	return nodeError(c.tree, n, msg)
 }
 
-func describePath(path string) string {
-	switch {
-	case path == "":
+func describe(desc string) string {
+	if desc == "" {
 		return "."
-	case path == "$":
-		return "$"
 	}
-	return path
+	return desc
 }
 
 func kindName(t reflect.Type) string {
@@ -218,16 +227,16 @@ func kindName(t reflect.Type) string {
 	return strings.ToLower(t.Kind().String())
 }
 
-// elemType is the type of . inside a range over a value of type t.
-func elemType(t reflect.Type) reflect.Type {
-	if t == nil {
-		return nil
+// elemType is . inside a range over a value.
+func elemType(v typed) typed {
+	if v.t == nil {
+		return unknown
 	}
-	switch t.Kind() {
+	switch v.t.Kind() {
 	case reflect.Slice, reflect.Array, reflect.Map:
-		return t.Elem()
+		return typed{v.t.Elem(), "an element of " + describe(v.desc)}
 	case reflect.Int:
-		return t
+		return typed{v.t, "the index of range " + describe(v.desc)}
 	}
-	return nil
+	return unknown
 }

@@ -79,25 +79,42 @@ func inspect(t *parse.Tree, trees map[string]*parse.Tree, called map[string]bool
 				return false
 			}
 			called[n.Name] = true
-		case *parse.CommandNode:
-			id, ok := n.Args[0].(*parse.IdentifierNode)
-			if !ok || id.Ident != "include" {
-				return true
+		case *parse.PipeNode:
+			for i, cmd := range n.Cmds {
+				if e := inspectInclude(t, cmd, i > 0, includes); e != nil {
+					err = e
+					return false
+				}
 			}
-			if len(n.Args) < 2 {
-				err = nodeError(t, n, "include needs a layer name and data: {{ include \"layer-name\" . }}")
-				return false
-			}
-			lit, ok := n.Args[1].(*parse.StringNode)
-			if !ok {
-				err = nodeError(t, n, fmt.Sprintf("include takes a literal layer name, not %s", n.Args[1]))
-				return false
-			}
-			*includes = append(*includes, lit.Text)
 		}
 		return true
 	})
 	return err
+}
+
+// inspectInclude checks an include command: a literal layer name and the
+// data, which a later command of a pipeline receives from the one before.
+func inspectInclude(t *parse.Tree, cmd *parse.CommandNode, piped bool, includes *[]string) error {
+	id, ok := cmd.Args[0].(*parse.IdentifierNode)
+	if !ok || id.Ident != "include" {
+		return nil
+	}
+	if len(cmd.Args) < 2 {
+		return nodeError(t, cmd, `include needs a layer name and data: {{ include "layer-name" . }}`)
+	}
+	lit, ok := cmd.Args[1].(*parse.StringNode)
+	if !ok {
+		return nodeError(t, cmd, fmt.Sprintf("include takes a literal layer name, not %s", cmd.Args[1]))
+	}
+	want := 3 // include, the name, the data
+	if piped {
+		want = 2
+	}
+	if len(cmd.Args) != want {
+		return nodeError(t, cmd, `include takes a layer name and data: {{ include "layer-name" . }}`)
+	}
+	*includes = append(*includes, lit.Text)
+	return nil
 }
 
 func nodeError(t *parse.Tree, n parse.Node, msg string) error {
@@ -108,17 +125,23 @@ func nodeError(t *parse.Tree, n parse.Node, msg string) error {
 // walkNodes calls visit for n and every node below it, depth first, until
 // visit returns false.
 func walkNodes(n parse.Node, visit func(parse.Node) bool) bool {
-	if n == nil {
+	switch n := n.(type) {
+	case nil:
 		return true
+	case *parse.PipeNode:
+		if n == nil {
+			return true
+		}
+	case *parse.ListNode:
+		if n == nil {
+			return true
+		}
 	}
 	if !visit(n) {
 		return false
 	}
 	switch n := n.(type) {
 	case *parse.ListNode:
-		if n == nil {
-			return true
-		}
 		for _, c := range n.Nodes {
 			if !walkNodes(c, visit) {
 				return false
@@ -127,9 +150,6 @@ func walkNodes(n parse.Node, visit func(parse.Node) bool) bool {
 	case *parse.ActionNode:
 		return walkNodes(n.Pipe, visit)
 	case *parse.PipeNode:
-		if n == nil {
-			return true
-		}
 		for _, c := range n.Cmds {
 			if !walkNodes(c, visit) {
 				return false
@@ -229,7 +249,7 @@ func (c *parseCache) get(kind SectionKind, name, src string) *parsed {
 	if p = c.previous[k]; p == nil {
 		p = parseTemplate(SectionName(kind, name), src, c.limits)
 	}
-	if c.currBytes+len(src) > maxCacheBytes {
+	if c.currBytes+len(name)+len(src) > maxCacheBytes {
 		c.previous, c.current, c.currBytes = c.current, map[cacheKey]*parsed{}, 0
 	}
 	c.current[k] = p
