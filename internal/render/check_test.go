@@ -22,7 +22,7 @@ func TestCheck(t *testing.T) {
 		{"{{ with .Knowledge }}{{ .CreationEnabled }}{{ end }}", ""},
 		{"{{ range .FlightMessages }}{{ .Flight }}{{ else }}{{ .AgentRef }}{{ end }}", ""},
 		{"{{ with .Persona }}{{ .Name }}{{ else }}{{ .Model }}{{ end }}", ""},
-		{"{{ (index .Repos 0).Anything }}", ""}, // the result of a function is not known statically
+		{"{{ (index .Repos 0).Anything }}", ""},            // the result of a function is not known statically
 		{"{{ define \"x\" }}{{ .Anything }}{{ end }}", ""}, // . of a defined template is its caller's
 		{"{{ $r := .Repos }}{{ $r.Anything }}", ""},
 		{`{{ include "frag" . }} {{ . | include "frag" }}`, ""},
