@@ -1,0 +1,50 @@
+package admission
+
+import (
+	"encoding/json"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// FuzzValidate feeds arbitrary JSON objects to Validate as both kinds: it
+// must never panic, and every error must carry a path and render.
+func FuzzValidate(f *testing.F) {
+	for _, doc := range []string{
+		seedBenchLean, seedBarePrompt, seedModelAwareReviewer, fullPersona,
+		platform("prMergability", "{remove: false, replce: x}"),
+		extension("{{ range .Repos }}{{ .Nmae }}{{ end }}"),
+		extension(`{{ include .Name . }}{{ env "HOME" }}`),
+		persona("  variants: [{name: a}, {name: a, harness: x}]\n  inherit: [A]\n  layers: [{}]\n"),
+		layer("  mode: disable\n"),
+		layer("  template: x\n  templateFrom: {configMapKeyRef: {name: c, key: k}}\n"),
+		layer("  source: Bad_Source\n  mode: merge\n  templateFrom: {configMapKeyRef: {nme: c}}\n"),
+	} {
+		js, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(js)
+	}
+	f.Add([]byte(`{"spec":{"systemPrompt":{"platform":{"waiver":null,"":{}},"extensions":[null,1,"x",{}]}}}`))
+	f.Add([]byte(`{"metadata":[],"spec":{"context":{"repos":[{"name":{}}],"knowledge":1e400}}}`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`[]`))
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var obj map[string]any
+		if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
+			return // not an object
+		}
+		for _, kind := range []string{KindPersona, KindPromptLayer} {
+			obj["kind"] = kind
+			errs := Validate(obj)
+			for _, e := range errs {
+				if e == nil || e.Field == "" {
+					t.Fatalf("kind %s: error without a path: %v", kind, e)
+				}
+				_ = e.Error()
+			}
+		}
+	})
+}

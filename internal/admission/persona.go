@@ -1,0 +1,203 @@
+package admission
+
+import (
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+// Limits of a Persona spec (SPEC §2).
+const (
+	maxDescriptionBytes = 1024
+	maxInherit          = 16
+	maxLayers           = 32
+	maxVariants         = 16
+)
+
+var harnesses = []v1alpha1.Harness{v1alpha1.HarnessClaude, v1alpha1.HarnessCodex, v1alpha1.HarnessOpencode}
+
+var personaSpecType = reflect.TypeFor[v1alpha1.PersonaSpec]()
+
+// ValidatePersona validates a Persona object (apiVersion/kind/metadata/spec/status
+// map) against SPEC §2 and §8, and returns every problem found.
+func ValidatePersona(obj map[string]any) field.ErrorList {
+	_, errs := validateEnvelope(obj, validatePersonaName)
+	specPath := field.NewPath("spec")
+	errs = append(errs, checkShape(specPath, obj["spec"], personaSpecType)...)
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		return errs
+	}
+
+	if d, state := getString(spec, "description"); state == present && len(d) > maxDescriptionBytes {
+		errs = append(errs, field.TooLong(specPath.Child("description"), nil, maxDescriptionBytes))
+	}
+	if h, state := getString(spec, "harness"); state == present {
+		errs = append(errs, checkHarness(specPath.Child("harness"), h)...)
+	}
+	errs = append(errs, validateInherit(specPath.Child("inherit"), spec)...)
+	errs = append(errs, validateLayerRefs(specPath.Child("layers"), spec)...)
+	if sp, state := getMap(spec, "systemPrompt"); state == present {
+		p := specPath.Child("systemPrompt")
+		errs = append(errs, validatePlatform(p.Child("platform"), sp)...)
+		errs = append(errs, validateExtensions(p.Child("extensions"), sp)...)
+	}
+	errs = append(errs, validateVariants(specPath.Child("variants"), spec)...)
+	// vars and context have no rules beyond their shape, checked above.
+	return errs
+}
+
+func checkHarness(p *field.Path, h string) field.ErrorList {
+	for _, known := range harnesses {
+		if h == string(known) {
+			return nil
+		}
+	}
+	return field.ErrorList{field.NotSupported(p, truncate(h), harnesses)}
+}
+
+// validateInherit checks the parents' count and names. Whether they exist
+// is the controller's to report: GitOps may apply them in any order.
+func validateInherit(p *field.Path, spec map[string]any) field.ErrorList {
+	list, _ := getList(spec, "inherit")
+	var errs field.ErrorList
+	if len(list) > maxInherit {
+		errs = append(errs, field.TooMany(p, len(list), maxInherit))
+	}
+	for i, v := range list {
+		if s, ok := v.(string); ok {
+			errs = append(errs, checkPattern(p.Index(i), s, nameRE, "a Persona name: "+nameWhat)...)
+		}
+	}
+	return errs
+}
+
+func validateLayerRefs(p *field.Path, spec map[string]any) field.ErrorList {
+	list, _ := getList(spec, "layers")
+	var errs field.ErrorList
+	if len(list) > maxLayers {
+		errs = append(errs, field.TooMany(p, len(list), maxLayers))
+	}
+	for i, v := range list {
+		ref, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		np := p.Index(i).Child("name")
+		switch name, state := getString(ref, "name"); {
+		case state == absent || (state == present && name == ""):
+			errs = append(errs, field.Required(np, "the name of a PromptLayer in the same namespace"))
+		case state == present:
+			errs = append(errs, validateSubdomain(np, name)...)
+		}
+	}
+	return errs
+}
+
+// validatePlatform checks systemPrompt.platform: keys from the catalog, and
+// each entry setting exactly one of replace and remove (SPEC §5.2).
+func validatePlatform(p *field.Path, sp map[string]any) field.ErrorList {
+	platform, _ := getMap(sp, "platform")
+	var errs field.ErrorList
+	for _, key := range sortedKeys(platform) {
+		kp := keyPath(p, key)
+		if !render.IsPlatformKey(key) {
+			errs = append(errs, &field.Error{
+				Type:     field.ErrorTypeNotSupported,
+				Field:    kp.String(),
+				BadValue: truncate(key),
+				Detail:   "not a platform section; " + hint(key, render.Catalog, "the sections are"),
+			})
+		}
+		entry, ok := platform[key].(map[string]any)
+		if !ok {
+			// null is pruned (unset); another type is a shape error.
+			continue
+		}
+		replace, replaceState := getString(entry, "replace")
+		remove, removeState := getBool(entry, "remove")
+		switch {
+		case replaceState == absent && removeState == absent:
+			errs = append(errs, field.Required(kp, "set exactly one of replace (the section's template) and remove: true"))
+		case replaceState != absent && removeState != absent:
+			errs = append(errs, field.Forbidden(kp.Child("remove"), "may not be set together with replace; set exactly one of replace and remove"))
+		}
+		if removeState == present && !remove {
+			errs = append(errs, field.Invalid(kp.Child("remove"), false, "remove: false is not allowed; leave the key unset to inherit the section"))
+		}
+		if replaceState == present {
+			// An empty replace is allowed: it renders the section to nothing.
+			errs = append(errs, checkTemplate(kp.Child("replace"), render.KindPlatform, key, replace)...)
+		}
+	}
+	return errs
+}
+
+// validateExtensions checks systemPrompt.extensions (SPEC §5.3).
+func validateExtensions(p *field.Path, sp map[string]any) field.ErrorList {
+	list, _ := getList(sp, "extensions")
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, v := range list {
+		ext, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		ip := p.Index(i)
+		id, idState := getString(ext, "id")
+		switch {
+		case idState == absent || (idState == present && id == ""):
+			errs = append(errs, field.Required(ip.Child("id"), "the extension's id, matching "+extensionIDPattern))
+		case idState == present:
+			errs = append(errs, checkPattern(ip.Child("id"), id, extensionIDRE, "a lower-case letter, then up to 62 lower-case letters, digits or '_'")...)
+			if seen[id] {
+				errs = append(errs, field.Duplicate(ip.Child("id"), truncate(id)))
+			}
+			seen[id] = true
+		}
+		switch tmpl, state := getString(ext, "template"); {
+		case state == absent:
+			errs = append(errs, field.Required(ip.Child("template"), "the extension's Go template"))
+		case state == present && tmpl == "":
+			errs = append(errs, field.Required(ip.Child("template"), "must not be empty"))
+		case state == present:
+			errs = append(errs, checkTemplate(ip.Child("template"), render.KindExtension, id, tmpl)...)
+		}
+	}
+	return errs
+}
+
+// validateVariants checks spec.variants (SPEC §6): names unique, since each
+// is a key system-prompt.<name>.md of the ConfigMap.
+func validateVariants(p *field.Path, spec map[string]any) field.ErrorList {
+	list, _ := getList(spec, "variants")
+	var errs field.ErrorList
+	if len(list) > maxVariants {
+		errs = append(errs, field.TooMany(p, len(list), maxVariants))
+	}
+	seen := map[string]bool{}
+	for i, v := range list {
+		variant, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		ip := p.Index(i)
+		switch name, state := getString(variant, "name"); {
+		case state == absent || (state == present && name == ""):
+			errs = append(errs, field.Required(ip.Child("name"), "the variant's name"))
+		case state == present:
+			errs = append(errs, checkPattern(ip.Child("name"), name, nameRE, nameWhat)...)
+			if seen[name] {
+				errs = append(errs, field.Duplicate(ip.Child("name"), truncate(name)))
+			}
+			seen[name] = true
+		}
+		if h, state := getString(variant, "harness"); state == present {
+			errs = append(errs, checkHarness(ip.Child("harness"), h)...)
+		}
+	}
+	return errs
+}

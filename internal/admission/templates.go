@@ -1,0 +1,30 @@
+package admission
+
+import (
+	"errors"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+// checkTemplate reports a template source that would not be accepted (SPEC
+// §4.3, §8, §9): too large, not parsing with the function set, a non-literal
+// include, or a field chain on . that does not exist. kind and name make the
+// section name (platform.<key>, extension.<id>, layer.<name>) that the
+// message carries, as a render failure's would.
+func checkTemplate(p *field.Path, kind render.SectionKind, name, src string) field.ErrorList {
+	engine := render.Default()
+	err := engine.Check(kind, name, src)
+	if err == nil {
+		return nil
+	}
+	var limit *render.LimitError
+	if errors.As(err, &limit) && limit.Limit == "source" {
+		tooLong := field.TooLong(p, nil, engine.Limits().MaxSourceBytes)
+		tooLong.Detail = limit.Error()
+		return field.ErrorList{tooLong}
+	}
+	// The source is left out of the message: it can be 64 KiB.
+	return field.ErrorList{field.Invalid(p, field.OmitValueType{}, err.Error())}
+}

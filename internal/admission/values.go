@@ -1,0 +1,189 @@
+package admission
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/persona-operator/persona-operator/internal/suggest"
+)
+
+// presence is what a raw map holds under a key. The semantic checks read
+// values through it so that a value of the wrong type, already reported by
+// the strict walk, is skipped rather than reported again.
+type presence int
+
+const (
+	absent    presence = iota // no key, or null
+	wrongType                 // a value of another JSON type
+	present                   // a value of the expected type
+)
+
+// lookup returns m[key] and whether it is set: present and not null.
+func lookup(m map[string]any, key string) (any, bool) {
+	v, ok := m[key]
+	return v, ok && v != nil
+}
+
+func getString(m map[string]any, key string) (string, presence) {
+	v, ok := lookup(m, key)
+	if !ok {
+		return "", absent
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", wrongType
+	}
+	return s, present
+}
+
+func getBool(m map[string]any, key string) (bool, presence) {
+	v, ok := lookup(m, key)
+	if !ok {
+		return false, absent
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, wrongType
+	}
+	return b, present
+}
+
+func getMap(m map[string]any, key string) (map[string]any, presence) {
+	v, ok := lookup(m, key)
+	if !ok {
+		return nil, absent
+	}
+	mm, ok := v.(map[string]any)
+	if !ok {
+		return nil, wrongType
+	}
+	return mm, present
+}
+
+func getList(m map[string]any, key string) ([]any, presence) {
+	v, ok := lookup(m, key)
+	if !ok {
+		return nil, absent
+	}
+	l, ok := v.([]any)
+	if !ok {
+		return nil, wrongType
+	}
+	return l, present
+}
+
+// sortedKeys returns the keys of m in order, so errors come out in the same
+// order on every run.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// keyPath is the path of key k under p. Plain keys read as fields
+// (spec.systemPrompt.platform.waiver), as users write them; any other key is
+// bracketed (spec.vars[a.b]) so that the path stays unambiguous.
+func keyPath(p *field.Path, k string) *field.Path {
+	switch {
+	case p == nil:
+		// A top-level key: a bracket needs a parent to hang on.
+		return field.NewPath(k)
+	case plainKey.MatchString(k):
+		return p.Child(k)
+	}
+	return p.Key(k)
+}
+
+// maxShownBytes bounds the bad values and keys quoted in messages, so that a
+// huge value cannot blow up an error message.
+const maxShownBytes = 64
+
+// shortValue is v as quoted in an error: scalars as they are (long strings
+// cut), lists and objects omitted.
+func shortValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		return truncate(v)
+	case bool, float64, float32, int64, int32:
+		return v
+	case int:
+		return int64(v)
+	case int8, int16, uint, uint8, uint16, uint32, uint64, json.Number:
+		return truncate(fmt.Sprint(v))
+	}
+	return field.OmitValueType{}
+}
+
+func truncate(s string) string {
+	if len(s) <= maxShownBytes {
+		return s
+	}
+	cut := maxShownBytes
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// jsonType names the JSON type of a raw value, for type mismatch messages.
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, json.Number:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("a Go %T", v)
+}
+
+// typeError reports a value whose JSON type is not the expected one, e.g.
+// "must be a boolean, not a string".
+func typeError(p *field.Path, v any, want string) *field.Error {
+	return field.Invalid(p, shortValue(v), fmt.Sprintf("must be %s, not %s", want, jsonType(v)))
+}
+
+// unknownField reports a key the schema does not declare, with the closest
+// known key as a suggestion, or the list of known keys when none is close.
+func unknownField(p *field.Path, key string, known []string) *field.Error {
+	return field.Invalid(p, truncate(key), "unknown field; "+hint(key, known, "known fields"))
+}
+
+// hint is `did you mean "x"?` for the known name closest to name, or the
+// list of known names when none is close enough to be a misspelling.
+func hint(name string, known []string, listLabel string) string {
+	if s := closest(name, known); s != "" {
+		return fmt.Sprintf("did you mean %q?", s)
+	}
+	return listLabel + ": " + strings.Join(known, ", ")
+}
+
+// maxSuggestBytes bounds the names worth a suggestion: nothing longer is a
+// misspelling of a short key, and the edit distance is quadratic.
+const maxSuggestBytes = 256
+
+func closest(name string, known []string) string {
+	if len(name) > maxSuggestBytes {
+		return ""
+	}
+	return suggest.Closest(name, known)
+}
