@@ -225,6 +225,8 @@ type parseCache struct {
 	current   map[cacheKey]*parsed
 	previous  map[cacheKey]*parsed
 	currBytes int
+	// parses counts parses, for tests.
+	parses int
 }
 
 type cacheKey struct {
@@ -248,6 +250,7 @@ func (c *parseCache) get(kind SectionKind, name, src string) *parsed {
 	}
 	if p = c.previous[k]; p == nil {
 		p = parseTemplate(SectionName(kind, name), src, c.limits)
+		c.parses++
 	}
 	if c.currBytes+len(name)+len(src) > maxCacheBytes {
 		c.previous, c.current, c.currBytes = c.current, map[cacheKey]*parsed{}, 0
