@@ -11,8 +11,8 @@ all: build
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Generate the CRDs (and, later, RBAC and webhook manifests).
-	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
+manifests: controller-gen ## Generate the CRDs, RBAC role and webhook configuration.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.

@@ -1,0 +1,114 @@
+// Command manager runs the persona-operator: the Persona and PromptLayer
+// controllers and the validating webhook.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/controllers"
+	personawebhook "github.com/persona-operator/persona-operator/internal/webhook"
+)
+
+func main() {
+	var (
+		metricsAddr, probeAddr              string
+		webhookCertPath, webhookCertName    string
+		webhookCertKey                      string
+		webhookPort, personaWorkers         int
+		enableLeaderElection, secureMetrics bool
+		enableHTTP2                         bool
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
+	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Elect a leader, so that only one manager replica is active.")
+	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
+	flag.StringVar(&webhookCertPath, "webhook-cert-path", "", "The directory holding the webhook certificate; empty uses the webhook server's default.")
+	flag.StringVar(&webhookCertName, "webhook-cert-name", "tls.crt", "The webhook certificate's file name.")
+	flag.StringVar(&webhookCertKey, "webhook-cert-key", "tls.key", "The webhook key's file name.")
+	flag.IntVar(&webhookPort, "webhook-port", 9443, "The port the webhook server listens on.")
+	flag.IntVar(&personaWorkers, "persona-workers", 4, "Concurrent Persona reconciles.")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
+	// --kubeconfig is registered by controller-runtime's config package.
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	log := ctrl.Log.WithName("setup")
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+
+	var tlsOpts []func(*tls.Config)
+	if !enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	webhookOpts := webhook.Options{Port: webhookPort, TLSOpts: tlsOpts}
+	var certWatcher *certwatcher.CertWatcher
+	if webhookCertPath != "" {
+		var err error
+		certWatcher, err = certwatcher.New(filepath.Join(webhookCertPath, webhookCertName), filepath.Join(webhookCertPath, webhookCertKey))
+		if err != nil {
+			log.Error(err, "load the webhook certificate")
+			os.Exit(1)
+		}
+		webhookOpts.TLSOpts = append(webhookOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = certWatcher.GetCertificate })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
+	if secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsOpts,
+		WebhookServer:          webhook.NewServer(webhookOpts),
+		HealthProbeBindAddress: probeAddr,
+		LeaderElection:         enableLeaderElection,
+		LeaderElectionID:       "persona-operator.prompts.persona-operator.dev",
+	})
+	if err != nil {
+		log.Error(err, "create the manager")
+		os.Exit(1)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	if err := controllers.Setup(ctx, mgr, controllers.Options{PersonaWorkers: personaWorkers}); err != nil {
+		log.Error(err, "set up the controllers")
+		os.Exit(1)
+	}
+	personawebhook.Register(mgr)
+	if certWatcher != nil {
+		if err := mgr.Add(certWatcher); err != nil {
+			log.Error(err, "watch the webhook certificate")
+			os.Exit(1)
+		}
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "add the health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		log.Error(err, "add the readiness check")
+		os.Exit(1)
+	}
+	log.Info("starting the manager")
+	if err := mgr.Start(ctx); err != nil {
+		log.Error(err, "run the manager")
+		os.Exit(1)
+	}
+}

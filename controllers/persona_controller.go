@@ -1,0 +1,283 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/internal/resolve"
+)
+
+// PersonaReconciler renders each Persona into its ConfigMap (SPEC §5–§7).
+type PersonaReconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
+	// Engine renders; nil means render.Default().
+	Engine *render.Engine
+	// MaxConcurrentReconciles is the number of workers; 0 means 1.
+	MaxConcurrentReconciles int
+}
+
+// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=promptlayers,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// outcome is what one render attempt came to.
+type outcome struct {
+	// reason is the Ready reason: Rendered or a failure of SPEC §7.
+	reason  string
+	message string
+	output  *render.Output
+}
+
+func failed(reason string, err error) outcome { return outcome{reason: reason, message: err.Error()} }
+
+// Reconcile resolves and renders a Persona, writes its ConfigMap when the
+// render changed, and reports the result in status. Status is patched once,
+// at the end, and only when it changed.
+func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+	var p v1alpha1.Persona
+	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	original := p.DeepCopy()
+	defer func() {
+		if equality.Semantic.DeepEqual(original.Status, p.Status) {
+			return
+		}
+		if patchErr := r.Status().Patch(ctx, &p, client.MergeFrom(original)); patchErr != nil {
+			err = errors.Join(err, fmt.Errorf("patch status: %w", patchErr))
+		}
+	}()
+
+	result, err := r.render(ctx, &p)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if result.reason == ReasonRendered {
+		if result, err = r.deliver(ctx, &p, result); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	r.report(&p, original, result)
+	// A failure waits for a change to the persona or a dependency: the
+	// watches bring it back, so it is not retried.
+	return ctrl.Result{}, nil
+}
+
+// render resolves the persona's references and renders its ConfigMap data.
+// A spec problem is an outcome; only a failure to read is an error.
+func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (outcome, error) {
+	start := time.Now()
+	defer func() { renderDuration.Observe(time.Since(start).Seconds()) }()
+
+	res, err := resolve.Resolve(ctx, r.Client, p)
+	p.Status.Dependencies = res.Dependencies
+	var notFound *resolve.NotFoundError
+	var cycle *resolve.CycleError
+	switch {
+	case errors.As(err, &notFound):
+		return failed(ReasonReferenceNotFound, err), nil
+	case errors.As(err, &cycle):
+		return failed(ReasonInheritanceCycle, err), nil
+	case err != nil:
+		return outcome{}, fmt.Errorf("resolve persona %s: %w", p.Name, err)
+	}
+	out, err := r.engine().ConfigMap(res.Bundle)
+	var tooLarge *render.TooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		return failed(ReasonTooLarge, err), nil
+	case err != nil:
+		return failed(ReasonRenderFailed, err), nil
+	}
+	return outcome{reason: ReasonRendered, output: out}, nil
+}
+
+func (r *PersonaReconciler) engine() *render.Engine {
+	if r.Engine != nil {
+		return r.Engine
+	}
+	return render.Default()
+}
+
+// deliver makes persona-<name> hold the render: created when missing,
+// updated when it differs, left alone when it is current, and never touched
+// when another owner controls it.
+func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, result outcome) (outcome, error) {
+	desired := delivery.ConfigMap(p.Name, p.Namespace, result.output)
+	if err := controllerutil.SetControllerReference(p, desired, r.Scheme); err != nil {
+		return outcome{}, fmt.Errorf("own ConfigMap: %w", err)
+	}
+	var current corev1.ConfigMap
+	err := r.Get(ctx, client.ObjectKeyFromObject(desired), &current)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.Create(ctx, desired); err != nil {
+			return outcome{}, fmt.Errorf("create ConfigMap %s: %w", desired.Name, err)
+		}
+		return result, nil
+	case err != nil:
+		return outcome{}, fmt.Errorf("get ConfigMap %s: %w", desired.Name, err)
+	}
+	if !metav1.IsControlledBy(&current, p) {
+		return failed(ReasonConfigMapConflict, fmt.Errorf("ConfigMap %s exists and is not controlled by this Persona; delete or rename it", desired.Name)), nil
+	}
+	if isCurrent(&current, desired) {
+		return result, nil
+	}
+	updated := current.DeepCopy()
+	updated.Data = desired.Data
+	updated.BinaryData = nil
+	for k, v := range desired.Labels {
+		metav1.SetMetaDataLabel(&updated.ObjectMeta, k, v)
+	}
+	for k, v := range desired.Annotations {
+		metav1.SetMetaDataAnnotation(&updated.ObjectMeta, k, v)
+	}
+	if err := r.Update(ctx, updated); err != nil {
+		return outcome{}, fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
+	}
+	return result, nil
+}
+
+// isCurrent reports whether the ConfigMap holds the desired data, labels
+// and annotations; other labels and annotations are left to their owners.
+func isCurrent(current, desired *corev1.ConfigMap) bool {
+	if len(current.BinaryData) > 0 || !equality.Semantic.DeepEqual(normalizeData(current.Data), normalizeData(desired.Data)) {
+		return false
+	}
+	for k, v := range desired.Labels {
+		if current.Labels[k] != v {
+			return false
+		}
+	}
+	for k, v := range desired.Annotations {
+		if current.Annotations[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func normalizeData(d map[string]string) map[string]string {
+	if len(d) == 0 {
+		return nil
+	}
+	return d
+}
+
+// report sets the status and emits Events for what changed (SPEC §7). A
+// failure keeps the last good render's fields: the ConfigMap still holds it.
+func (r *PersonaReconciler) report(p, before *v1alpha1.Persona, result outcome) {
+	st := &p.Status
+	st.ObservedGeneration = p.Generation
+	previous := meta.FindStatusCondition(before.Status.Conditions, ConditionReady)
+	if result.reason == ReasonRendered {
+		out := result.output
+		st.ConfigMapName = delivery.ConfigMapName(p.Name)
+		st.ContentHash = out.Hash
+		st.RenderedBytes = int64(out.Bytes)
+		st.Sections = provenance(out.Pieces)
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonRendered, ObservedGeneration: p.Generation,
+			Message: fmt.Sprintf("ConfigMap %s holds the render: %d bytes, %s", st.ConfigMapName, out.Bytes, out.Hash),
+		})
+		meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+		if before.Status.ContentHash != out.Hash {
+			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonRendered, "Render", "rendered %s (%d bytes) into ConfigMap %s", out.Hash, out.Bytes, st.ConfigMapName)
+		}
+		return
+	}
+	renderFailures.WithLabelValues(result.reason).Inc()
+	for _, t := range []string{ConditionReady, ConditionStalled} {
+		status := metav1.ConditionFalse
+		if t == ConditionStalled {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: t, Status: status, Reason: result.reason, Message: result.message, ObservedGeneration: p.Generation,
+		})
+	}
+	if previous == nil || previous.Reason != result.reason || previous.Message != result.message {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, result.reason, "Render", "%s", result.message)
+	}
+}
+
+func provenance(pieces []render.Piece) []v1alpha1.RenderedSection {
+	out := make([]v1alpha1.RenderedSection, len(pieces))
+	for i, pc := range pieces {
+		out[i] = v1alpha1.RenderedSection{Name: pc.Name, Origin: pc.Origin, Bytes: int64(len(pc.Text))}
+	}
+	return out
+}
+
+// SetupWithManager registers the controller and the watches that bring a
+// Persona back when anything its render read changes. The field indexes
+// must be registered first (Setup does both).
+func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Persona{}, specChanged).
+		Owns(&corev1.ConfigMap{}).
+		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(KindPersona)), specChanged).
+		Watches(&v1alpha1.PromptLayer{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(KindPromptLayer)), specChanged).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.configMapDependents)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
+		Named("persona").
+		Complete(r)
+}
+
+// Kinds of dependencies, as the resolver records them.
+const (
+	KindPersona     = resolve.KindPersona
+	KindPromptLayer = resolve.KindPromptLayer
+	KindConfigMap   = resolve.KindConfigMap
+)
+
+func (r *PersonaReconciler) dependentsOf(kind string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return dependents(ctx, r.Client, kind, obj.GetNamespace(), obj.GetName())
+	}
+}
+
+// configMapDependents enqueues the Personas that read a ConfigMap through
+// templateFrom, and the Persona whose ConfigMap name it has, so that a
+// Persona in conflict retries once the foreign ConfigMap is gone.
+func (r *PersonaReconciler) configMapDependents(ctx context.Context, obj client.Object) []reconcile.Request {
+	reqs := dependents(ctx, r.Client, KindConfigMap, obj.GetNamespace(), obj.GetName())
+	if name, ok := personaOfConfigMap(obj.GetName()); ok {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}})
+	}
+	return reqs
+}
+
+func personaOfConfigMap(name string) (string, bool) {
+	if len(name) <= len(delivery.ConfigMapPrefix) || name[:len(delivery.ConfigMapPrefix)] != delivery.ConfigMapPrefix {
+		return "", false
+	}
+	return name[len(delivery.ConfigMapPrefix):], true
+}

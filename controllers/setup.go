@@ -1,0 +1,35 @@
+// Package controllers holds the Persona and PromptLayer reconcilers.
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Options tune the controllers.
+type Options struct {
+	// PersonaWorkers is the number of concurrent Persona reconciles.
+	PersonaWorkers int
+}
+
+// Setup registers the field indexes and both controllers with the manager.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if err := setupIndexes(ctx, mgr); err != nil {
+		return fmt.Errorf("register field indexes: %w", err)
+	}
+	personas := &PersonaReconciler{
+		Client:                  mgr.GetClient(),
+		Scheme:                  mgr.GetScheme(),
+		Recorder:                mgr.GetEventRecorder("persona-operator"),
+		MaxConcurrentReconciles: opts.PersonaWorkers,
+	}
+	if err := personas.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the Persona controller: %w", err)
+	}
+	if err := (&PromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the PromptLayer controller: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+// Package webhook serves the validating admission webhook of SPEC §8 for
+// Personas and PromptLayers.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	personaadmission "github.com/persona-operator/persona-operator/internal/admission"
+)
+
+// Paths the webhook is served at, as config/webhook registers them.
+const (
+	PersonaPath     = "/validate-prompts-persona-operator-dev-v1alpha1-persona"
+	PromptLayerPath = "/validate-prompts-persona-operator-dev-v1alpha1-promptlayer"
+)
+
+// +kubebuilder:webhook:path=/validate-prompts-persona-operator-dev-v1alpha1-persona,mutating=false,failurePolicy=fail,sideEffects=None,groups=prompts.persona-operator.dev,resources=personas,verbs=create;update,versions=v1alpha1,name=vpersona.persona-operator.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-prompts-persona-operator-dev-v1alpha1-promptlayer,mutating=false,failurePolicy=fail,sideEffects=None,groups=prompts.persona-operator.dev,resources=promptlayers,verbs=create;update,versions=v1alpha1,name=vpromptlayer.persona-operator.dev,admissionReviewVersions=v1
+
+// Validator validates the raw object of an admission request, so that keys
+// the typed API would drop are seen and refused.
+type Validator struct {
+	// Reader looks up referenced objects for warnings; nil skips them.
+	Reader client.Reader
+}
+
+// Register serves the webhook for both kinds on the manager's webhook server.
+func Register(mgr ctrl.Manager) {
+	v := &Validator{Reader: mgr.GetClient()}
+	server := mgr.GetWebhookServer()
+	server.Register(PersonaPath, &webhook.Admission{Handler: v})
+	server.Register(PromptLayerPath, &webhook.Admission{Handler: v})
+}
+
+// Handle implements admission.Handler.
+func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	var obj map[string]any
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode %s: %w", req.Kind.Kind, err))
+	}
+	if errs := personaadmission.Validate(obj); len(errs) > 0 {
+		gk := v1alpha1.GroupVersion.WithKind(req.Kind.Kind).GroupKind()
+		status := apierrors.NewInvalid(gk, req.Name, errs).Status()
+		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+	}
+	resp := admission.Allowed("")
+	resp.Warnings = v.warnings(ctx, req)
+	return resp
+}
+
+// warnings reports references that do not exist yet: GitOps may apply them
+// in any order, so they are not refused; the controller reports them.
+func (v *Validator) warnings(ctx context.Context, req admission.Request) []string {
+	if v.Reader == nil {
+		return nil
+	}
+	var out []string
+	missing := func(path *field.Path, obj client.Object, kind, name string) {
+		err := v.Reader.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: name}, obj)
+		if apierrors.IsNotFound(err) {
+			out = append(out, fmt.Sprintf("%s: %s %q does not exist yet", path, kind, name))
+		}
+	}
+	switch req.Kind.Kind {
+	case "Persona":
+		var p v1alpha1.Persona
+		if json.Unmarshal(req.Object.Raw, &p) != nil {
+			return nil
+		}
+		for i, parent := range p.Spec.Inherit {
+			missing(field.NewPath("spec", "inherit").Index(i), &v1alpha1.Persona{}, "Persona", string(parent))
+		}
+		for i, l := range p.Spec.Layers {
+			missing(field.NewPath("spec", "layers").Index(i).Child("name"), &v1alpha1.PromptLayer{}, "PromptLayer", l.Name)
+		}
+	case "PromptLayer":
+		var l v1alpha1.PromptLayer
+		if json.Unmarshal(req.Object.Raw, &l) != nil || l.Spec.TemplateFrom == nil {
+			return nil
+		}
+		missing(field.NewPath("spec", "templateFrom", "configMapKeyRef", "name"), &corev1.ConfigMap{}, "ConfigMap", l.Spec.TemplateFrom.ConfigMapKeyRef.Name)
+	}
+	return out
+}
