@@ -31,8 +31,13 @@ verify-generated: manifests generate ## Fail when generated files are not commit
 	@git diff --exit-code -- api config/crd || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 
 .PHONY: test
-test: manifests generate vet ## Run every test.
-	go test $(GO_TEST_FLAGS) ./...
+test: manifests generate vet ## Run every test: unit tests, and envtest suites with the real kube-apiserver and the webhook.
+	assets="$$(hack/envtest-binaries.sh)" && \
+	KUBEBUILDER_ASSETS="$$assets" PERSONA_REQUIRE_ENVTEST=1 go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: envtest
+envtest: ## Build kube-apiserver and etcd from the Go module proxy into the envtest cache (idempotent).
+	hack/envtest-binaries.sh
 
 .PHONY: bench
 bench: ## Run the render benchmarks with their floor.
@@ -42,6 +47,7 @@ bench: ## Run the render benchmarks with their floor.
 
 .PHONY: build
 build: manifests generate fmt vet ## Build the manager and the kubectl-persona CLI into bin/.
+	go build -o $(LOCALBIN)/manager ./cmd
 	go build -o $(LOCALBIN)/kubectl-persona ./cmd/kubectl-persona
 
 ##@ Tools
