@@ -1,0 +1,177 @@
+// Package cli implements kubectl-persona (SPEC §10): rendering, validating
+// and importing personas offline, with the operator's own packages so that
+// its output equals the operator's byte for byte.
+//
+// Run executes a command line in-process against the given streams and
+// returns the exit status: 0 success, 1 invalid input or render failure, 2
+// usage (bad flags, missing or conflicting arguments).
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/persona-operator/persona-operator/internal/manifest"
+)
+
+// Exit statuses.
+const (
+	ExitOK      = 0
+	ExitInvalid = 1
+	ExitUsage   = 2
+)
+
+// Name is the command's name; as a kubectl plugin it runs as `kubectl persona`.
+const Name = "kubectl-persona"
+
+// Streams are a command's standard streams.
+type Streams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// exitError ends a command with a status. Its message, when not empty, is
+// printed to stderr; a command that reported its problems itself returns one
+// without a message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// failed is an invalid-input or render failure (status 1).
+func failed(format string, args ...any) error {
+	return &exitError{code: ExitInvalid, msg: fmt.Sprintf(format, args...)}
+}
+
+// usageError is a usage error (status 2).
+func usageError(format string, args ...any) error {
+	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, args...)}
+}
+
+// reported ends a command whose problems are already printed.
+func reported(code int) error { return &exitError{code: code} }
+
+// Run runs the command line args (without the program name). Nil streams
+// are the process's own.
+func Run(args []string, in io.Reader, out, errOut io.Writer) int {
+	if in == nil {
+		in = os.Stdin
+	}
+	if out == nil {
+		out = os.Stdout
+	}
+	if errOut == nil {
+		errOut = os.Stderr
+	}
+	s := &Streams{In: in, Out: out, Err: errOut}
+	root := NewCommand(s)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		// Cobra's own errors: unknown commands, flags and arguments.
+		ee = &exitError{code: ExitUsage, msg: err.Error()}
+	}
+	if ee.msg != "" {
+		for line := range strings.Lines(ee.msg) {
+			fmt.Fprintf(errOut, "error: %s", line)
+		}
+		if !strings.HasSuffix(ee.msg, "\n") {
+			fmt.Fprintln(errOut)
+		}
+	}
+	if ee.code == ExitUsage && cmd != nil && !strings.Contains(ee.msg, "--help") {
+		fmt.Fprintf(errOut, "See '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return ee.code
+}
+
+// NewCommand returns the root command writing to s.
+func NewCommand(s *Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   Name,
+		Short: "Render, validate and import persona-operator Personas offline",
+		Long: `kubectl-persona works with the Persona and PromptLayer manifests of
+persona-operator (prompts.persona-operator.dev/v1alpha1) without a cluster.
+It uses the operator's own resolution and rendering, so what it prints is
+byte for byte what the operator writes to a persona's ConfigMap.
+
+Installed on the PATH it is also a kubectl plugin: 'kubectl persona ...'.
+
+Exit status: 0 success, 1 invalid input or render failure, 2 usage error.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// No completion command: a kubectl plugin completes through kubectl.
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return usageError("%v", err)
+	})
+	root.AddCommand(newRenderCommand(s), newValidateCommand(s), newImportCommand(s), newVersionCommand(s))
+	return root
+}
+
+func newVersionCommand(s *Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of kubectl-persona",
+		Args:  noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintf(s.Out, "%s %s\n", Name, version())
+			return nil
+		},
+	}
+}
+
+// version is the module version the binary was built from, or "devel".
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok || info.Main.Version == "" || info.Main.Version == "(devel)" {
+		return "devel"
+	}
+	return info.Main.Version
+}
+
+// noArgs rejects positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError("%s takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
+}
+
+const filenameUsage = "manifest file or directory `PATH`, - for standard input (repeatable; a,b for several)"
+
+// splitPaths splits each value that is not an existing path at commas, as
+// kubectl's -f does, so that -f a.yaml,b.yaml reads two files while a path
+// with a comma in its name still reads as itself.
+func splitPaths(values []string) []string {
+	var out []string
+	for _, v := range values {
+		if _, err := os.Stat(v); err != nil && v != manifest.Stdin && strings.Contains(v, ",") {
+			for _, p := range strings.Split(v, ",") {
+				if p != "" {
+					out = append(out, p)
+				}
+			}
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}

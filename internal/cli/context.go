@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/manifest"
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+// readInput reads a file, or stdin for "-".
+func readInput(path string, stdin io.Reader) ([]byte, string, error) {
+	if path == manifest.Stdin {
+		raw, err := io.ReadAll(stdin)
+		return raw, manifest.StdinName, err
+	}
+	raw, err := os.ReadFile(path)
+	return raw, path, err
+}
+
+// harnesses are the values of harness.
+var harnesses = []string{string(v1alpha1.HarnessClaude), string(v1alpha1.HarnessCodex), string(v1alpha1.HarnessOpencode)}
+
+// parseTurn reads a turn context (SPEC §10): one JSON or YAML object with
+// the context keys of SPEC §2 plus harness, model, reasoningEffort and
+// streaming. It is strict: keys are case-sensitive, and an unknown or
+// repeated key is an error, so that a misspelling is not silently ignored.
+func parseTurn(raw []byte) (*render.Turn, error) {
+	if n, err := countDocuments(raw); err != nil {
+		return nil, err
+	} else if n > 1 {
+		return nil, fmt.Errorf("holds %d YAML documents; a turn context is one object", n)
+	}
+	j, err := yaml.YAMLToJSONStrict(raw)
+	if err != nil {
+		return nil, fmt.Errorf("invalid YAML: %s", manifest.CleanYAMLError(err))
+	}
+	if t := bytes.TrimSpace(j); len(t) > 0 && t[0] != '{' && string(t) != "null" {
+		return nil, errors.New("must be an object")
+	}
+	var turn render.Turn
+	strict, err := sigsjson.UnmarshalStrict(j, &turn)
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, e := range strict {
+			msgs[i] = strings.TrimPrefix(e.Error(), "json: ")
+		}
+		return nil, errors.New(strings.Join(msgs, "; "))
+	}
+	if turn.Harness != nil && !isHarness(*turn.Harness) {
+		return nil, fmt.Errorf("harness: unsupported value %q: supported values: %s", *turn.Harness, strings.Join(harnesses, ", "))
+	}
+	return &turn, nil
+}
+
+func isHarness(h string) bool {
+	for _, x := range harnesses {
+		if h == x {
+			return true
+		}
+	}
+	return false
+}
+
+// countDocuments counts the YAML documents of raw that hold more than
+// blank lines and comments.
+func countDocuments(raw []byte) (int, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	n := 0
+	for {
+		doc, err := r.Read()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("invalid YAML: %w", err)
+		}
+		for line := range bytes.Lines(doc) {
+			if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
+				n++
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// result is what one command line did.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run runs kubectl-persona in-process with stdin.
+func run(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Run(args, strings.NewReader(stdin), &out, &errOut)
+	return result{code: code, stdout: out.String(), stderr: errOut.String()}
+}
+
+// expect checks the exit status and the exact standard output.
+func (r result) expect(t *testing.T, code int, stdout string) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("exit status = %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+	if r.stdout != stdout {
+		t.Errorf("stdout =\n%q\nwant\n%q\nstderr:\n%s", r.stdout, stdout, r.stderr)
+	}
+}
+
+// write writes a file under dir, creating directories, and returns its path.
+func write(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// removeAll is a systemPrompt.platform that removes every platform section
+// of SPEC §5.2, one key each, like Murmur's bare-prompt persona: with it the
+// prompt is only what the test's extensions, layers and context say.
+const removeAll = `
+    platform:
+      persona: {remove: true}
+      workspace: {remove: true}
+      gitPush: {remove: true}
+      branchCreated: {remove: true}
+      commitSigning: {remove: true}
+      ghGateway: {remove: true}
+      gitWrapper: {remove: true}
+      forkPr: {remove: true}
+      prDashboardLink: {remove: true}
+      prMergeability: {remove: true}
+      waiver: {remove: true}
+      structuredOutput: {remove: true}
+      opencodeStructuredOutput: {remove: true}
+      knowledge: {remove: true}
+      eventDelivery: {remove: true}
+      completion: {remove: true}
+      expectedOutput: {remove: true}
+      tasks: {remove: true}
+      autonomousTurn: {remove: true}`
+
+// persona is a Persona manifest; spec is indented by two spaces and may use
+// systemPrompt with removeAll.
+func persona(name, spec string) string {
+	return "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Persona\nmetadata:\n  name: " + name + "\nspec:\n" + spec + "\n"
+}
+
+// barePersona is a Persona that removes every platform section and has the
+// extensions given as id, template pairs, plus extra spec lines.
+func barePersona(name string, extra string, exts ...string) string {
+	var b strings.Builder
+	b.WriteString(extra)
+	b.WriteString("  systemPrompt:" + removeAll + "\n")
+	if len(exts) > 0 {
+		b.WriteString("    extensions:\n")
+		for i := 0; i < len(exts); i += 2 {
+			b.WriteString("    - id: " + exts[i] + "\n      template: " + quote(exts[i+1]) + "\n")
+		}
+	}
+	return persona(name, strings.TrimRight(b.String(), "\n"))
+}
+
+// quote is a YAML double-quoted string (JSON's quoting is valid YAML).
+func quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// layer is a PromptLayer manifest.
+func layer(name, source, mode, template string) string {
+	s := "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptLayer\nmetadata:\n  name: " + name + "\nspec:\n"
+	if source != "" {
+		s += "  source: " + source + "\n"
+	}
+	if mode != "" {
+		s += "  mode: " + mode + "\n"
+	}
+	if template != "" || mode != "disable" {
+		s += "  template: " + quote(template) + "\n"
+	}
+	return s
+}
+
+// docs joins manifests into one multi-document YAML file.
+func docs(manifests ...string) string { return strings.Join(manifests, "---\n") }

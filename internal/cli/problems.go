@@ -1,0 +1,244 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/admission"
+	"github.com/persona-operator/persona-operator/internal/manifest"
+	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/internal/resolve"
+)
+
+// problems collects the problems of a manifest set, each tied to a
+// document, and prints them as FILE:DOC Kind/name: field: message.
+type problems []manifest.Problem
+
+func (ps *problems) add(o *manifest.Object, fld, msg string) {
+	*ps = append(*ps, manifest.Problem{Origin: o.Origin, Object: o.Ref(), Field: fld, Message: msg})
+}
+
+// write prints the problems ordered by file, document and item; the
+// problems of one document keep the order they were found in.
+func (ps problems) write(w io.Writer) {
+	sorted := slices.Clone(ps)
+	slices.SortStableFunc(sorted, func(a, b manifest.Problem) int { return a.Origin.Compare(b.Origin) })
+	for _, p := range sorted {
+		fmt.Fprintln(w, oneLine(p.String()))
+	}
+}
+
+// oneLine keeps a problem on one line: template errors may quote text with
+// newlines.
+func oneLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(s)
+}
+
+// admit runs the admission checks of SPEC §8 on every Persona and
+// PromptLayer of the set. It returns the objects without problems.
+func admit(set *manifest.Set, ps *problems) map[*manifest.Object]bool {
+	ok := map[*manifest.Object]bool{}
+	for _, o := range set.Objects() {
+		if o.Kind == manifest.KindConfigMap {
+			ok[o] = true
+			continue
+		}
+		errs := admission.Validate(o.Raw)
+		for _, e := range errs {
+			ps.add(o, e.Field, e.ErrorBody())
+		}
+		if len(errs) == 0 {
+			ok[o] = true
+		}
+	}
+	return ok
+}
+
+// checkPersona resolves and renders a Persona the way the operator does:
+// every ReferenceNotFound, InheritanceCycle, RenderFailed and TooLarge
+// problem is reported with the field it is closest to.
+func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps *problems) {
+	var p v1alpha1.Persona
+	if err := o.Decode(&p); err != nil {
+		ps.add(o, "spec", err.Error())
+		return
+	}
+	res, err := resolve.Resolve(ctx, set, &p)
+	if err != nil {
+		reportResolveError(&p, o, err, ps)
+		return
+	}
+	if _, err := render.Default().ConfigMap(res.Bundle); err != nil {
+		var re *render.RenderError
+		if errors.As(err, &re) {
+			ps.add(o, renderErrorField(&p, re), err.Error())
+			return
+		}
+		ps.add(o, "spec", err.Error())
+	}
+}
+
+func reportResolveError(p *v1alpha1.Persona, o *manifest.Object, err error, ps *problems) {
+	var nf *resolve.NotFoundError
+	var cycle *resolve.CycleError
+	switch {
+	case errors.As(err, &nf):
+		for _, ref := range nf.Missing {
+			ps.add(o, referenceField(p, ref), ref.String()+" not found")
+		}
+	case errors.As(err, &cycle):
+		ps.add(o, "spec.inherit", err.Error())
+	default:
+		ps.add(o, "spec", err.Error())
+	}
+}
+
+var (
+	specPath       = field.NewPath("spec")
+	inheritPath    = specPath.Child("inherit")
+	layersPath     = specPath.Child("layers")
+	platformPath   = specPath.Child("systemPrompt", "platform")
+	extensionsPath = specPath.Child("systemPrompt", "extensions")
+	variantsPath   = specPath.Child("variants")
+)
+
+var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// keyPath is written like admission writes map keys: plain keys as fields.
+func keyPath(p *field.Path, k string) *field.Path {
+	if plainKey.MatchString(k) {
+		return p.Child(k)
+	}
+	return p.Key(k)
+}
+
+// referenceField is the field of p closest to a missing reference: the
+// entry of p's own inherit or layers that names it, the list when a parent
+// names it, the template that includes it.
+func referenceField(p *v1alpha1.Persona, ref resolve.Reference) string {
+	self := ref.By == byPersona(p.Name)
+	switch {
+	case ref.Kind == resolve.KindPersona:
+		if i := slices.Index(p.Spec.Inherit, v1alpha1.PersonaName(ref.Name)); self && i >= 0 {
+			return inheritPath.Index(i).String()
+		}
+		return inheritPath.String()
+	case strings.HasPrefix(ref.By, "persona "):
+		// A PromptLayer listed in layers.
+		return layerField(p, ref.Name, self)
+	case strings.HasPrefix(ref.By, "layer "):
+		// A templateFrom ConfigMap of a layer, or a layer a layer includes.
+		name, _ := strconv.Unquote(strings.TrimPrefix(ref.By, "layer "))
+		return layerField(p, name, true)
+	case strings.HasPrefix(ref.By, "extension "):
+		return extensionField(p, strings.TrimPrefix(ref.By, "extension "))
+	case strings.HasPrefix(ref.By, "platform section "):
+		return platformField(p, strings.TrimPrefix(ref.By, "platform section "))
+	}
+	return specPath.String()
+}
+
+func byPersona(name string) string { return fmt.Sprintf("persona %q", name) }
+
+func layerField(p *v1alpha1.Persona, name string, precise bool) string {
+	if precise {
+		for i, l := range p.Spec.Layers {
+			if l.Name == name {
+				return layersPath.Index(i).String()
+			}
+		}
+	}
+	return layersPath.String()
+}
+
+func extensionField(p *v1alpha1.Persona, id string) string {
+	if sp := p.Spec.SystemPrompt; sp != nil {
+		for i, e := range sp.Extensions {
+			if e.ID == id {
+				return extensionsPath.Index(i).Child("template").String()
+			}
+		}
+	}
+	return extensionsPath.String()
+}
+
+func platformField(p *v1alpha1.Persona, key string) string {
+	if sp := p.Spec.SystemPrompt; sp != nil {
+		if o, ok := sp.Platform[key]; ok && o.Replace != nil {
+			return keyPath(platformPath, key).Child("replace").String()
+		}
+	}
+	return platformPath.String()
+}
+
+// renderErrorField is the field of the section that does not render.
+func renderErrorField(p *v1alpha1.Persona, re *render.RenderError) string {
+	kind, name, _ := strings.Cut(re.Section, ".")
+	switch kind {
+	case "platform":
+		return platformField(p, name)
+	case "extension":
+		return extensionField(p, name)
+	case "layer":
+		return layerField(p, name, true)
+	}
+	if re.Variant != "" {
+		for i, v := range p.Spec.Variants {
+			if v.Name == re.Variant {
+				return variantsPath.Index(i).String()
+			}
+		}
+	}
+	return specPath.String()
+}
+
+// checkLayer checks what the operator checks before a PromptLayer is Ready:
+// its templateFrom ConfigMap and key exist and the template text there
+// passes the admission checks (SPEC §7).
+func checkLayer(set *manifest.Set, o *manifest.Object, ps *problems) {
+	var l v1alpha1.PromptLayer
+	if err := o.Decode(&l); err != nil {
+		ps.add(o, "spec", err.Error())
+		return
+	}
+	if l.Spec.TemplateFrom == nil {
+		return
+	}
+	ref := l.Spec.TemplateFrom.ConfigMapKeyRef
+	fromPath := specPath.Child("templateFrom", "configMapKeyRef")
+	by := fmt.Sprintf("layer %q", l.Name)
+	cmObj := set.Find(manifest.KindConfigMap, o.Namespace, ref.Name)
+	if cmObj == nil {
+		missing := resolve.Reference{Kind: resolve.KindConfigMap, Name: ref.Name, By: by}
+		ps.add(o, fromPath.Child("name").String(), missing.String()+" not found")
+		return
+	}
+	var cm corev1.ConfigMap
+	if err := cmObj.Decode(&cm); err != nil {
+		ps.add(o, fromPath.String(), err.Error())
+		return
+	}
+	text, ok := cm.Data[ref.Key]
+	if !ok {
+		missing := resolve.Reference{Kind: resolve.KindConfigMap, Name: ref.Name, Key: ref.Key, By: by}
+		ps.add(o, fromPath.Child("key").String(), missing.String()+" not found")
+		return
+	}
+	if err := render.Default().Check(render.KindLayer, l.Name, text); err != nil {
+		ps.add(o, fromPath.String(), fmt.Sprintf("the template in key %q of ConfigMap %q: %v", ref.Key, ref.Name, err))
+	}
+}

@@ -1,0 +1,346 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/manifest"
+	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/internal/resolve"
+)
+
+// The output formats of render.
+const (
+	outputPrompt    = "prompt"
+	outputConfigMap = "configmap"
+	outputBundle    = "bundle"
+)
+
+type renderOptions struct {
+	files     []string
+	bundle    string
+	persona   string
+	variant   string
+	context   string
+	output    string
+	namespace string
+}
+
+func newRenderCommand(s *Streams) *cobra.Command {
+	o := &renderOptions{}
+	cmd := &cobra.Command{
+		Use:   "render (-f PATH... | --bundle FILE) [flags]",
+		Short: "Print a persona's system prompt, ConfigMap or bundle",
+		Long: `Render a persona as the operator does and print its system prompt (the
+content of system-prompt.md), the ConfigMap the operator would write, or the
+resolved bundle (bundle.json).
+
+With -f, render reads manifests (files, directories searched recursively for
+*.yaml, *.yml and *.json, or - for standard input; multi-document YAML is
+fine, and kinds other than Persona, PromptLayer and ConfigMap are ignored),
+checks every Persona and PromptLayer as the admission webhook would, and
+resolves the persona's parents, layers, includes and templateFrom
+ConfigMaps among them.
+
+With --bundle, render reads a mounted bundle.json instead: the per-turn
+render inside an agent pod.
+
+--context applies a turn context, a JSON or YAML object with the context keys
+of spec.context (workspace, slug, workspaceDir, repos, gitHubGateway,
+hasResultSchema, flightMessages, knowledge, expectedOutput, tasks,
+userSystemPrompt, appendSystemPrompt) plus harness, model, reasoningEffort
+and streaming. Every field it sets overrides the persona's.`,
+		Example: `  # The system prompt of the only persona in a file
+  kubectl persona render -f persona.yaml
+
+  # One persona of a GitOps directory, as Codex would get it
+  kubectl persona render -f deploy/ --persona reviewer --variant codex
+
+  # Every persona's ConfigMap, ready for a diff against the cluster
+  kubectl persona render -f deploy/ -o configmap
+
+  # Inside the agent pod, per turn
+  kubectl-persona render --bundle /etc/persona/bundle.json --context turn.json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd, s, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&o.files, "filename", "f", nil, filenameUsage)
+	f.StringVar(&o.bundle, "bundle", "", "render from a bundle.json `FILE` (- for standard input) instead of manifests")
+	f.StringVar(&o.persona, "persona", "", "the persona to render, `NAME` or NAMESPACE/NAME (needed when the manifests hold several)")
+	f.StringVar(&o.variant, "variant", "", "render the persona's variant `NAME` (with -o prompt)")
+	f.StringVar(&o.context, "context", "", "turn context `FILE`, JSON or YAML (- for standard input)")
+	f.StringVarP(&o.output, "output", "o", outputPrompt, "output `FORMAT`: prompt, configmap or bundle")
+	f.StringVarP(&o.namespace, "namespace", "n", manifest.DefaultNamespace, "the `NAMESPACE` of manifests that set none")
+	return cmd
+}
+
+func (o *renderOptions) run(cmd *cobra.Command, s *Streams, args []string) error {
+	if err := o.check(cmd, args); err != nil {
+		return err
+	}
+	var turn *render.Turn
+	if o.context != "" {
+		raw, name, err := readInput(o.context, s.In)
+		if err != nil {
+			return failed("read turn context: %v", err)
+		}
+		if turn, err = parseTurn(raw); err != nil {
+			return failed("turn context %s: %v", name, err)
+		}
+	}
+	var bundles []*render.Bundle
+	if o.bundle != "" {
+		raw, name, err := readInput(o.bundle, s.In)
+		if err != nil {
+			return failed("read bundle: %v", err)
+		}
+		b, err := render.UnmarshalBundle(raw)
+		if err != nil {
+			return failed("%s: %v", name, err)
+		}
+		bundles = append(bundles, b)
+	} else {
+		var err error
+		if bundles, err = o.resolve(cmd.Context(), s); err != nil {
+			return err
+		}
+	}
+	if turn != nil {
+		for i, b := range bundles {
+			bundles[i] = b.WithTurn(turn)
+		}
+	}
+	return o.write(s, bundles)
+}
+
+// check rejects flag combinations that make no sense (status 2).
+func (o *renderOptions) check(cmd *cobra.Command, args []string) error {
+	changed := cmd.Flags().Changed
+	switch o.output {
+	case outputPrompt, outputConfigMap, outputBundle:
+	default:
+		return usageError("--output %q is not one of prompt, configmap, bundle", o.output)
+	}
+	if o.variant != "" && o.output != outputPrompt {
+		return usageError("--variant renders one variant's prompt; it needs -o prompt, not -o %s (-o configmap holds every variant)", o.output)
+	}
+	if o.bundle != "" {
+		if len(o.files) > 0 {
+			return usageError("-f and --bundle are mutually exclusive: render either manifests or a bundle")
+		}
+		if len(args) > 0 {
+			return usageError("unexpected arguments %q: a bundle is read with --bundle FILE", args)
+		}
+		if o.persona != "" {
+			return usageError("--persona selects among manifests; a bundle holds one persona")
+		}
+		if changed("namespace") {
+			return usageError("--namespace applies to manifests; a bundle records its persona's namespace")
+		}
+		if o.bundle == manifest.Stdin && o.context == manifest.Stdin {
+			return usageError("--bundle and --context cannot both read standard input")
+		}
+		return nil
+	}
+	if len(o.files) == 0 {
+		if len(args) > 0 {
+			return usageError("unexpected arguments %q: give manifests with -f PATH (and select a persona with --persona NAME)", args)
+		}
+		return usageError("one of -f PATH and --bundle FILE is required")
+	}
+	// Paths after -f, as a shell glob expands them: -f deploy/*.yaml.
+	o.files = append(splitPaths(o.files), args...)
+	if o.context == manifest.Stdin {
+		for _, f := range o.files {
+			if f == manifest.Stdin {
+				return usageError("-f - and --context - cannot both read standard input")
+			}
+		}
+	}
+	return nil
+}
+
+// resolve reads the manifests, admits every Persona and PromptLayer, selects
+// the personas to render and resolves them.
+func (o *renderOptions) resolve(ctx context.Context, s *Streams) ([]*render.Bundle, error) {
+	set, err := manifest.Read(o.files, manifest.Options{Namespace: o.namespace, Stdin: s.In})
+	if err != nil {
+		return nil, failed("%v", err)
+	}
+	ps := problems(set.Problems)
+	admit(set, &ps)
+	if len(ps) > 0 {
+		ps.write(s.Err)
+		return nil, failed("the manifests are not valid (%s); run '%s validate' on them for every problem", plural(len(ps), "problem"), Name)
+	}
+	selected, err := o.select_(set)
+	if err != nil {
+		return nil, err
+	}
+	var bundles []*render.Bundle
+	var errs []string
+	for _, obj := range selected {
+		var p v1alpha1.Persona
+		if err := obj.Decode(&p); err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		res, err := resolve.Resolve(ctx, set, &p)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("persona %q: %v", p.Name, err))
+			continue
+		}
+		bundles = append(bundles, res.Bundle)
+	}
+	if len(errs) > 0 {
+		return nil, failed("%s", strings.Join(errs, "\n"))
+	}
+	return bundles, nil
+}
+
+// select_ picks the personas to render: the one --persona names, the only
+// one, or (for -o configmap) all of them.
+func (o *renderOptions) select_(set *manifest.Set) ([]*manifest.Object, error) {
+	all := set.Personas()
+	if o.persona != "" {
+		ns, name, qualified := strings.Cut(o.persona, "/")
+		if !qualified {
+			name, ns = ns, ""
+		}
+		var found []*manifest.Object
+		for _, p := range all {
+			if p.Name == name && (ns == "" || p.Namespace == ns) {
+				found = append(found, p)
+			}
+		}
+		switch len(found) {
+		case 0:
+			if len(all) == 0 {
+				return nil, failed("persona %q not found: the manifests hold no Persona", o.persona)
+			}
+			return nil, failed("persona %q not found; the manifests hold %s", o.persona, personaNames(all))
+		case 1:
+			return found, nil
+		}
+		return nil, usageError("persona %q is in several namespaces: %s; select one with --persona NAMESPACE/NAME", name, personaNames(found))
+	}
+	switch {
+	case len(all) == 0:
+		return nil, failed("the manifests hold no Persona")
+	case len(all) == 1 || o.output == outputConfigMap:
+		return all, nil
+	}
+	return nil, usageError("the manifests hold %d personas: %s; select one with --persona NAME", len(all), personaNames(all))
+}
+
+// personaNames lists personas by name, qualified with the namespace when
+// they are in several.
+func personaNames(ps []*manifest.Object) string {
+	qualify := false
+	for _, p := range ps {
+		if p.Namespace != ps[0].Namespace {
+			qualify = true
+		}
+	}
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.Name
+		if qualify {
+			names[i] = p.Namespace + "/" + p.Name
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// write renders every bundle and prints them all, or nothing when one fails.
+func (o *renderOptions) write(s *Streams, bundles []*render.Bundle) error {
+	outs := make([][]byte, 0, len(bundles))
+	var errs []string
+	for _, b := range bundles {
+		out, err := o.output1(b)
+		if err != nil {
+			errs = append(errs, renderFailure(b, err))
+			continue
+		}
+		outs = append(outs, out)
+	}
+	if len(errs) > 0 {
+		return failed("%s", strings.Join(errs, "\n"))
+	}
+	for i, out := range outs {
+		if i > 0 {
+			fmt.Fprint(s.Out, "---\n")
+		}
+		if _, err := s.Out.Write(out); err != nil {
+			return failed("write output: %v", err)
+		}
+	}
+	return nil
+}
+
+// renderFailure is the one-line message of a failed render: a RenderError
+// names the persona itself (SPEC §7 RenderFailed); anything else is
+// prefixed with the persona.
+func renderFailure(b *render.Bundle, err error) string {
+	var re *render.RenderError
+	if errors.As(err, &re) {
+		return oneLine(err.Error())
+	}
+	msg := err.Error()
+	if prefix := fmt.Sprintf("persona %q", b.Persona.Name); !strings.HasPrefix(msg, prefix) {
+		msg = prefix + ": " + msg
+	}
+	return oneLine(msg)
+}
+
+func (o *renderOptions) output1(b *render.Bundle) ([]byte, error) {
+	switch o.output {
+	case outputBundle:
+		return render.MarshalBundle(b)
+	case outputConfigMap:
+		out, err := render.Default().ConfigMap(b)
+		if err != nil {
+			return nil, err
+		}
+		return configMapYAML(delivery.ConfigMap(b.Persona.Name, b.Persona.Namespace, out))
+	}
+	p, err := render.Default().Render(b, o.variant)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(p.Text), nil
+}
+
+// configMapYAML prints a ConfigMap as kubectl does, without the
+// creationTimestamp: null of an object never stored.
+func configMapYAML(cm any) ([]byte, error) {
+	raw, err := json.Marshal(cm)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		delete(meta, "creationTimestamp")
+	}
+	return yaml.Marshal(m)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

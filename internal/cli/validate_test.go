@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestValidateValid(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", docs(
+		barePersona("p", "  inherit: [base]\n  layers: [{name: agents}]\n", "a", "A"),
+		barePersona("base", ""),
+		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptLayer\nmetadata: {name: agents}\nspec:\n  templateFrom:\n    configMapKeyRef: {name: docs, key: AGENTS.md}\n",
+	))
+	write(t, dir, "b/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: docs}\ndata: {AGENTS.md: Read me.}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")
+	run(t, "", "validate", "-f", dir).expect(t, 0, "")
+}
+
+func TestValidateProblems(t *testing.T) {
+	dir := t.TempDir()
+	a := write(t, dir, "a.yaml", docs(
+		persona("typo", "  inherti: [base]"),
+		barePersona("orphan", "  inherit: [base, ghost]\n  layers: [{name: nolayer}]\n"),
+		barePersona("base", ""),
+		barePersona("loop-a", "  inherit: [loop-b]\n"),
+		barePersona("loop-b", "  inherit: [loop-a]\n"),
+	))
+	b := write(t, dir, "b.yaml", docs(
+		barePersona("broken", "", "ok", "fine", "bad", "{{ index .Repos 2 }}"),
+		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptLayer\nmetadata: {name: from-cm}\nspec:\n  templateFrom:\n    configMapKeyRef: {name: docs, key: AGENTS.md}\n",
+		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Personna\nmetadata: {name: x}\n",
+		"a: [\n",
+		barePersona("base", ""),
+	))
+	r := run(t, "", "validate", "-f", a, "-f", b)
+	if r.code != 1 {
+		t.Fatalf("exit status = %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	want := []string{
+		// A misspelled key, from admission: the field and its suggestion.
+		`^` + regexp.QuoteMeta(a+`:1 Persona/typo: spec.inherti: `) + `.*unknown field.*"inherit"`,
+		// A missing parent and a missing layer, at the entries naming them.
+		`^` + regexp.QuoteMeta(a+`:2 Persona/orphan: spec.inherit[1]: Persona "ghost" (referenced by persona "orphan") not found`) + `$`,
+		`^` + regexp.QuoteMeta(a+`:2 Persona/orphan: spec.layers[0]: PromptLayer "nolayer" (referenced by persona "orphan") not found`) + `$`,
+		`^` + regexp.QuoteMeta(a+`:4 Persona/loop-a: spec.inherit: inheritance cycle: loop-a -> loop-b -> loop-a`) + `$`,
+		`^` + regexp.QuoteMeta(a+`:5 Persona/loop-b: spec.inherit: inheritance cycle: loop-b -> loop-a -> loop-b`) + `$`,
+		`^` + regexp.QuoteMeta(b+`:1 Persona/broken: spec.systemPrompt.extensions[1].template: the system prompt of persona "broken" does not render: render system prompt section extension.bad: `),
+		`^` + regexp.QuoteMeta(b+`:2 PromptLayer/from-cm: spec.templateFrom.configMapKeyRef.name: ConfigMap "docs" (referenced by layer "from-cm") not found`) + `$`,
+		`^` + regexp.QuoteMeta(b+`:3: kind: `) + `.*"Personna"`,
+		`^` + regexp.QuoteMeta(b+`:4: invalid YAML: `),
+		`^` + regexp.QuoteMeta(b+`:5 Persona/base: metadata.name: `) + `.*` + regexp.QuoteMeta(a+":3"),
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d problems, want %d:\n%s", len(lines), len(want), r.stdout)
+	}
+	for i, w := range want {
+		if !regexp.MustCompile(w).MatchString(lines[i]) {
+			t.Errorf("problem %d = %s\nwant match for %s", i+1, lines[i], w)
+		}
+	}
+	if !strings.Contains(r.stderr, "10 problems") {
+		t.Errorf("stderr = %q", r.stderr)
+	}
+}
+
+// A layer a parent lists, missing, is reported on the child at spec.layers
+// (its own list does not name it).
+func TestValidateInheritedReference(t *testing.T) {
+	dir := t.TempDir()
+	f := write(t, dir, "p.yaml", docs(
+		barePersona("parent", "  layers: [{name: gone}]\n"),
+		barePersona("child", "  inherit: [parent]\n"),
+	))
+	run(t, "", "validate", "-f", f).expect(t, 1,
+		f+`:1 Persona/parent: spec.layers[0]: PromptLayer "gone" (referenced by persona "parent") not found`+"\n"+
+			f+`:2 Persona/child: spec.layers: PromptLayer "gone" (referenced by persona "parent") not found`+"\n")
+}
+
+func TestValidateStdinAndNamespaces(t *testing.T) {
+	// The same name in two namespaces is no duplicate; the parent must be
+	// in the persona's own namespace.
+	in := docs(
+		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Persona\nmetadata: {name: base, namespace: other}\nspec: {}\n",
+		barePersona("child", "  inherit: [base]\n"),
+		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Persona\nmetadata: {name: child, namespace: third}\nspec: {}\n",
+	)
+	run(t, in, "validate", "-f", "-").expect(t, 1,
+		`<stdin>:2 Persona/child: spec.inherit[0]: Persona "base" (referenced by persona "child") not found`+"\n")
+	run(t, in, "validate", "-f", "-", "-n", "other").expect(t, 0, "")
+}
+
+func TestValidateUsage(t *testing.T) {
+	run(t, "", "validate").expect(t, 2, "")
+	run(t, "", "validate", "x.yaml").expect(t, 2, "")
+	run(t, "", "validate", "-f", filepath.Join(t.TempDir(), "none.yaml")).expect(t, 1, "")
+	run(t, "", "validate", "--bogus").expect(t, 2, "")
+}

@@ -1,0 +1,59 @@
+// Package delivery builds the ConfigMap a Persona is delivered in (SPEC §6):
+// its name, labels, content-hash annotation and data. The controller and
+// kubectl-persona both build it here, so what the CLI prints is what the
+// operator writes.
+package delivery
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+// The labels and annotation of a persona's ConfigMap.
+const (
+	// ManagedByLabel is app.kubernetes.io/managed-by, set to ManagedBy.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedBy is the value of ManagedByLabel.
+	ManagedBy = "persona-operator"
+	// PersonaLabel names the Persona the ConfigMap renders.
+	PersonaLabel = "prompts.persona-operator.dev/persona"
+	// ContentHashAnnotation is sha256:<hex> of the ConfigMap data (the
+	// Persona's status.contentHash).
+	ContentHashAnnotation = "prompts.persona-operator.dev/content-hash"
+)
+
+// ConfigMapPrefix is the prefix of every persona ConfigMap's name.
+const ConfigMapPrefix = "persona-"
+
+// ConfigMapName is the name of the ConfigMap of the Persona named persona.
+func ConfigMapName(persona string) string { return ConfigMapPrefix + persona }
+
+// Labels are the labels of the ConfigMap of the Persona named persona.
+func Labels(persona string) map[string]string {
+	return map[string]string{
+		ManagedByLabel: ManagedBy,
+		PersonaLabel:   persona,
+	}
+}
+
+// ConfigMap is the ConfigMap of the Persona named persona in namespace with
+// the rendered output out. It has no owner reference: the controller adds
+// its own.
+func ConfigMap(persona, namespace string, out *render.Output) *corev1.ConfigMap {
+	data := make(map[string]string, len(out.Data))
+	for k, v := range out.Data {
+		data[k] = v
+	}
+	return &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        ConfigMapName(persona),
+			Namespace:   namespace,
+			Labels:      Labels(persona),
+			Annotations: map[string]string{ContentHashAnnotation: out.Hash},
+		},
+		Data: data,
+	}
+}

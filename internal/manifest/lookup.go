@@ -1,0 +1,50 @@
+package manifest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+)
+
+// Get implements resolve.Lookup: it decodes the object of obj's kind under
+// key into obj. A missing object is a NotFound error.
+func (s *Set) Get(_ context.Context, k client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	var kind string
+	var gr schema.GroupResource
+	switch obj.(type) {
+	case *v1alpha1.Persona:
+		kind, gr = KindPersona, v1alpha1.GroupVersion.WithResource("personas").GroupResource()
+	case *v1alpha1.PromptLayer:
+		kind, gr = KindPromptLayer, v1alpha1.GroupVersion.WithResource("promptlayers").GroupResource()
+	case *corev1.ConfigMap:
+		kind, gr = KindConfigMap, corev1.Resource("configmaps")
+	default:
+		return fmt.Errorf("manifest: lookup of %T is not supported", obj)
+	}
+	o := s.Find(kind, k.Namespace, k.Name)
+	if o == nil {
+		return apierrors.NewNotFound(gr, k.Name)
+	}
+	return o.Decode(obj)
+}
+
+// Decode converts the raw object into a typed one (such as
+// *v1alpha1.Persona) and sets its namespace when the manifest has none.
+func (o *Object) Decode(obj client.Object) error {
+	raw, err := json.Marshal(o.Raw)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", o.Origin, o.Ref(), err)
+	}
+	if err := json.Unmarshal(raw, obj); err != nil {
+		return fmt.Errorf("%s %s: %w", o.Origin, o.Ref(), err)
+	}
+	obj.SetNamespace(o.Namespace)
+	return nil
+}
