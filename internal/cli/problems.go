@@ -7,7 +7,6 @@ import (
 	"io"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -130,29 +129,26 @@ func keyPath(p *field.Path, k string) *field.Path {
 // entry of p's own inherit or layers that names it, the list when a parent
 // names it, the template that includes it.
 func referenceField(p *v1alpha1.Persona, ref resolve.Reference) string {
-	self := ref.By == byPersona(p.Name)
+	self := ref.By == resolve.Referrer{Kind: resolve.ByPersona, Name: p.Name}
 	switch {
 	case ref.Kind == resolve.KindPersona:
 		if i := slices.Index(p.Spec.Inherit, v1alpha1.PersonaName(ref.Name)); self && i >= 0 {
 			return inheritPath.Index(i).String()
 		}
 		return inheritPath.String()
-	case strings.HasPrefix(ref.By, "persona "):
+	case ref.By.Kind == resolve.ByPersona:
 		// A PromptLayer listed in layers.
 		return layerField(p, ref.Name, self)
-	case strings.HasPrefix(ref.By, "layer "):
+	case ref.By.Kind == resolve.ByLayer:
 		// A templateFrom ConfigMap of a layer, or a layer a layer includes.
-		name, _ := strconv.Unquote(strings.TrimPrefix(ref.By, "layer "))
-		return layerField(p, name, true)
-	case strings.HasPrefix(ref.By, "extension "):
-		return extensionField(p, strings.TrimPrefix(ref.By, "extension "))
-	case strings.HasPrefix(ref.By, "platform section "):
-		return platformField(p, strings.TrimPrefix(ref.By, "platform section "))
+		return layerField(p, ref.By.Name, true)
+	case ref.By.Kind == resolve.ByExtension:
+		return extensionField(p, ref.By.Name)
+	case ref.By.Kind == resolve.ByPlatform:
+		return platformField(p, ref.By.Name)
 	}
 	return specPath.String()
 }
-
-func byPersona(name string) string { return fmt.Sprintf("persona %q", name) }
 
 func layerField(p *v1alpha1.Persona, name string, precise bool) string {
 	if precise {
@@ -220,7 +216,7 @@ func checkLayer(set *manifest.Set, o *manifest.Object, ps *problems) {
 	}
 	ref := l.Spec.TemplateFrom.ConfigMapKeyRef
 	fromPath := specPath.Child("templateFrom", "configMapKeyRef")
-	by := fmt.Sprintf("layer %q", l.Name)
+	by := resolve.Referrer{Kind: resolve.ByLayer, Name: l.Name}
 	cmObj := set.Find(manifest.KindConfigMap, o.Namespace, ref.Name)
 	if cmObj == nil {
 		missing := resolve.Reference{Kind: resolve.KindConfigMap, Name: ref.Name, By: by}

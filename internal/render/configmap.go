@@ -2,10 +2,13 @@ package render
 
 import (
 	"bytes"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+
+	kjson "sigs.k8s.io/json"
 )
 
 // The keys of the ConfigMap data (SPEC §6).
@@ -88,6 +91,9 @@ func ContentHash(data map[string]string) string {
 func MarshalBundle(b *Bundle) ([]byte, error) {
 	out := *b
 	out.Version = BundleVersion
+	if out.Sections == nil {
+		out.Sections = []Section{} // every section removed: [], not null
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -98,17 +104,16 @@ func MarshalBundle(b *Bundle) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// UnmarshalBundle reads bundle.json strictly: unknown fields and other
-// versions are errors.
+// UnmarshalBundle reads bundle.json strictly: unknown or differently cased
+// fields, duplicate fields and other versions are errors.
 func UnmarshalBundle(raw []byte) (*Bundle, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var b Bundle
-	if err := dec.Decode(&b); err != nil {
+	strict, err := kjson.UnmarshalStrict(raw, &b, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
+	if err != nil {
 		return nil, fmt.Errorf("read bundle: %w", err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("read bundle: more than one JSON value")
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("read bundle: %w", errors.Join(strict...))
 	}
 	if b.Version != BundleVersion {
 		return nil, fmt.Errorf("read bundle: version %d is not supported (this build reads version %d)", b.Version, BundleVersion)

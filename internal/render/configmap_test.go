@@ -98,6 +98,8 @@ func TestUnmarshalBundleIsStrict(t *testing.T) {
 		`{"version": 1, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": [], "extra": 1}`,
 		`{"version": 1} {}`,
 		`not json`,
+		`{"Version": 1, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": []}`,
+		`{"version": 1, "version": 1, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": []}`,
 	} {
 		if _, err := render.UnmarshalBundle([]byte(raw)); err == nil {
 			t.Errorf("accepted %s", raw)

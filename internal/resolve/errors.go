@@ -11,17 +11,38 @@ type Reference struct {
 	Name string
 	// Key is the ConfigMap key, for a templateFrom reference.
 	Key string
-	// By names what refers to it, e.g. `persona "p"` or `layer "l"`.
-	By string
+	// By is what refers to it.
+	By Referrer
 }
+
+// Referrer is what holds a reference: a persona (its inherit or layers), a
+// layer (its templateFrom or include), an extension or a platform section
+// (an include).
+type Referrer struct {
+	Kind ReferrerKind
+	Name string
+}
+
+// ReferrerKind is the kind of a Referrer.
+type ReferrerKind string
+
+// The kinds of referrers.
+const (
+	ByPersona   ReferrerKind = "persona"
+	ByLayer     ReferrerKind = "layer"
+	ByExtension ReferrerKind = "extension"
+	ByPlatform  ReferrerKind = "platform section"
+)
+
+func (r Referrer) String() string { return fmt.Sprintf("%s %q", r.Kind, r.Name) }
 
 func (r Reference) String() string {
 	s := fmt.Sprintf("%s %q", r.Kind, r.Name)
 	if r.Key != "" {
 		s = fmt.Sprintf("key %q of %s", r.Key, s)
 	}
-	if r.By != "" {
-		s += " (referenced by " + r.By + ")"
+	if r.By.Kind != "" {
+		s += " (referenced by " + r.By.String() + ")"
 	}
 	return s
 }

@@ -92,7 +92,7 @@ func (r *resolver) dependencies(self string) []v1alpha1.Dependency {
 // get reads an object of the persona's namespace, recording the dependency
 // and, when it does not exist, the missing reference. found is false for a
 // missing object; err is any other failure.
-func (r *resolver) get(kind, name string, obj client.Object, by string) (found bool, err error) {
+func (r *resolver) get(kind, name string, obj client.Object, by Referrer) (found bool, err error) {
 	r.deps[v1alpha1.Dependency{Kind: kind, Name: name}] = true
 	err = r.lookup.Get(r.ctx, client.ObjectKey{Namespace: r.ns, Name: name}, obj)
 	if apierrors.IsNotFound(err) {
@@ -124,7 +124,7 @@ func (r *resolver) chain(p *v1alpha1.Persona) ([]*v1alpha1.Persona, error) {
 				continue
 			}
 			var parent v1alpha1.Persona
-			found, err := r.get(KindPersona, name, &parent, fmt.Sprintf("persona %q", p.Name))
+			found, err := r.get(KindPersona, name, &parent, Referrer{ByPersona, p.Name})
 			if err != nil {
 				return err
 			}
@@ -158,7 +158,7 @@ func (r *resolver) layers(chain []*v1alpha1.Persona) ([]render.Layer, error) {
 				continue
 			}
 			seen[ref.Name] = true
-			l, found, err := r.layer(ref.Name, fmt.Sprintf("persona %q", p.Name))
+			l, found, err := r.layer(ref.Name, Referrer{ByPersona, p.Name})
 			if err != nil {
 				return nil, err
 			}
@@ -172,7 +172,7 @@ func (r *resolver) layers(chain []*v1alpha1.Persona) ([]render.Layer, error) {
 }
 
 // layer reads a PromptLayer and its template text.
-func (r *resolver) layer(name, by string) (render.Layer, bool, error) {
+func (r *resolver) layer(name string, by Referrer) (render.Layer, bool, error) {
 	var pl v1alpha1.PromptLayer
 	found, err := r.get(KindPromptLayer, name, &pl, by)
 	if err != nil || !found {
@@ -189,13 +189,13 @@ func (r *resolver) layer(name, by string) (render.Layer, bool, error) {
 	case pl.Spec.TemplateFrom != nil:
 		ref := pl.Spec.TemplateFrom.ConfigMapKeyRef
 		var cm corev1.ConfigMap
-		found, err := r.get(KindConfigMap, ref.Name, &cm, fmt.Sprintf("layer %q", name))
+		found, err := r.get(KindConfigMap, ref.Name, &cm, Referrer{ByLayer, name})
 		if err != nil || !found {
 			return render.Layer{}, false, err
 		}
 		text, ok := cm.Data[ref.Key]
 		if !ok {
-			r.missing = append(r.missing, Reference{Kind: KindConfigMap, Name: ref.Name, Key: ref.Key, By: fmt.Sprintf("layer %q", name)})
+			r.missing = append(r.missing, Reference{Kind: KindConfigMap, Name: ref.Name, Key: ref.Key, By: Referrer{ByLayer, name}})
 			return render.Layer{}, false, nil
 		}
 		l.Template = text
@@ -207,19 +207,20 @@ func (r *resolver) layer(name, by string) (render.Layer, bool, error) {
 // directly or through other included layers.
 func (r *resolver) includes(b *render.Bundle) error {
 	type pending struct {
-		kind          render.SectionKind
-		name, src, by string
+		kind      render.SectionKind
+		name, src string
+		by        Referrer
 	}
 	var queue []pending
 	for _, s := range b.Sections {
-		queue = append(queue, pending{render.KindPlatform, s.Key, s.Template, "platform section " + s.Key})
+		queue = append(queue, pending{render.KindPlatform, s.Key, s.Template, Referrer{ByPlatform, s.Key}})
 	}
 	for _, e := range b.Extensions {
-		queue = append(queue, pending{render.KindExtension, e.ID, e.Template, "extension " + e.ID})
+		queue = append(queue, pending{render.KindExtension, e.ID, e.Template, Referrer{ByExtension, e.ID}})
 	}
 	for _, l := range b.Layers {
 		if l.Mode != render.ModeDisable {
-			queue = append(queue, pending{render.KindLayer, l.Name, l.Template, fmt.Sprintf("layer %q", l.Name)})
+			queue = append(queue, pending{render.KindLayer, l.Name, l.Template, Referrer{ByLayer, l.Name}})
 		}
 	}
 	tried := map[string]bool{}
@@ -242,7 +243,7 @@ func (r *resolver) includes(b *render.Bundle) error {
 				b.Includes = map[string]string{}
 			}
 			b.Includes[name] = l.Template
-			queue = append(queue, pending{render.KindLayer, name, l.Template, fmt.Sprintf("layer %q", name)})
+			queue = append(queue, pending{render.KindLayer, name, l.Template, Referrer{ByLayer, name}})
 		}
 	}
 	return nil

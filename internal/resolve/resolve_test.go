@@ -220,7 +220,7 @@ func TestMissingReferences(t *testing.T) {
 		`Persona "gone" (referenced by persona "p") not found`,
 		`PromptLayer "absent" (referenced by persona "p") not found`,
 		`key "NOPE.md" of ConfigMap "cm" (referenced by layer "bad-key") not found`,
-		`PromptLayer "fragment" (referenced by extension x) not found`,
+		`PromptLayer "fragment" (referenced by extension "x") not found`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q does not say %q", err, want)
