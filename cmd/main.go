@@ -42,6 +42,8 @@ func main() {
 	flag.StringVar(&webhookCertKey, "webhook-cert-key", "tls.key", "The webhook key's file name.")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "The port the webhook server listens on.")
 	flag.IntVar(&personaWorkers, "persona-workers", 4, "Concurrent Persona reconciles.")
+	flag.Float64Var(&apiQPS, "kube-api-qps", 50, "Queries per second to the API server the manager may make, sustained.")
+	flag.IntVar(&apiBurst, "kube-api-burst", 100, "Queries to the API server the manager may make in a burst.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
 	// --kubeconfig is registered by controller-runtime's config package.
 	opts := zap.Options{}
@@ -74,7 +76,9 @@ func main() {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg := ctrl.GetConfigOrDie()
+	cfg.QPS, cfg.Burst = float32(apiQPS), apiBurst
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsOpts,
 		WebhookServer:          webhook.NewServer(webhookOpts),
