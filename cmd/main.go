@@ -32,6 +32,8 @@ func main() {
 		webhookPort, personaWorkers         int
 		enableLeaderElection, secureMetrics bool
 		enableHTTP2                         bool
+		apiQPS                              float64
+		apiBurst                            int
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
