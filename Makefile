@@ -39,6 +39,10 @@ test: manifests generate vet ## Run every test: unit tests, and envtest suites w
 envtest: ## Build kube-apiserver and etcd from the Go module proxy into the envtest cache (idempotent).
 	hack/envtest-binaries.sh
 
+.PHONY: demo
+demo: ## Run the operator on a local control plane, apply config/samples and print every persona's prompt.
+	assets="$$(hack/envtest-binaries.sh)" && KUBEBUILDER_ASSETS="$$assets" go run ./hack/demo
+
 .PHONY: bench
 bench: ## Run the render benchmarks with their floor.
 	go test -run '^$$' -bench . -benchmem ./internal/render/...

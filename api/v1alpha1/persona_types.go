@@ -118,8 +118,8 @@ type SystemPromptSpec struct {
 	// ghGateway, gitWrapper, forkPr, prDashboardLink, prMergeability, waiver,
 	// structuredOutput, opencodeStructuredOutput, knowledge, eventDelivery,
 	// completion, expectedOutput, tasks, autonomousTurn.
+	// Any other key is refused at admission, with the key that was meant.
 	// +kubebuilder:validation:MaxProperties=19
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['persona', 'workspace', 'gitPush', 'branchCreated', 'commitSigning', 'ghGateway', 'gitWrapper', 'forkPr', 'prDashboardLink', 'prMergeability', 'waiver', 'structuredOutput', 'opencodeStructuredOutput', 'knowledge', 'eventDelivery', 'completion', 'expectedOutput', 'tasks', 'autonomousTurn'])",message="platform keys must be platform sections: persona, workspace, gitPush, branchCreated, commitSigning, ghGateway, gitWrapper, forkPr, prDashboardLink, prMergeability, waiver, structuredOutput, opencodeStructuredOutput, knowledge, eventDelivery, completion, expectedOutput, tasks, autonomousTurn"
 	// +optional
 	Platform map[string]PlatformOverride `json:"platform,omitempty"`
 
@@ -133,7 +133,7 @@ type SystemPromptSpec struct {
 
 // PlatformOverride replaces or removes one platform section.
 // +kubebuilder:pruning:PreserveUnknownFields
-// +kubebuilder:validation:XValidation:rule="has(self.replace) != has(self.remove)",message="set exactly one of replace and remove"
+// +kubebuilder:validation:XValidation:rule="has(self.replace) != has(self.remove)",message="set exactly one of replace (the section's template) and remove: true"
 // +kubebuilder:validation:XValidation:rule="!has(self.remove) || self.remove",message="remove: false is not allowed; leave the key unset to inherit the section"
 type PlatformOverride struct {
 	// Replace is the section's Go template; an empty one renders the section to nothing.

@@ -2,10 +2,10 @@ package render
 
 import (
 	"bytes"
-	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	kjson "sigs.k8s.io/json"

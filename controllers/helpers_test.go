@@ -1,0 +1,199 @@
+package controllers_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+)
+
+// objects decodes a multi-document manifest, in namespace ns.
+func objects(ns, manifest string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
+	for {
+		var u unstructured.Unstructured
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		Expect(err).NotTo(HaveOccurred())
+		if len(u.Object) == 0 {
+			continue
+		}
+		u.SetNamespace(ns)
+		out = append(out, &u)
+	}
+}
+
+// apply creates the objects of a manifest in ns, or updates them when they exist.
+func apply(ns, manifest string) {
+	for _, u := range objects(ns, manifest) {
+		Expect(createOrUpdate(u)).To(Succeed(), "apply %s/%s", u.GetKind(), u.GetName())
+	}
+}
+
+// tryApply is apply returning the first error, for manifests the webhook refuses.
+func tryApply(ns, manifest string) error {
+	for _, u := range objects(ns, manifest) {
+		if err := createOrUpdate(u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func createOrUpdate(u *unstructured.Unstructured) error {
+	var current unstructured.Unstructured
+	current.SetGroupVersionKind(u.GroupVersionKind())
+	err := k8s.Get(ctx, client.ObjectKeyFromObject(u), &current)
+	if err != nil {
+		return k8s.Create(ctx, u)
+	}
+	u.SetResourceVersion(current.GetResourceVersion())
+	return k8s.Update(ctx, u)
+}
+
+func getPersona(ns, name string) *v1alpha1.Persona {
+	var p v1alpha1.Persona
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p)).To(Succeed())
+	return &p
+}
+
+// ready returns the Ready condition's reason, "" while there is none.
+func ready(ns, name string) func() string {
+	return func() string {
+		var p v1alpha1.Persona
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+			return "error: " + err.Error()
+		}
+		c := meta.FindStatusCondition(p.Status.Conditions, "Ready")
+		if c == nil || c.ObservedGeneration != p.Generation {
+			return ""
+		}
+		return c.Reason
+	}
+}
+
+func readyMessage(ns, name string) string {
+	c := meta.FindStatusCondition(getPersona(ns, name).Status.Conditions, "Ready")
+	Expect(c).NotTo(BeNil())
+	return c.Message
+}
+
+// configMap returns persona-<name>, or nil when it does not exist.
+func configMap(ns, persona string) *corev1.ConfigMap {
+	var cm corev1.ConfigMap
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "persona-" + persona}, &cm); err != nil {
+		return nil
+	}
+	return &cm
+}
+
+// prompt returns system-prompt.md of persona-<name>, or "<missing>".
+func prompt(ns, persona string) func() string {
+	return func() string {
+		cm := configMap(ns, persona)
+		if cm == nil {
+			return "<missing>"
+		}
+		return cm.Data["system-prompt.md"]
+	}
+}
+
+func resourceVersion(ns, persona string) string {
+	cm := configMap(ns, persona)
+	Expect(cm).NotTo(BeNil())
+	return cm.ResourceVersion
+}
+
+// bare is the platform override removing every section, so that a
+// persona's prompt is exactly its extensions and layers.
+const bare = `
+    platform:
+      persona: {remove: true}
+      workspace: {remove: true}
+      gitPush: {remove: true}
+      branchCreated: {remove: true}
+      commitSigning: {remove: true}
+      ghGateway: {remove: true}
+      gitWrapper: {remove: true}
+      forkPr: {remove: true}
+      prDashboardLink: {remove: true}
+      prMergeability: {remove: true}
+      waiver: {remove: true}
+      structuredOutput: {remove: true}
+      opencodeStructuredOutput: {remove: true}
+      knowledge: {remove: true}
+      eventDelivery: {remove: true}
+      completion: {remove: true}
+      expectedOutput: {remove: true}
+      tasks: {remove: true}
+      autonomousTurn: {remove: true}`
+
+// barePersona is a persona whose prompt is its one extension's text, with more spec lines.
+func barePersona(name, text string, more ...string) string {
+	return `
+apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: Persona
+metadata:
+  name: ` + name + `
+spec:
+  systemPrompt:` + bare + `
+    extensions:
+      - id: text
+        template: ` + quoteYAML(text) + "\n" + indentLines(strings.Join(more, "\n"), "  ")
+}
+
+func layerManifest(name, source, mode, template string) string {
+	return `
+apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: PromptLayer
+metadata:
+  name: ` + name + `
+spec:
+  source: ` + source + `
+  mode: ` + mode + `
+  template: ` + quoteYAML(template) + "\n"
+}
+
+func quoteYAML(s string) string {
+	var b bytes.Buffer
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func indentLines(s, prefix string) string {
+	if s == "" {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
+}

@@ -1,0 +1,118 @@
+package controllers_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/persona-operator/persona-operator/internal/controlplane"
+)
+
+// The suite runs the real kube-apiserver and etcd (envtest) and the manager
+// binary, which serves the webhook, as a separate process.
+var (
+	plane   *controlplane.Plane
+	manager *controlplane.Manager
+	k8s     client.Client
+	ctx     context.Context
+	cancel  context.CancelFunc
+	logs    = &syncBuffer{}
+)
+
+func TestControllers(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	SetDefaultConsistentlyDuration(time.Second)
+	RunSpecs(t, "Controllers Suite")
+}
+
+var _ = BeforeSuite(func() {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		if os.Getenv("PERSONA_REQUIRE_ENVTEST") != "" {
+			Fail("KUBEBUILDER_ASSETS is not set")
+		}
+		Skip("KUBEBUILDER_ASSETS is not set: run `make test`, which builds the control plane binaries with hack/envtest-binaries.sh")
+	}
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+	root, err := filepath.Abs("..")
+	Expect(err).NotTo(HaveOccurred())
+
+	binary := filepath.Join(GinkgoT().TempDir(), "manager")
+	build := exec.Command("go", "build", "-o", binary, "./cmd")
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "build the manager: %s", out)
+
+	plane, err = controlplane.Start(root)
+	Expect(err).NotTo(HaveOccurred())
+	k8s = plane.Client
+	manager, err = plane.NewManager(binary, logs, "--zap-log-level=info")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(manager.Start(ctx)).To(Succeed())
+})
+
+var _ = AfterSuite(func() {
+	if manager != nil {
+		Expect(manager.Stop()).To(Succeed())
+	}
+	if plane != nil {
+		Expect(plane.Stop()).To(Succeed())
+	}
+	if cancel != nil {
+		cancel()
+	}
+})
+
+var _ = ReportAfterEach(func(r SpecReport) {
+	if r.Failed() {
+		AddReportEntry("manager log (last 20 KB)", logs.tail(20<<10))
+	}
+})
+
+// syncBuffer collects the manager's output.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) tail(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.buf.String()
+	if len(s) > n {
+		s = s[len(s)-n:]
+	}
+	return s
+}
+
+var namespaceCount int
+
+// newNamespace creates a namespace of the spec's own.
+func newNamespace() string {
+	namespaceCount++
+	name := fmt.Sprintf("test-%d-%d", GinkgoParallelProcess(), namespaceCount)
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	return name
+}

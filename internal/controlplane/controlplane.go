@@ -1,0 +1,96 @@
+// Package controlplane runs a local control plane (kube-apiserver and etcd
+// through envtest) with the operator's CRDs and webhook configuration
+// installed, and the manager binary against it. The integration tests,
+// `make demo` and `make scale` share it.
+package controlplane
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+)
+
+// Scheme knows the core types and the operator's.
+var Scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}()
+
+// Plane is a running control plane.
+type Plane struct {
+	Env *envtest.Environment
+	// Config is an administrator's client config.
+	Config *rest.Config
+	Client client.Client
+	// Dir holds the kubeconfig files.
+	Dir string
+	// AdminKubeconfig is a kubeconfig file for kubectl.
+	AdminKubeconfig string
+}
+
+// Start starts kube-apiserver and etcd from KUBEBUILDER_ASSETS (see
+// hack/envtest-binaries.sh) with the CRDs and the webhook configuration of
+// the repository at root. The webhook points at a local port the manager
+// serves, with a certificate envtest makes.
+func Start(root string) (*Plane, error) {
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
+		},
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("start the control plane (is KUBEBUILDER_ASSETS set? run hack/envtest-binaries.sh): %w", err)
+	}
+	p := &Plane{Env: env, Config: cfg}
+	fail := func(err error) (*Plane, error) {
+		_ = p.Stop()
+		return nil, err
+	}
+	if p.Client, err = client.New(cfg, client.Options{Scheme: Scheme}); err != nil {
+		return fail(fmt.Errorf("client: %w", err))
+	}
+	if p.Dir, err = os.MkdirTemp("", "persona-controlplane-"); err != nil {
+		return fail(err)
+	}
+	if p.AdminKubeconfig, err = p.kubeconfig("admin"); err != nil {
+		return fail(err)
+	}
+	return p, nil
+}
+
+// kubeconfig writes a kubeconfig of a new system:masters user.
+func (p *Plane) kubeconfig(name string) (string, error) {
+	user, err := p.Env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("add user %s: %w", name, err)
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig of %s: %w", name, err)
+	}
+	path := filepath.Join(p.Dir, name+".kubeconfig")
+	return path, os.WriteFile(path, raw, 0o600)
+}
+
+// Stop stops the control plane and removes its files.
+func (p *Plane) Stop() error {
+	err := p.Env.Stop()
+	if p.Dir != "" {
+		_ = os.RemoveAll(p.Dir)
+	}
+	return err
+}

@@ -1,0 +1,103 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Manager is the manager binary running against a Plane, serving its webhook.
+type Manager struct {
+	Binary     string
+	Kubeconfig string
+	plane      *Plane
+	// Log receives the manager's output.
+	Log   io.Writer
+	Extra []string
+	cmd   *exec.Cmd
+	done  chan error
+}
+
+// NewManager prepares the manager binary to run against p with the
+// flags of SPEC §11.
+func (p *Plane) NewManager(binary string, log io.Writer, extra ...string) (*Manager, error) {
+	kubeconfig, err := p.kubeconfig("manager")
+	if err != nil {
+		return nil, err
+	}
+	return &Manager{Binary: binary, Kubeconfig: kubeconfig, plane: p, Log: log, Extra: extra}, nil
+}
+
+// Start starts the manager and waits until its webhook serves.
+func (m *Manager) Start(ctx context.Context) error {
+	hook := m.plane.Env.WebhookInstallOptions
+	args := append([]string{
+		"--kubeconfig=" + m.Kubeconfig,
+		"--webhook-port=" + strconv.Itoa(hook.LocalServingPort),
+		"--webhook-cert-path=" + hook.LocalServingCertDir,
+		"--webhook-cert-name=tls.crt",
+		"--webhook-cert-key=tls.key",
+		"--health-probe-bind-address=0",
+		"--metrics-bind-address=0",
+	}, m.Extra...)
+	m.cmd = exec.Command(m.Binary, args...)
+	m.cmd.Stdout, m.cmd.Stderr = m.Log, m.Log
+	if err := m.cmd.Start(); err != nil {
+		return fmt.Errorf("start the manager: %w", err)
+	}
+	m.done = make(chan error, 1)
+	go func() { m.done <- m.cmd.Wait() }()
+	addr := net.JoinHostPort(hook.LocalServingHost, strconv.Itoa(hook.LocalServingPort))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // a readiness probe of a local test server
+		if err == nil {
+			_ = conn.Close()
+			return nil
+		}
+		select {
+		case err := <-m.done:
+			return fmt.Errorf("the manager exited before serving its webhook: %v", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the manager's webhook did not serve on %s within 60s", addr)
+		}
+	}
+}
+
+// Kill stops the manager at once, as a crash or a node failure would.
+func (m *Manager) Kill() error {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return nil
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGKILL)
+	<-m.done
+	m.cmd = nil
+	return nil
+}
+
+// Stop stops the manager gracefully.
+func (m *Manager) Stop() error {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return nil
+	}
+	_ = m.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-m.done:
+	case <-time.After(15 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-m.done
+	}
+	m.cmd = nil
+	return nil
+}
