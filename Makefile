@@ -41,7 +41,7 @@ envtest: ## Build kube-apiserver and etcd from the Go module proxy into the envt
 
 .PHONY: demo
 demo: ## Run the operator on a local control plane, apply config/samples and print every persona's prompt.
-	assets="$$(hack/envtest-binaries.sh)" && KUBEBUILDER_ASSETS="$$assets" go run ./hack/demo
+	assets="$$(hack/envtest-binaries.sh)" && KUBEBUILDER_ASSETS="$$assets" go run ./hack/demo $(DEMO_FLAGS)
 
 .PHONY: bench
 bench: ## Run the render benchmarks with their floor.

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,7 +31,7 @@ import (
 )
 
 func main() {
-	wait := flag.Bool("wait", isTerminal(os.Stdin), "keep the control plane running until interrupted (default: when run from a terminal)")
+	wait := flag.Bool("wait", term.IsTerminal(int(os.Stdin.Fd())), "keep the control plane running until interrupted (default: when run from a terminal)")
 	flag.Parse()
 	if err := run(*wait); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -88,11 +89,12 @@ func run(wait bool) error {
 			return err
 		}
 	}
-	fmt.Printf("\nThe control plane is up. Look around with:\n  kubectl --kubeconfig %s get personas,promptlayers,configmaps\n", plane.AdminKubeconfig)
-	if wait {
-		fmt.Println("Press Ctrl-C to stop.")
-		<-ctx.Done()
+	if !wait {
+		fmt.Println("\nDone; the control plane is stopped. Run `make demo` from a terminal (or with DEMO_FLAGS=-wait) to keep it running.")
+		return nil
 	}
+	fmt.Printf("\nThe control plane is up. Look around with:\n  kubectl --kubeconfig %s get personas,promptlayers,configmaps\nPress Ctrl-C to stop.\n", plane.AdminKubeconfig)
+	<-ctx.Done()
 	return nil
 }
 
@@ -172,9 +174,4 @@ func printPersona(ctx context.Context, c client.Client, name string) error {
 		fmt.Printf("--- %s:\n%s", k, cm.Data[k])
 	}
 	return nil
-}
-
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
