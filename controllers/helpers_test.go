@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/fixtures"
 )
 
 // objects decodes a multi-document manifest, in namespace ns.
@@ -116,29 +117,7 @@ func resourceVersion(ns, persona string) string {
 	return cm.ResourceVersion
 }
 
-// bare is the platform override removing every section, so that a
-// persona's prompt is exactly its extensions and layers.
-const bare = `
-    platform:
-      persona: {remove: true}
-      workspace: {remove: true}
-      gitPush: {remove: true}
-      branchCreated: {remove: true}
-      commitSigning: {remove: true}
-      ghGateway: {remove: true}
-      gitWrapper: {remove: true}
-      forkPr: {remove: true}
-      prDashboardLink: {remove: true}
-      prMergeability: {remove: true}
-      waiver: {remove: true}
-      structuredOutput: {remove: true}
-      opencodeStructuredOutput: {remove: true}
-      knowledge: {remove: true}
-      eventDelivery: {remove: true}
-      completion: {remove: true}
-      expectedOutput: {remove: true}
-      tasks: {remove: true}
-      autonomousTurn: {remove: true}`
+const bare = fixtures.RemoveAllSections
 
 // barePersona is a persona whose prompt is its one extension's text, with more spec lines.
 func barePersona(name, text string, more ...string) string {

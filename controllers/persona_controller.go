@@ -64,14 +64,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	original := p.DeepCopy()
-	defer func() {
-		if equality.Semantic.DeepEqual(original.Status, p.Status) {
-			return
-		}
-		if patchErr := r.Status().Patch(ctx, &p, client.MergeFrom(original)); patchErr != nil {
-			err = errors.Join(err, fmt.Errorf("patch status: %w", patchErr))
-		}
-	}()
+	defer func() { patchStatus(ctx, r.Client, &p, original, &original.Status, &p.Status, &err) }()
 
 	result, err := r.render(ctx, &p)
 	if err != nil {

@@ -2,11 +2,9 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,14 +34,7 @@ func (r *PromptLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	original := l.DeepCopy()
-	defer func() {
-		if equality.Semantic.DeepEqual(original.Status, l.Status) {
-			return
-		}
-		if patchErr := r.Status().Patch(ctx, &l, client.MergeFrom(original)); patchErr != nil {
-			err = errors.Join(err, fmt.Errorf("patch status: %w", patchErr))
-		}
-	}()
+	defer func() { patchStatus(ctx, r.Client, &l, original, &original.Status, &l.Status, &err) }()
 
 	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonValid, ObservedGeneration: l.Generation}
 	switch text, reason, problem, err := r.template(ctx, &l); {

@@ -62,7 +62,7 @@ func validateEnvelope(obj map[string]any, nameRule func(*field.Path, string) fie
 		case "spec":
 			// The strict walk of spec reports its type.
 		default:
-			errs = append(errs, unknownField(keyPath(nil, k), k, topLevelKeys))
+			errs = append(errs, unknownField(KeyPath(nil, k), k, topLevelKeys))
 		}
 	}
 

@@ -103,7 +103,7 @@ func validatePlatform(p *field.Path, sp map[string]any) field.ErrorList {
 	platform, _ := getMap(sp, "platform")
 	var errs field.ErrorList
 	for _, key := range sortedKeys(platform) {
-		kp := keyPath(p, key)
+		kp := KeyPath(p, key)
 		if !render.IsPlatformKey(key) {
 			errs = append(errs, &field.Error{
 				Type:     field.ErrorTypeNotSupported,

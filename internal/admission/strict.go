@@ -39,7 +39,7 @@ func walkShape(p *field.Path, v any, t reflect.Type, errs *field.ErrorList) {
 		for _, k := range sortedKeys(m) {
 			ft, ok := s.fields[k]
 			if !ok {
-				*errs = append(*errs, unknownField(keyPath(p, k), k, s.names))
+				*errs = append(*errs, unknownField(KeyPath(p, k), k, s.names))
 				continue
 			}
 			walkShape(p.Child(k), m[k], ft, errs)
@@ -51,7 +51,7 @@ func walkShape(p *field.Path, v any, t reflect.Type, errs *field.ErrorList) {
 			return
 		}
 		for _, k := range sortedKeys(m) {
-			walkShape(keyPath(p, k), m[k], t.Elem(), errs)
+			walkShape(KeyPath(p, k), m[k], t.Elem(), errs)
 		}
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 {

@@ -3,6 +3,7 @@ package admission
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -79,21 +80,14 @@ func getList(m map[string]any, key string) ([]any, presence) {
 
 // sortedKeys returns the keys of m in order, so errors come out in the same
 // order on every run.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
-// keyPath is the path of key k under p. Plain keys read as fields
+// KeyPath is the path of key k under p. Plain keys read as fields
 // (spec.systemPrompt.platform.waiver), as users write them; any other key is
 // bracketed (spec.vars[a.b]) so that the path stays unambiguous.
-func keyPath(p *field.Path, k string) *field.Path {
+func KeyPath(p *field.Path, k string) *field.Path {
 	switch {
 	case p == nil:
 		// A top-level key: a bracket needs a parent to hang on.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/persona-operator/persona-operator/internal/fixtures"
 )
 
 // result is what one command line did.
@@ -46,30 +48,7 @@ func write(t *testing.T, dir, name, content string) string {
 	return p
 }
 
-// removeAll is a systemPrompt.platform that removes every platform section
-// of SPEC §5.2, one key each, like Murmur's bare-prompt persona: with it the
-// prompt is only what the test's extensions, layers and context say.
-const removeAll = `
-    platform:
-      persona: {remove: true}
-      workspace: {remove: true}
-      gitPush: {remove: true}
-      branchCreated: {remove: true}
-      commitSigning: {remove: true}
-      ghGateway: {remove: true}
-      gitWrapper: {remove: true}
-      forkPr: {remove: true}
-      prDashboardLink: {remove: true}
-      prMergeability: {remove: true}
-      waiver: {remove: true}
-      structuredOutput: {remove: true}
-      opencodeStructuredOutput: {remove: true}
-      knowledge: {remove: true}
-      eventDelivery: {remove: true}
-      completion: {remove: true}
-      expectedOutput: {remove: true}
-      tasks: {remove: true}
-      autonomousTurn: {remove: true}`
+const removeAll = fixtures.RemoveAllSections
 
 // persona is a Persona manifest; spec is indented by two spaces and may use
 // systemPrompt with removeAll.

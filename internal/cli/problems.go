@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -115,16 +114,6 @@ var (
 	variantsPath   = specPath.Child("variants")
 )
 
-var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
-
-// keyPath is written like admission writes map keys: plain keys as fields.
-func keyPath(p *field.Path, k string) *field.Path {
-	if plainKey.MatchString(k) {
-		return p.Child(k)
-	}
-	return p.Key(k)
-}
-
 // referenceField is the field of p closest to a missing reference: the
 // entry of p's own inherit or layers that names it, the list when a parent
 // names it, the template that includes it.
@@ -175,7 +164,7 @@ func extensionField(p *v1alpha1.Persona, id string) string {
 func platformField(p *v1alpha1.Persona, key string) string {
 	if sp := p.Spec.SystemPrompt; sp != nil {
 		if o, ok := sp.Platform[key]; ok && o.Replace != nil {
-			return keyPath(platformPath, key).Child("replace").String()
+			return admission.KeyPath(platformPath, key).Child("replace").String()
 		}
 	}
 	return platformPath.String()
