@@ -4,6 +4,7 @@ LOCALBIN ?= $(shell pwd)/bin
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GO_TEST_FLAGS ?=
+BENCH_COUNT ?= 5
 
 .PHONY: all
 all: build
@@ -44,8 +45,8 @@ demo: ## Run the operator on a local control plane, apply config/samples and pri
 	assets="$$(hack/envtest-binaries.sh)" && KUBEBUILDER_ASSETS="$$assets" go run ./hack/demo $(DEMO_FLAGS)
 
 .PHONY: bench
-bench: ## Run the render benchmarks with their floor.
-	go test -run '^$$' -bench . -benchmem ./internal/render/...
+bench: ## Run the benchmarks: render of a typical persona beside its floor, admission, per-turn bundle render.
+	go test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) ./internal/render/ ./internal/admission/
 
 ##@ Build
 

@@ -128,3 +128,25 @@ func TestTypicalBundleRenders(t *testing.T) {
 		t.Errorf("only %d pieces", len(p.Pieces))
 	}
 }
+
+// BenchmarkRenderBundleTurn is what `kubectl-persona render --bundle
+// --context` does per turn in an agent pod once its files are read: decode
+// bundle.json, apply the turn context, render.
+func BenchmarkRenderBundleTurn(b *testing.B) {
+	raw, err := MarshalBundle(typicalBundle())
+	if err != nil {
+		b.Fatal(err)
+	}
+	turn := &Turn{Model: ptrTo("claude-haiku-4-5"), Context: Context{ExpectedOutput: ptrTo("push"), Tasks: []Task{{ID: "t", Subject: "s", Status: "pending"}}}}
+	e := Default()
+	b.ReportAllocs()
+	for b.Loop() {
+		bundle, err := UnmarshalBundle(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.Render(bundle.WithTurn(turn), ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
