@@ -41,6 +41,7 @@ type PersonaReconciler struct {
 
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas/finalizers,verbs=update
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=promptlayers,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
