@@ -37,6 +37,8 @@ type Plane struct {
 	Dir string
 	// AdminKubeconfig is a kubeconfig file for kubectl.
 	AdminKubeconfig string
+	// root is the repository, for config/.
+	root string
 }
 
 // Start starts kube-apiserver and etcd from KUBEBUILDER_ASSETS (see
@@ -55,7 +57,7 @@ func Start(root string) (*Plane, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the control plane (is KUBEBUILDER_ASSETS set? run hack/envtest-binaries.sh): %w", err)
 	}
-	p := &Plane{Env: env, Config: cfg}
+	p := &Plane{Env: env, Config: cfg, root: root}
 	fail := func(err error) (*Plane, error) {
 		_ = p.Stop()
 		return nil, err
@@ -66,15 +68,15 @@ func Start(root string) (*Plane, error) {
 	if p.Dir, err = os.MkdirTemp("", "persona-controlplane-"); err != nil {
 		return fail(err)
 	}
-	if p.AdminKubeconfig, err = p.kubeconfig("admin"); err != nil {
+	if p.AdminKubeconfig, err = p.kubeconfig("admin", "system:masters"); err != nil {
 		return fail(err)
 	}
 	return p, nil
 }
 
-// kubeconfig writes a kubeconfig of a new system:masters user.
-func (p *Plane) kubeconfig(name string) (string, error) {
-	user, err := p.Env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
+// kubeconfig writes a kubeconfig of a new user in groups.
+func (p *Plane) kubeconfig(name string, groups ...string) (string, error) {
+	user, err := p.Env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
 	if err != nil {
 		return "", fmt.Errorf("add user %s: %w", name, err)
 	}

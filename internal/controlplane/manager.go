@@ -25,10 +25,17 @@ type Manager struct {
 	done  chan error
 }
 
+// ManagerUser is the user the manager runs as: it has the ClusterRole of
+// config/rbac/role.yaml and nothing else, so tests prove that role suffices.
+const ManagerUser = "persona-operator-manager"
+
 // NewManager prepares the manager binary to run against p with the
-// flags of SPEC §11.
+// flags of SPEC §11, as ManagerUser.
 func (p *Plane) NewManager(binary string, log io.Writer, extra ...string) (*Manager, error) {
-	kubeconfig, err := p.kubeconfig("manager")
+	if err := p.grantManagerRole(); err != nil {
+		return nil, err
+	}
+	kubeconfig, err := p.kubeconfig(ManagerUser)
 	if err != nil {
 		return nil, err
 	}
