@@ -162,6 +162,9 @@ func (x *executor) include(name string, data any) (string, error) {
 		}
 		return "", fmt.Errorf("include %q: %w", name, err)
 	}
+	// The included text counts as output where the caller writes it, not
+	// twice.
+	x.budget.output -= len(buf)
 	return string(buf), nil
 }
 

@@ -187,6 +187,22 @@ func TestInclude(t *testing.T) {
 	}
 }
 
+func TestIncludedOutputCountsOnce(t *testing.T) {
+	limits := render.DefaultLimits
+	limits.MaxOutputBytes = 1000
+	e := render.NewEngine(limits)
+	b := bare(`{{ include "big" . }}`)
+	b.Includes = map[string]string{"big": strings.Repeat("x", 700)}
+	if _, err := e.Render(b, ""); err != nil {
+		t.Errorf("700 bytes through include under a 1000-byte limit: %v", err)
+	}
+	b = bare(`{{ include "big" . }}{{ include "big" . }}`)
+	b.Includes = map[string]string{"big": strings.Repeat("x", 700)}
+	if _, err := e.Render(b, ""); err == nil || !strings.Contains(err.Error(), "over the limit of 1000 bytes") {
+		t.Errorf("1400 bytes under a 1000-byte limit: %v", err)
+	}
+}
+
 func TestIncludeCycleAndDepth(t *testing.T) {
 	b := bare()
 	b.Layers = []render.Layer{layer("a", "app", "append", `{{ include "b" . }}`)}
