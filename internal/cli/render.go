@@ -183,7 +183,7 @@ func (o *renderOptions) resolve(ctx context.Context, s *Streams) ([]*render.Bund
 		ps.write(s.Err)
 		return nil, failed("the manifests are not valid (%s); run '%s validate' on them for every problem", plural(len(ps), "problem"), Name)
 	}
-	selected, err := o.select_(set)
+	selected, err := o.selectPersonas(set)
 	if err != nil {
 		return nil, err
 	}
@@ -208,9 +208,9 @@ func (o *renderOptions) resolve(ctx context.Context, s *Streams) ([]*render.Bund
 	return bundles, nil
 }
 
-// select_ picks the personas to render: the one --persona names, the only
+// selectPersonas picks the personas to render: the one --persona names, the only
 // one, or (for -o configmap) all of them.
-func (o *renderOptions) select_(set *manifest.Set) ([]*manifest.Object, error) {
+func (o *renderOptions) selectPersonas(set *manifest.Set) ([]*manifest.Object, error) {
 	all := set.Personas()
 	if o.persona != "" {
 		ns, name, qualified := strings.Cut(o.persona, "/")
