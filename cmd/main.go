@@ -12,6 +12,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -43,9 +44,9 @@ func main() {
 	flag.StringVar(&webhookCertName, "webhook-cert-name", "tls.crt", "The webhook certificate's file name.")
 	flag.StringVar(&webhookCertKey, "webhook-cert-key", "tls.key", "The webhook key's file name.")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "The port the webhook server listens on.")
-	flag.IntVar(&personaWorkers, "persona-workers", 4, "Concurrent Persona reconciles.")
-	flag.Float64Var(&apiQPS, "kube-api-qps", 50, "Queries per second to the API server the manager may make, sustained.")
-	flag.IntVar(&apiBurst, "kube-api-burst", 100, "Queries to the API server the manager may make in a burst.")
+	flag.IntVar(&personaWorkers, "persona-workers", 16, "Concurrent Persona reconciles.")
+	flag.Float64Var(&apiQPS, "kube-api-qps", 300, "Queries per second to the API server the manager may make, sustained.")
+	flag.IntVar(&apiBurst, "kube-api-burst", 600, "Queries to the API server the manager may make in a burst.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
 	// --kubeconfig is registered by controller-runtime's config package.
 	opts := zap.Options{}
@@ -81,7 +82,10 @@ func main() {
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(apiQPS), apiBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme: scheme,
+		// Nothing reads managedFields; dropping them from the cache saves
+		// memory on every cached Persona, PromptLayer and ConfigMap.
+		Cache:                  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		Metrics:                metricsOpts,
 		WebhookServer:          webhook.NewServer(webhookOpts),
 		HealthProbeBindAddress: probeAddr,
