@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -83,9 +85,12 @@ func main() {
 	cfg.QPS, cfg.Burst = float32(apiQPS), apiBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
-		// Nothing reads managedFields; dropping them from the cache saves
-		// memory on every cached Persona, PromptLayer and ConfigMap.
-		Cache:                  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		// Nothing reads managedFields, nor the data of the ConfigMaps the
+		// operator writes: the cache keeps neither (controllers.TrimConfigMaps).
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject:         map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Transform: controllers.TrimConfigMaps}},
+		},
 		Metrics:                metricsOpts,
 		WebhookServer:          webhook.NewServer(webhookOpts),
 		HealthProbeBindAddress: probeAddr,

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +34,8 @@ type PersonaReconciler struct {
 	Recorder events.EventRecorder
 	// Engine renders; nil means render.Default().
 	Engine *render.Engine
+	// APIReader reads what the cache trims; nil reads the cache only.
+	APIReader client.Reader
 	// MaxConcurrentReconciles is the number of workers; 0 means 1.
 	MaxConcurrentReconciles int
 }
@@ -88,7 +89,7 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	start := time.Now()
 	defer func() { renderDuration.Observe(time.Since(start).Seconds()) }()
 
-	res, err := resolve.Resolve(ctx, r.Client, p)
+	res, err := resolve.Resolve(ctx, untrimmed{cached: r.Client, live: r.APIReader}, p)
 	p.Status.Dependencies = res.Dependencies
 	var notFound *resolve.NotFoundError
 	var cycle *resolve.CycleError
@@ -140,10 +141,11 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	if !metav1.IsControlledBy(&current, p) {
 		return failed(ReasonConfigMapConflict, fmt.Errorf("ConfigMap %s exists and is not controlled by this Persona; delete or rename it", desired.Name)), nil
 	}
-	if isCurrent(&current, desired) {
+	if isCurrent(&current, desired, result.output.Hash) {
 		return result, nil
 	}
 	updated := current.DeepCopy()
+	delete(updated.Annotations, observedHashAnnotation)
 	updated.Data = desired.Data
 	updated.BinaryData = nil
 	for k, v := range desired.Labels {
@@ -158,10 +160,11 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	return result, nil
 }
 
-// isCurrent reports whether the ConfigMap holds the desired data, labels
-// and annotations; other labels and annotations are left to their owners.
-func isCurrent(current, desired *corev1.ConfigMap) bool {
-	if len(current.BinaryData) > 0 || !equality.Semantic.DeepEqual(normalizeData(current.Data), normalizeData(desired.Data)) {
+// isCurrent reports whether the ConfigMap holds the desired data (whose
+// hash is hash), labels and annotations; other labels and annotations are
+// left to their owners.
+func isCurrent(current, desired *corev1.ConfigMap, hash string) bool {
+	if len(current.BinaryData) > 0 || dataHash(current) != hash {
 		return false
 	}
 	for k, v := range desired.Labels {
@@ -175,13 +178,6 @@ func isCurrent(current, desired *corev1.ConfigMap) bool {
 		}
 	}
 	return true
-}
-
-func normalizeData(d map[string]string) map[string]string {
-	if len(d) == 0 {
-		return nil
-	}
-	return d
 }
 
 // report sets the status and emits Events for what changed (SPEC §7). A

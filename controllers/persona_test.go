@@ -152,6 +152,22 @@ spec:
 		Expect(prompt(ns, "taken")()).To(Equal("T\n"))
 	})
 
+	It("reads another persona's rendered prompt through templateFrom", func() {
+		apply(ns, barePersona("source", "Source v1"))
+		apply(ns, `
+apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: PromptLayer
+metadata: {name: from-source}
+spec:
+  source: app
+  templateFrom: {configMapKeyRef: {name: persona-source, key: system-prompt.md}}
+`)
+		apply(ns, barePersona("reader", "Reader", "layers: [{name: from-source}]"))
+		Eventually(prompt(ns, "reader")).Should(Equal("Reader\n\nSource v1\n"))
+		apply(ns, barePersona("source", "Source v2"))
+		Eventually(prompt(ns, "reader")).Should(Equal("Reader\n\nSource v2\n"))
+	})
+
 	It("reports a PromptLayer's Ready", func() {
 		apply(ns, layerManifest("fine", "app", "append", "{{ .Harness }}"))
 		apply(ns, `

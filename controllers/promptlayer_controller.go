@@ -23,6 +23,8 @@ import (
 // template parses and its templateFrom resolves.
 type PromptLayerReconciler struct {
 	client.Client
+	// APIReader reads what the cache trims; nil reads the cache only.
+	APIReader client.Reader
 }
 
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=promptlayers/status,verbs=get;update;patch
@@ -65,7 +67,7 @@ func (r *PromptLayerReconciler) template(ctx context.Context, l *v1alpha1.Prompt
 	}
 	ref := l.Spec.TemplateFrom.ConfigMapKeyRef
 	var cm corev1.ConfigMap
-	err = r.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: ref.Name}, &cm)
+	err = untrimmed{cached: r.Client, live: r.APIReader}.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: ref.Name}, &cm)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", ReasonReferenceNotFound, fmt.Sprintf("ConfigMap %q not found", ref.Name), nil

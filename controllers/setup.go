@@ -23,12 +23,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Client:                  mgr.GetClient(),
 		Scheme:                  mgr.GetScheme(),
 		Recorder:                mgr.GetEventRecorder("persona-operator"),
+		APIReader:               mgr.GetAPIReader(),
 		MaxConcurrentReconciles: opts.PersonaWorkers,
 	}
 	if err := personas.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Persona controller: %w", err)
 	}
-	if err := (&PromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&PromptLayerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
 	return nil
