@@ -53,6 +53,8 @@ type outcome struct {
 	reason  string
 	message string
 	output  *render.Output
+	// retry is set for a render that ran out of wall time.
+	retry bool
 }
 
 func failed(reason string, err error) outcome { return outcome{reason: reason, message: err.Error()} }
@@ -78,10 +80,17 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 	}
 	r.report(&p, original, result)
+	if result.retry {
+		return ctrl.Result{RequeueAfter: wallTimeRetry}, nil
+	}
 	// A failure waits for a change to the persona or a dependency: the
 	// watches bring it back, so it is not retried.
 	return ctrl.Result{}, nil
 }
+
+// wallTimeRetry is when a render that ran out of wall time is tried again:
+// unlike every other limit, time also runs out on an overloaded machine.
+const wallTimeRetry = time.Minute
 
 // render resolves the persona's references and renders its ConfigMap data.
 // A spec problem is an outcome; only a failure to read is an error.
@@ -107,7 +116,10 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	case errors.As(err, &tooLarge):
 		return failed(ReasonTooLarge, err), nil
 	case err != nil:
-		return failed(ReasonRenderFailed, err), nil
+		o := failed(ReasonRenderFailed, err)
+		var limit *render.LimitError
+		o.retry = errors.As(err, &limit) && limit.Limit == render.LimitTime
+		return o, nil
 	}
 	return outcome{reason: ReasonRendered, output: out}, nil
 }

@@ -40,10 +40,14 @@ var DefaultLimits = Limits{
 	MaxConfigMapBytes: 900 << 10,
 }
 
+// LimitTime is the Limit of a LimitError for the wall-time budget.
+const LimitTime = "time"
+
 // LimitError reports a render that exceeded one of its limits. Its message
 // names the limit.
 type LimitError struct {
-	// Limit names the limit, e.g. "output".
+	// Limit names the limit: "time", "units", "output", "source", "call
+	// depth" or "value depth".
 	Limit string
 	msg   string
 }
@@ -63,7 +67,7 @@ func (l *Limits) unitsError() *LimitError {
 }
 
 func (l *Limits) durationError() *LimitError {
-	return limitErrorf("time", "render budget exceeded: rendering took longer than the limit of %s", l.MaxDuration)
+	return limitErrorf(LimitTime, "render budget exceeded: rendering took longer than the limit of %s", l.MaxDuration)
 }
 
 func (l *Limits) outputError(size int) *LimitError {
