@@ -44,6 +44,10 @@ envtest: ## Build kube-apiserver and etcd from the Go module proxy into the envt
 demo: ## Run the operator on a local control plane, apply config/samples and print every persona's prompt.
 	assets="$$(hack/envtest-binaries.sh)" && KUBEBUILDER_ASSETS="$$assets" go run ./hack/demo $(DEMO_FLAGS)
 
+.PHONY: scale
+scale: ## Measure convergence, fan-out, steady-state writes, webhook latency and memory at scale (not part of make test).
+	assets="$$(hack/envtest-binaries.sh)" && KUBEBUILDER_ASSETS="$$assets" go run ./hack/scale $(SCALE_FLAGS)
+
 .PHONY: bench
 bench: ## Run the benchmarks: render of a typical persona beside its floor, admission, per-turn bundle render.
 	go test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) ./internal/render/ ./internal/admission/

@@ -82,6 +82,14 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 }
 
+// PID is the process id of the running manager, 0 when it is not running.
+func (m *Manager) PID() int {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
+
 // Kill stops the manager at once, as a crash or a node failure would.
 func (m *Manager) Kill() error {
 	if m.cmd == nil || m.cmd.Process == nil {

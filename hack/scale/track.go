@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// tracker watches the objects of one kind in a namespace and reports when
+// a condition holds for a number of them. It lists once, then follows a
+// watch (re-listing when the watch ends), so it costs the API server one
+// event per change instead of a full list per poll: a list of 2000 rendered
+// Personas is megabytes, which, polled every 200ms, would take a good part
+// of a core on the machine being measured.
+type tracker struct {
+	c       client.WithWatch
+	ns      string
+	newList func() client.ObjectList
+	ok      func(client.Object) bool
+	want    int
+	name    string
+
+	mu      sync.Mutex
+	state   map[string]bool
+	doneAt  time.Time
+	done    chan struct{}
+	err     error
+	cancel  context.CancelFunc
+	stopped chan struct{}
+}
+
+// track starts a tracker; it returns once the initial list is read and the
+// watch is open, so changes made after it returns are seen.
+func track(ctx context.Context, c client.WithWatch, ns, name string, newList func() client.ObjectList, want int, ok func(client.Object) bool) (*tracker, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	t := &tracker{c: c, ns: ns, newList: newList, ok: ok, want: want, name: name,
+		done: make(chan struct{}), cancel: cancel, stopped: make(chan struct{})}
+	w, err := t.listAndWatch(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	go t.run(ctx, w)
+	return t, nil
+}
+
+func (t *tracker) listAndWatch(ctx context.Context) (watch.Interface, error) {
+	list := t.newList()
+	if err := t.c.List(ctx, list, client.InNamespace(t.ns)); err != nil {
+		return nil, fmt.Errorf("%s: list: %w", t.name, err)
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.state = map[string]bool{}
+	for _, o := range items {
+		obj := o.(client.Object)
+		t.state[obj.GetName()] = t.ok(obj)
+	}
+	t.check()
+	t.mu.Unlock()
+	rv := list.(metav1.ListInterface).GetResourceVersion()
+	w, err := t.c.Watch(ctx, t.newList(), client.InNamespace(t.ns),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: watch: %w", t.name, err)
+	}
+	return w, nil
+}
+
+func (t *tracker) run(ctx context.Context, w watch.Interface) {
+	defer close(t.stopped)
+	for {
+		if !t.follow(ctx, w) {
+			return
+		}
+		// The watch ended (a server timeout or an expired resource version): start over.
+		var err error
+		for {
+			if w, err = t.listAndWatch(ctx); err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+				fmt.Fprintf(os.Stderr, "    (%v; retrying)\n", err)
+			}
+		}
+	}
+}
+
+// follow applies the watch's events until it ends (true) or ctx is done (false).
+func (t *tracker) follow(ctx context.Context, w watch.Interface) bool {
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case ev, open := <-w.ResultChan():
+			if !open {
+				return true
+			}
+			switch ev.Type {
+			case watch.Error:
+				return true
+			case watch.Bookmark:
+				continue
+			}
+			obj, isObj := ev.Object.(client.Object)
+			if !isObj {
+				continue
+			}
+			t.mu.Lock()
+			if ev.Type == watch.Deleted {
+				delete(t.state, obj.GetName())
+			} else {
+				t.state[obj.GetName()] = t.ok(obj)
+			}
+			t.check()
+			t.mu.Unlock()
+		}
+	}
+}
+
+// check records the first moment the condition holds; t.mu is held.
+func (t *tracker) check() {
+	if !t.doneAt.IsZero() {
+		return
+	}
+	if n := t.count(); n >= t.want {
+		t.doneAt = time.Now()
+		close(t.done)
+	}
+}
+
+func (t *tracker) count() int {
+	n := 0
+	for _, ok := range t.state {
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// pending names up to max objects for which the condition does not hold.
+func (t *tracker) pending(max int) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for name, ok := range t.state {
+		if !ok {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	if len(out) > max {
+		out = out[:max]
+	}
+	return out
+}
+
+// wait waits until the condition holds for want objects and returns when it
+// first did, printing progress every 10s; it fails after timeout.
+func (t *tracker) wait(ctx context.Context, start time.Time, timeout time.Duration) (time.Time, error) {
+	deadline := time.NewTimer(time.Until(start.Add(timeout)))
+	defer deadline.Stop()
+	progress := time.NewTicker(10 * time.Second)
+	defer progress.Stop()
+	for {
+		select {
+		case <-t.done:
+			return t.doneAt, nil
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-progress.C:
+			t.mu.Lock()
+			n := t.count()
+			t.mu.Unlock()
+			fmt.Fprintf(os.Stderr, "    %s: %d/%d after %s\n", t.name, n, t.want, time.Since(start).Round(time.Second))
+		case <-deadline.C:
+			t.mu.Lock()
+			n := t.count()
+			t.mu.Unlock()
+			return time.Time{}, &timeoutError{what: t.name, done: n, want: t.want, after: timeout, pending: t.pending(5)}
+		}
+	}
+}
+
+// stop stops the tracker's watch and waits for its goroutine.
+func (t *tracker) stop() {
+	t.cancel()
+	<-t.stopped
+}
+
+type timeoutError struct {
+	what       string
+	done, want int
+	after      time.Duration
+	pending    []string
+}
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("%s: timed out after %s with %d of %d done (still pending: %v)", e.what, e.after, e.done, e.want, e.pending)
+}
+
+func isTimeout(err error) bool {
+	var t *timeoutError
+	return errors.As(err, &t)
+}
