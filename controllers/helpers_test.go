@@ -1,7 +1,6 @@
 package controllers_test
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"strings"
@@ -130,7 +129,7 @@ spec:
   systemPrompt:` + bare + `
     extensions:
       - id: text
-        template: ` + quoteYAML(text) + "\n" + indentLines(strings.Join(more, "\n"), "  ")
+        template: ` + fixtures.Quote(text) + "\n" + indentLines(strings.Join(more, "\n"), "  ")
 }
 
 func layerManifest(name, source, mode, template string) string {
@@ -142,26 +141,7 @@ metadata:
 spec:
   source: ` + source + `
   mode: ` + mode + `
-  template: ` + quoteYAML(template) + "\n"
-}
-
-func quoteYAML(s string) string {
-	var b bytes.Buffer
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
+  template: ` + fixtures.Quote(template) + "\n"
 }
 
 func indentLines(s, prefix string) string {

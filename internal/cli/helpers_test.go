@@ -65,30 +65,10 @@ func barePersona(name string, extra string, exts ...string) string {
 	if len(exts) > 0 {
 		b.WriteString("    extensions:\n")
 		for i := 0; i < len(exts); i += 2 {
-			b.WriteString("    - id: " + exts[i] + "\n      template: " + quote(exts[i+1]) + "\n")
+			b.WriteString("    - id: " + exts[i] + "\n      template: " + fixtures.Quote(exts[i+1]) + "\n")
 		}
 	}
 	return persona(name, strings.TrimRight(b.String(), "\n"))
-}
-
-// quote is a YAML double-quoted string (JSON's quoting is valid YAML).
-func quote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }
 
 // layer is a PromptLayer manifest.
@@ -101,7 +81,7 @@ func layer(name, source, mode, template string) string {
 		s += "  mode: " + mode + "\n"
 	}
 	if template != "" || mode != "disable" {
-		s += "  template: " + quote(template) + "\n"
+		s += "  template: " + fixtures.Quote(template) + "\n"
 	}
 	return s
 }
