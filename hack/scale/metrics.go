@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -14,6 +14,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // sample is one series of a Prometheus text exposition.
@@ -45,69 +48,53 @@ func scrape(ctx context.Context, url string) (snapshot, error) {
 	return parseMetrics(resp.Body)
 }
 
-// parseMetrics parses the text exposition format (what the endpoint serves
-// without content negotiation): `name{k="v",...} value [timestamp]`.
+// parseMetrics reads the text exposition format (what the endpoint serves
+// without content negotiation) into flat series; a histogram becomes its
+// _bucket (with le), _sum and _count series.
 func parseMetrics(r io.Reader) (snapshot, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	var out snapshot
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		s := sample{labels: map[string]string{}}
-		rest := line
-		if i := strings.IndexAny(line, "{ "); i >= 0 && line[i] == '{' {
-			s.name = line[:i]
-			end := strings.LastIndexByte(line, '}')
-			if end < i {
-				return nil, fmt.Errorf("metrics: bad line %q", line)
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
 			}
-			parseLabels(line[i+1:end], s.labels)
-			rest = strings.TrimSpace(line[end+1:])
-		} else if i >= 0 {
-			s.name, rest = line[:i], strings.TrimSpace(line[i+1:])
-		}
-		fields := strings.Fields(rest)
-		if s.name == "" || len(fields) == 0 {
-			return nil, fmt.Errorf("metrics: bad line %q", line)
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("metrics: bad value in %q: %w", line, err)
-		}
-		s.value = v
-		out = append(out, s)
-	}
-	return out, sc.Err()
-}
-
-func parseLabels(s string, into map[string]string) {
-	for s != "" {
-		eq := strings.IndexByte(s, '=')
-		if eq < 0 || eq+1 >= len(s) || s[eq+1] != '"' {
-			return
-		}
-		key := strings.TrimSpace(s[:eq])
-		var val strings.Builder
-		i := eq + 2
-		for ; i < len(s) && s[i] != '"'; i++ {
-			if s[i] == '\\' && i+1 < len(s) {
-				i++
-				switch s[i] {
-				case 'n':
-					val.WriteByte('\n')
-				default:
-					val.WriteByte(s[i])
+			add := func(suffix string, extra map[string]string, v float64) {
+				ls := labels
+				if extra != nil {
+					ls = maps.Clone(labels)
+					maps.Copy(ls, extra)
 				}
-				continue
+				out = append(out, sample{name: name + suffix, labels: ls, value: v})
 			}
-			val.WriteByte(s[i])
+			switch {
+			case m.Counter != nil:
+				add("", nil, m.GetCounter().GetValue())
+			case m.Gauge != nil:
+				add("", nil, m.GetGauge().GetValue())
+			case m.Untyped != nil:
+				add("", nil, m.GetUntyped().GetValue())
+			case m.Histogram != nil:
+				h := m.GetHistogram()
+				sawInf := false
+				for _, b := range h.GetBucket() {
+					sawInf = sawInf || math.IsInf(b.GetUpperBound(), 1)
+					add("_bucket", map[string]string{"le": strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)}, float64(b.GetCumulativeCount()))
+				}
+				if !sawInf {
+					add("_bucket", map[string]string{"le": "+Inf"}, float64(h.GetSampleCount()))
+				}
+				add("_sum", nil, h.GetSampleSum())
+				add("_count", nil, float64(h.GetSampleCount()))
+			}
 		}
-		into[key] = val.String()
-		s = strings.TrimLeft(s[min(i+1, len(s)):], ", ")
 	}
+	return out, nil
 }
 
 // sum adds the series of name whose labels match every key=value of match.

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseMetrics(t *testing.T) {
+	in := `# HELP persona_render_duration_seconds Time to render.
+# TYPE persona_render_duration_seconds histogram
+persona_render_duration_seconds_bucket{le="0.001"} 3
+persona_render_duration_seconds_bucket{le="0.01"} 5
+persona_render_duration_seconds_bucket{le="+Inf"} 6
+persona_render_duration_seconds_sum 0.5
+persona_render_duration_seconds_count 6
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="201",host="x",method="POST"} 7
+rest_client_requests_total{code="200",host="x",method="GET"} 100
+rest_client_requests_total{code="200",host="x",method="PATCH"} 2
+`
+	s, err := parseMetrics(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.writes(); got != 9 {
+		t.Errorf("writes %v, want 9 (POST 7 + PATCH 2)", got)
+	}
+	h := s.histogram("persona_render_duration_seconds", nil)
+	if !reflect.DeepEqual(h.bounds, []float64{0.001, 0.01, math.Inf(1)}) || !reflect.DeepEqual(h.counts, []float64{3, 5, 6}) || h.count != 6 || h.sum != 0.5 {
+		t.Errorf("histogram %+v", h)
+	}
+}
