@@ -47,8 +47,8 @@ func main() {
 	flag.StringVar(&webhookCertKey, "webhook-cert-key", "tls.key", "The webhook key's file name.")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "The port the webhook server listens on.")
 	flag.IntVar(&personaWorkers, "persona-workers", 16, "Concurrent Persona reconciles.")
-	flag.Float64Var(&apiQPS, "kube-api-qps", 300, "Queries per second to the API server the manager may make, sustained.")
-	flag.IntVar(&apiBurst, "kube-api-burst", 600, "Queries to the API server the manager may make in a burst.")
+	flag.Float64Var(&apiQPS, "kube-api-qps", 300, "Queries per second the manager may make to the API server, sustained, for each kind of object (controller-runtime keeps one rate limiter per kind).")
+	flag.IntVar(&apiBurst, "kube-api-burst", 600, "Queries the manager may make to the API server in a burst, for each kind of object.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
 	// --kubeconfig is registered by controller-runtime's config package.
 	opts := zap.Options{}

@@ -55,6 +55,8 @@ type outcome struct {
 	output  *render.Output
 	// retry is set for a render that ran out of wall time.
 	retry bool
+	// wrote is set when the ConfigMap was created or updated.
+	wrote bool
 }
 
 func failed(reason string, err error) outcome { return outcome{reason: reason, message: err.Error()} }
@@ -146,6 +148,7 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 		if err := r.Create(ctx, desired); err != nil {
 			return outcome{}, fmt.Errorf("create ConfigMap %s: %w", desired.Name, err)
 		}
+		result.wrote = true
 		return result, nil
 	case err != nil:
 		return outcome{}, fmt.Errorf("get ConfigMap %s: %w", desired.Name, err)
@@ -169,6 +172,7 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	if err := r.Update(ctx, updated); err != nil {
 		return outcome{}, fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
 	}
+	result.wrote = true
 	return result, nil
 }
 
@@ -209,7 +213,9 @@ func (r *PersonaReconciler) report(p, before *v1alpha1.Persona, result outcome) 
 			Message: fmt.Sprintf("ConfigMap %s holds the render: %d bytes, %s", st.ConfigMapName, out.Bytes, out.Hash),
 		})
 		meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
-		if before.Status.ContentHash != out.Hash {
+		// One Event per change of the ConfigMap's content: a reconcile that
+		// read a stale Persona from the cache writes nothing and tells nothing.
+		if result.wrote && before.Status.ContentHash != out.Hash {
 			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonRendered, "Render", "rendered %s (%d bytes) into ConfigMap %s", out.Hash, out.Bytes, st.ConfigMapName)
 		}
 		return
