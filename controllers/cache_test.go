@@ -24,11 +24,13 @@ func TestTrimConfigMaps(t *testing.T) {
 	if dataHash(cm) != render.ContentHash(data) {
 		t.Errorf("hash %q, want the data's %q", dataHash(cm), render.ContentHash(data))
 	}
-	desired := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: delivery.Labels("p")}, Data: data}
-	if !isCurrent(cm, desired, render.ContentHash(data)) {
+	desired := delivery.ConfigMap("p", "", &render.Output{Data: data, Hash: render.ContentHash(data)})
+	cm.Annotations[delivery.ContentHashAnnotation] = desired.Annotations[delivery.ContentHashAnnotation]
+	if !isCurrent(cm, desired) {
 		t.Error("a trimmed ConfigMap with the desired data is not current")
 	}
-	if isCurrent(cm, desired, render.ContentHash(map[string]string{"system-prompt.md": "B\n"})) {
+	other := map[string]string{"system-prompt.md": "B\n"}
+	if isCurrent(cm, delivery.ConfigMap("p", "", &render.Output{Data: other, Hash: render.ContentHash(other)})) {
 		t.Error("a trimmed ConfigMap with other data is current")
 	}
 

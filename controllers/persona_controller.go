@@ -156,31 +156,31 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	if !metav1.IsControlledBy(&current, p) {
 		return failed(ReasonConfigMapConflict, fmt.Errorf("ConfigMap %s exists and is not controlled by this Persona; delete or rename it", desired.Name)), nil
 	}
-	if isCurrent(&current, desired, result.output.Hash) {
+	if isCurrent(&current, desired) {
 		return result, nil
 	}
-	updated := current.DeepCopy()
-	delete(updated.Annotations, observedHashAnnotation)
-	updated.Data = desired.Data
-	updated.BinaryData = nil
+	// current is this reconcile's own copy of the cached object.
+	delete(current.Annotations, observedHashAnnotation)
+	current.Data = desired.Data
+	current.BinaryData = nil
 	for k, v := range desired.Labels {
-		metav1.SetMetaDataLabel(&updated.ObjectMeta, k, v)
+		metav1.SetMetaDataLabel(&current.ObjectMeta, k, v)
 	}
 	for k, v := range desired.Annotations {
-		metav1.SetMetaDataAnnotation(&updated.ObjectMeta, k, v)
+		metav1.SetMetaDataAnnotation(&current.ObjectMeta, k, v)
 	}
-	if err := r.Update(ctx, updated); err != nil {
+	if err := r.Update(ctx, &current); err != nil {
 		return outcome{}, fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
 	}
 	result.wrote = true
 	return result, nil
 }
 
-// isCurrent reports whether the ConfigMap holds the desired data (whose
-// hash is hash), labels and annotations; other labels and annotations are
-// left to their owners.
-func isCurrent(current, desired *corev1.ConfigMap, hash string) bool {
-	if len(current.BinaryData) > 0 || dataHash(current) != hash {
+// isCurrent reports whether the ConfigMap holds the desired data (compared
+// by the content hash the desired ConfigMap carries), labels and
+// annotations; other labels and annotations are left to their owners.
+func isCurrent(current, desired *corev1.ConfigMap) bool {
+	if len(current.BinaryData) > 0 || dataHash(current) != desired.Annotations[delivery.ContentHashAnnotation] {
 		return false
 	}
 	for k, v := range desired.Labels {

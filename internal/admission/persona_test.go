@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/persona-operator/persona-operator/internal/fixtures"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
@@ -40,27 +41,7 @@ kind: Persona
 metadata:
   name: bare-prompt
 spec:
-  systemPrompt:
-    platform:
-      persona: {remove: true}
-      workspace: {remove: true}
-      gitPush: {remove: true}
-      branchCreated: {remove: true}
-      commitSigning: {remove: true}
-      ghGateway: {remove: true}
-      gitWrapper: {remove: true}
-      forkPr: {remove: true}
-      prDashboardLink: {remove: true}
-      prMergeability: {remove: true}
-      waiver: {remove: true}
-      structuredOutput: {remove: true}
-      opencodeStructuredOutput: {remove: true}
-      knowledge: {remove: true}
-      eventDelivery: {remove: true}
-      completion: {remove: true}
-      expectedOutput: {remove: true}
-      tasks: {remove: true}
-      autonomousTurn: {remove: true}
+  systemPrompt:` + fixtures.RemoveAllSections + `
     extensions:
       - id: instructions
         template: |

@@ -30,12 +30,6 @@ var defaultTemplates = func() map[string]string {
 	return m
 }()
 
-// DefaultTemplate returns the shipped template of a platform section.
-func DefaultTemplate(key string) (string, bool) {
-	t, ok := defaultTemplates[key]
-	return t, ok
-}
-
 // IsPlatformKey reports whether key is a platform section of the catalog.
 func IsPlatformKey(key string) bool {
 	_, ok := defaultTemplates[key]
