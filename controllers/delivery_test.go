@@ -1,12 +1,14 @@
 package controllers_test
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/scrape"
 )
 
 var _ = Describe("ConfigMap delivery", func() {
@@ -66,5 +68,29 @@ var _ = Describe("ConfigMap delivery", func() {
 		Expect(cm.OwnerReferences).To(HaveLen(1))
 		Expect(*cm.OwnerReferences[0].Controller).To(BeTrue())
 		Expect(*cm.OwnerReferences[0].BlockOwnerDeletion).To(BeTrue())
+	})
+})
+
+var _ = Describe("Reconciles", func() {
+	// personaReconciles is the manager's count of Persona reconciles.
+	personaReconciles := func() float64 {
+		s, err := scrape.Get(ctx, metricsURL)
+		Expect(err).NotTo(HaveOccurred())
+		return s.Sum("controller_runtime_reconcile_total", map[string]string{"controller": "persona"})
+	}
+
+	It("renders a new Persona once: its own ConfigMap write does not bring it back", func() {
+		const n = 20
+		ns := newNamespace()
+		before := personaReconciles()
+		for i := range n {
+			apply(ns, barePersona(fmt.Sprintf("p%d", i), fmt.Sprintf("Persona %d", i)))
+		}
+		for i := range n {
+			Eventually(ready(ns, fmt.Sprintf("p%d", i))).Should(Equal("Rendered"))
+		}
+		// One more is tolerated: another spec's persona may be retried meanwhile.
+		Consistently(personaReconciles, 2*time.Second).Should(And(
+			BeNumerically(">=", before+n), BeNumerically("<=", before+n+1)))
 	})
 })

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -38,6 +39,9 @@ type PersonaReconciler struct {
 	APIReader client.Reader
 	// MaxConcurrentReconciles is the number of workers; 0 means 1.
 	MaxConcurrentReconciles int
+
+	// writes is what the controller last wrote into each ConfigMap.
+	writes *ownWrites
 }
 
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas,verbs=get;list;watch
@@ -67,6 +71,9 @@ func failed(reason string, err error) outcome { return outcome{reason: reason, m
 func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	var p v1alpha1.Persona
 	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.writes.forget(client.ObjectKey{Namespace: req.Namespace, Name: delivery.ConfigMapName(req.Name)})
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	original := p.DeepCopy()
@@ -145,6 +152,7 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	err := r.Get(ctx, client.ObjectKeyFromObject(desired), &current)
 	switch {
 	case apierrors.IsNotFound(err):
+		r.writes.record(desired)
 		if err := r.Create(ctx, desired); err != nil {
 			return outcome{}, fmt.Errorf("create ConfigMap %s: %w", desired.Name, err)
 		}
@@ -169,6 +177,7 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	for k, v := range desired.Annotations {
 		metav1.SetMetaDataAnnotation(&current.ObjectMeta, k, v)
 	}
+	r.writes.record(desired)
 	if err := r.Update(ctx, &current); err != nil {
 		return outcome{}, fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
 	}
@@ -247,10 +256,17 @@ func provenance(pieces []render.Piece) []v1alpha1.RenderedSection {
 // Persona back when anything its render read changes. The field indexes
 // must be registered first (Setup does both).
 func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.writes = newOwnWrites()
 	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	// A ConfigMap event of the controller's own write needs no render; a
+	// deletion always does, even of a ConfigMap that held the last write.
+	changedByOthers := builder.WithPredicates(predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return !r.writes.holds(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool { return !r.writes.holds(e.ObjectNew) },
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Persona{}, specChanged).
-		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.ConfigMap{}, changedByOthers).
 		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(KindPersona)), specChanged).
 		Watches(&v1alpha1.PromptLayer{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(KindPromptLayer)), specChanged).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.configMapDependents)).
@@ -273,14 +289,21 @@ func (r *PersonaReconciler) dependentsOf(kind string) handler.MapFunc {
 }
 
 // configMapDependents enqueues the Personas that read a ConfigMap through
-// templateFrom, and the Persona whose ConfigMap name it has, so that a
-// Persona in conflict retries once the foreign ConfigMap is gone.
+// templateFrom, and the Persona whose ConfigMap name it has when a Persona
+// does not control it (a Persona that controls it is its owner, which the
+// owner watch enqueues), so that a Persona in conflict retries once the
+// foreign ConfigMap is gone.
 func (r *PersonaReconciler) configMapDependents(ctx context.Context, obj client.Object) []reconcile.Request {
 	reqs := dependents(ctx, r.Client, KindConfigMap, obj.GetNamespace(), obj.GetName())
-	if name, ok := personaOfConfigMap(obj.GetName()); ok {
+	if name, ok := personaOfConfigMap(obj.GetName()); ok && !controlledByPersona(obj, name) {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}})
 	}
 	return reqs
+}
+
+func controlledByPersona(obj client.Object, name string) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.Kind == "Persona" && ref.Name == name && ref.APIVersion == v1alpha1.GroupVersion.String()
 }
 
 func personaOfConfigMap(name string) (string, bool) {

@@ -31,6 +31,8 @@ var (
 	ctx     context.Context
 	cancel  context.CancelFunc
 	logs    = &syncBuffer{}
+	// metricsURL is the manager's metrics endpoint.
+	metricsURL string
 )
 
 func TestControllers(t *testing.T) {
@@ -62,7 +64,11 @@ var _ = BeforeSuite(func() {
 	plane, err = controlplane.Start(root)
 	Expect(err).NotTo(HaveOccurred())
 	k8s = plane.Client
-	manager, err = plane.NewManager(binary, logs, "--zap-log-level=info")
+	port, err := controlplane.FreePort()
+	Expect(err).NotTo(HaveOccurred())
+	metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	manager, err = plane.NewManager(binary, logs, "--zap-log-level=info",
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false")
 	Expect(err).NotTo(HaveOccurred())
 	Expect(manager.Start(ctx)).To(Succeed())
 })

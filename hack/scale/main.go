@@ -13,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -21,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/persona-operator/persona-operator/internal/scrape"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -208,7 +209,7 @@ func run(o options) (err error) {
 	}
 
 	// 3. The manager.
-	port, err := freePort()
+	port, err := controlplane.FreePort()
 	if err != nil {
 		return err
 	}
@@ -309,25 +310,25 @@ func run(o options) (err error) {
 	// 7. Webhook latency, with the webhook and without it, in alternating
 	// blocks so that drift in the machine's load falls on both.
 	step("webhook: %d sequential creates with the webhook and %d without, in %d alternating blocks", o.webhookSamples, o.webhookSamples, webhookBlocks)
-	before, err := scrape(ctx, metricsURL)
+	before, err := scrape.Get(ctx, metricsURL)
 	if err != nil {
 		return err
 	}
 	if r.webhookOn, r.webhookOff, err = webhookLatency(ctx, c, "scale-webhook", o.webhookSamples); err != nil {
 		return err
 	}
-	after, err := scrape(ctx, metricsURL)
+	after, err := scrape.Get(ctx, metricsURL)
 	if err != nil {
 		return err
 	}
 	match := map[string]string{"webhook": personawebhook.PersonaPath}
-	r.webhookHandler = after.histogram("controller_runtime_webhook_latency_seconds", match).minus(before.histogram("controller_runtime_webhook_latency_seconds", match))
+	r.webhookHandler = after.Histogram("controller_runtime_webhook_latency_seconds", match).Minus(before.Histogram("controller_runtime_webhook_latency_seconds", match))
 
 	// 8. The manager's memory and render metrics, over the whole run.
 	if r.peakRSS, err = procStatusBytes(procs.manager, "VmHWM"); err != nil {
 		return fmt.Errorf("read the manager's peak RSS: %w", err)
 	}
-	if r.final, err = scrape(ctx, metricsURL); err != nil {
+	if r.final, err = scrape.Get(ctx, metricsURL); err != nil {
 		return err
 	}
 	r.loadAfter = loadAverage()
@@ -342,14 +343,4 @@ func run(o options) (err error) {
 		}
 	}
 	return nil
-}
-
-// freePort is a free local TCP port for the manager's metrics.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

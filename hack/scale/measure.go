@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/persona-operator/persona-operator/internal/scrape"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -109,11 +111,11 @@ func settle(ctx context.Context, metricsURL string, quiet, limit time.Duration) 
 	start := time.Now()
 	quietSince, last := time.Now(), -1.0
 	for {
-		s, err := scrape(ctx, metricsURL)
+		s, err := scrape.Get(ctx, metricsURL)
 		if err != nil {
 			return 0, err
 		}
-		writes, depth := s.writes(), s.sum("workqueue_depth", nil)
+		writes, depth := s.Writes(), s.Sum("workqueue_depth", nil)
 		if writes != last || depth != 0 {
 			quietSince, last = time.Now(), writes
 		}
@@ -133,7 +135,7 @@ func settle(ctx context.Context, metricsURL string, quiet, limit time.Duration) 
 
 // steady counts the manager's API writes, by method, during window.
 func steady(ctx context.Context, metricsURL string, window time.Duration) (map[string]float64, error) {
-	before, err := scrape(ctx, metricsURL)
+	before, err := scrape.Get(ctx, metricsURL)
 	if err != nil {
 		return nil, err
 	}
@@ -142,11 +144,11 @@ func steady(ctx context.Context, metricsURL string, window time.Duration) (map[s
 		return nil, ctx.Err()
 	case <-time.After(window):
 	}
-	after, err := scrape(ctx, metricsURL)
+	after, err := scrape.Get(ctx, metricsURL)
 	if err != nil {
 		return nil, err
 	}
-	b, a := before.requests(), after.requests()
+	b, a := before.Requests(), after.Requests()
 	out := map[string]float64{}
 	for m, v := range a {
 		if d := v - b[m]; d != 0 {

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/persona-operator/persona-operator/internal/scrape"
 )
 
 // Targets.
@@ -36,11 +38,11 @@ type report struct {
 	convergenceTimeout                                string
 	fanOutFloor, fanOutSpecFloor, fanOut              time.Duration
 	fanOutTimeout                                     string
-	webhookHandler                                    histogram
+	webhookHandler                                    scrape.Histogram
 	steadyWrites                                      map[string]float64
 	webhookOn, webhookOff                             latencies
 	peakRSS                                           int64
-	final                                             snapshot
+	final                                             scrape.Snapshot
 
 	phases []*phase
 }
@@ -52,14 +54,14 @@ type phase struct {
 	start           time.Time
 	wall            time.Duration
 	cpuBefore, cpu  cpuTimes
-	before, after   snapshot // the manager's metrics; nil before it runs
-	settled         snapshot // after the manager settled, when it was waited for
+	before, after   scrape.Snapshot // the manager's metrics; nil before it runs
+	settled         scrape.Snapshot // after the manager settled, when it was waited for
 	settleWait      time.Duration
 	throttled       int
 	maxThrottleWait time.Duration
 }
 
-func (r *report) begin(name string, procs processes, before snapshot) *phase {
+func (r *report) begin(name string, procs processes, before scrape.Snapshot) *phase {
 	ph := &phase{name: name, procs: procs, start: time.Now(), cpuBefore: procs.cpu(), before: before}
 	r.phases = append(r.phases, ph)
 	if r.logPath != "" {
@@ -70,7 +72,7 @@ func (r *report) begin(name string, procs processes, before snapshot) *phase {
 	return ph
 }
 
-func (r *report) end(ph *phase, after snapshot) {
+func (r *report) end(ph *phase, after scrape.Snapshot) {
 	ph.wall = time.Since(ph.start)
 	ph.cpu = ph.procs.cpu().minus(ph.cpuBefore)
 	ph.after = after
@@ -80,7 +82,7 @@ func (r *report) end(ph *phase, after snapshot) {
 }
 
 func (r *report) beginManaged(name string, procs processes, metricsURL string) (*phase, error) {
-	s, err := scrape(context.Background(), metricsURL)
+	s, err := scrape.Get(context.Background(), metricsURL)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +90,7 @@ func (r *report) beginManaged(name string, procs processes, metricsURL string) (
 }
 
 func (r *report) endManaged(ctx context.Context, ph *phase, metricsURL string) error {
-	s, err := scrape(ctx, metricsURL)
+	s, err := scrape.Get(ctx, metricsURL)
 	if err != nil {
 		return err
 	}
@@ -102,7 +104,7 @@ func (r *report) settleManaged(ctx context.Context, ph *phase, metricsURL string
 	if ph.settleWait, err = settle(ctx, metricsURL, quiet, settleLimit); err != nil {
 		return err
 	}
-	ph.settled, err = scrape(ctx, metricsURL)
+	ph.settled, err = scrape.Get(ctx, metricsURL)
 	return err
 }
 
@@ -236,15 +238,15 @@ func (r *report) markdown() string {
 			signedMs(on.quantile(0.5) - off.quantile(0.5)), "—", "—"},
 		[]string{"Persona create p99, webhook on vs off", ms(on.quantile(0.99)), ms(off.quantile(0.99)),
 			signedMs(added99), "≤ +10 ms", yesNo(added99 <= webhookP99AddedLimit)},
-		[]string{"webhook handler alone (server side): mean; p99 within", fmt.Sprintf("%s; ≤ %s", msF(wh.sum/max(wh.count, 1)), msF(wh.bucketOf(0.99))), "—", "—", "—", "—"},
+		[]string{"webhook handler alone (server side): mean; p99 within", fmt.Sprintf("%s; ≤ %s", msF(wh.Sum/max(wh.Count, 1)), msF(wh.BucketOf(0.99))), "—", "—", "—", "—"},
 		[]string{"manager peak RSS (VmHWM)", fmt.Sprintf("%.0f MiB", float64(r.peakRSS)/(1<<20)), "—", "—", "—", "—"},
 	)
-	h := r.final.histogram("persona_render_duration_seconds", nil)
+	h := r.final.Histogram("persona_render_duration_seconds", nil)
 	rows = append(rows,
-		[]string{"renders (whole run): count, total time", fmt.Sprintf("%.0f, %.2f s", h.count, h.sum), "—", "—", "—", "—"},
-		[]string{"render duration p50 / p99 (from buckets)", fmt.Sprintf("%s / %s", msF(h.quantile(0.5)), msF(h.quantile(0.99))), "—", "—", "≤ 250 ms budget", yesNo(h.count > 0 && h.quantile(0.99) <= 0.25)},
+		[]string{"renders (whole run): count, total time", fmt.Sprintf("%.0f, %.2f s", h.Count, h.Sum), "—", "—", "—", "—"},
+		[]string{"render duration p50 / p99 (from buckets)", fmt.Sprintf("%s / %s", msF(h.Quantile(0.5)), msF(h.Quantile(0.99))), "—", "—", "≤ 250 ms budget", yesNo(h.Count > 0 && h.Quantile(0.99) <= 0.25)},
 	)
-	failures := r.final.sum("persona_render_failures_total", nil)
+	failures := r.final.Sum("persona_render_failures_total", nil)
 	rows = append(rows, []string{"render failures (persona_render_failures_total)", fmt.Sprintf("%.0f", failures), "—", "—", "0", yesNo(failures == 0)})
 	writeTable(&b, rows)
 
@@ -275,7 +277,7 @@ func msF(seconds float64) string {
 }
 
 func isWrite(method string) bool {
-	for _, m := range writeMethods {
+	for _, m := range scrape.WriteMethods {
 		if m == method {
 			return true
 		}
@@ -301,15 +303,15 @@ func (ph *phase) describe(n int) string {
 			requestCounts(ph.before, ph.settled, 0, n))
 	}
 	persona := map[string]string{"controller": "persona"}
-	reconciles := ph.after.sum("controller_runtime_reconcile_total", persona) - ph.before.sum("controller_runtime_reconcile_total", persona)
+	reconciles := ph.after.Sum("controller_runtime_reconcile_total", persona) - ph.before.Sum("controller_runtime_reconcile_total", persona)
 	if reconciles > 0 {
-		rt := ph.after.histogram("controller_runtime_reconcile_time_seconds", persona).minus(ph.before.histogram("controller_runtime_reconcile_time_seconds", persona))
-		workers := ph.after.sum("controller_runtime_max_concurrent_reconciles", persona)
-		render := ph.after.histogram("persona_render_duration_seconds", nil).minus(ph.before.histogram("persona_render_duration_seconds", nil))
-		queue := ph.after.histogram("workqueue_queue_duration_seconds", persona).minus(ph.before.histogram("workqueue_queue_duration_seconds", persona))
+		rt := ph.after.Histogram("controller_runtime_reconcile_time_seconds", persona).Minus(ph.before.Histogram("controller_runtime_reconcile_time_seconds", persona))
+		workers := ph.after.Sum("controller_runtime_max_concurrent_reconciles", persona)
+		render := ph.after.Histogram("persona_render_duration_seconds", nil).Minus(ph.before.Histogram("persona_render_duration_seconds", nil))
+		queue := ph.after.Histogram("workqueue_queue_duration_seconds", persona).Minus(ph.before.Histogram("workqueue_queue_duration_seconds", persona))
 		fmt.Fprintf(&b, "; persona reconciles %.0f (%.2f per persona), reconcile time %.1f s (mean %s, p99 %s) = %.0f%% of %.0f workers busy; renders %.0f taking %.1f s; mean queue wait %s",
-			reconciles, reconciles/float64(n), rt.sum, msF(rt.sum/max(rt.count, 1)), msF(rt.quantile(0.99)),
-			100*rt.sum/(max(workers, 1)*ph.wall.Seconds()), workers, render.count, render.sum, msF(queue.sum/max(queue.count, 1)))
+			reconciles, reconciles/float64(n), rt.Sum, msF(rt.Sum/max(rt.Count, 1)), msF(rt.Quantile(0.99)),
+			100*rt.Sum/(max(workers, 1)*ph.wall.Seconds()), workers, render.Count, render.Sum, msF(queue.Sum/max(queue.Count, 1)))
 	}
 	if ph.throttled > 0 {
 		fmt.Fprintf(&b, "; client-go logged %d client-side throttling waits over 1 s (longest %s)", ph.throttled, ph.maxThrottleWait.Round(10*time.Millisecond))
@@ -319,8 +321,8 @@ func (ph *phase) describe(n int) string {
 
 // requestCounts lists the manager's requests between two scrapes by
 // method, with the write rate over wall, or per persona.
-func requestCounts(before, after snapshot, wall time.Duration, n int) string {
-	b, a := before.requests(), after.requests()
+func requestCounts(before, after scrape.Snapshot, wall time.Duration, n int) string {
+	b, a := before.Requests(), after.Requests()
 	var out []string
 	var writes float64
 	for _, m := range []string{"GET", "LIST", "POST", "PUT", "PATCH", "DELETE"} {

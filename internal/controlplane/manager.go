@@ -116,3 +116,13 @@ func (m *Manager) Stop() error {
 	m.cmd = nil
 	return nil
 }
+
+// FreePort is a free local TCP port, e.g. for the manager's metrics.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,4 +1,4 @@
-package main
+package scrape
 
 import (
 	"math"
@@ -20,15 +20,15 @@ rest_client_requests_total{code="201",host="x",method="POST"} 7
 rest_client_requests_total{code="200",host="x",method="GET"} 100
 rest_client_requests_total{code="200",host="x",method="PATCH"} 2
 `
-	s, err := parseMetrics(strings.NewReader(in))
+	s, err := Parse(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.writes(); got != 9 {
+	if got := s.Writes(); got != 9 {
 		t.Errorf("writes %v, want 9 (POST 7 + PATCH 2)", got)
 	}
-	h := s.histogram("persona_render_duration_seconds", nil)
-	if !reflect.DeepEqual(h.bounds, []float64{0.001, 0.01, math.Inf(1)}) || !reflect.DeepEqual(h.counts, []float64{3, 5, 6}) || h.count != 6 || h.sum != 0.5 {
+	h := s.Histogram("persona_render_duration_seconds", nil)
+	if !reflect.DeepEqual(h.bounds, []float64{0.001, 0.01, math.Inf(1)}) || !reflect.DeepEqual(h.counts, []float64{3, 5, 6}) || h.Count != 6 || h.Sum != 0.5 {
 		t.Errorf("histogram %+v", h)
 	}
 }
