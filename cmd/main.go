@@ -29,7 +29,7 @@ import (
 
 func main() {
 	var (
-		metricsAddr, probeAddr              string
+		metricsAddr, probeAddr, pprofAddr   string
 		webhookCertPath, webhookCertName    string
 		webhookCertKey                      string
 		webhookPort, personaWorkers         int
@@ -39,6 +39,7 @@ func main() {
 		apiBurst                            int
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", "The address Go's pprof endpoints (/debug/pprof) bind to, e.g. 127.0.0.1:8082; 0 disables them.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
 	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Elect a leader, so that only one manager replica is active.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
@@ -94,6 +95,7 @@ func main() {
 		Metrics:                metricsOpts,
 		WebhookServer:          webhook.NewServer(webhookOpts),
 		HealthProbeBindAddress: probeAddr,
+		PprofBindAddress:       pprofAddr,
 		LeaderElection:         enableLeaderElection,
 		LeaderElectionID:       "persona-operator.prompts.persona-operator.dev",
 	})

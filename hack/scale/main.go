@@ -23,8 +23,6 @@ import (
 
 	"github.com/persona-operator/persona-operator/internal/scrape"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -60,6 +58,9 @@ type options struct {
 	workers        int
 	managerFlags   []string
 	out            string
+	profileDir     string
+	profileSeconds int
+	rounds         int
 }
 
 func main() {
@@ -68,13 +69,16 @@ func main() {
 	flag.IntVar(&o.n, "n", 2000, "Personas to converge and fan out to.")
 	flag.DurationVar(&o.steady, "steady", 60*time.Second, "The steady-state window in which the manager should write nothing.")
 	flag.IntVar(&o.webhookSamples, "webhook-samples", 300, "Sequential Persona creates timed with and without the webhook.")
+	flag.IntVar(&o.rounds, "rounds", 3, "Rounds of floors and operator measurements; the table gives their medians.")
 	flag.IntVar(&o.workers, "workers", 16, "Concurrent requests of the harness's client.")
 	flag.StringVar(&managerFlags, "manager-flags", "", `Extra flags for the manager binary, e.g. "--persona-workers=8 --kube-api-qps=500".`)
 	flag.StringVar(&o.out, "out", "", "Also write the table, as Markdown, to this file.")
+	flag.StringVar(&o.profileDir, "profile", "", "Write CPU profiles of kube-apiserver and the manager during convergence and fan-out into this directory (read them with go tool pprof).")
+	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "With -profile: how many seconds of each phase, from its start, to profile.")
 	flag.Parse()
 	o.managerFlags = strings.Fields(managerFlags)
-	if o.n < 1 || o.workers < 1 || o.webhookSamples < 1 || o.steady < 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "scale: -n, -workers and -webhook-samples must be positive, -steady not negative, and no arguments")
+	if o.n < 1 || o.rounds < 1 || o.workers < 1 || o.webhookSamples < 1 || o.profileSeconds < 1 || o.steady < 0 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "scale: -n, -rounds, -workers, -webhook-samples and -profile-seconds must be positive, -steady not negative, and no arguments")
 		os.Exit(2)
 	}
 	if err := run(o); err != nil {
@@ -115,6 +119,7 @@ func run(o options) (err error) {
 		return fmt.Errorf("build the manager: %v\n%s", err, out)
 	}
 
+	// 1. The control plane.
 	step("starting kube-apiserver and etcd")
 	// envtest gives them 20s by default, too little on a busy machine; its
 	// failed attempts can leave a kube-apiserver behind.
@@ -131,210 +136,107 @@ func run(o options) (err error) {
 			err = fmt.Errorf("stop the control plane: %w", stopErr)
 		}
 	}()
-	procs := findChildren()
-	if procs.apiserver == 0 || procs.etcd == 0 {
+	h := &harness{o: o, r: r, plane: plane, procs: findChildren()}
+	if h.procs.apiserver == 0 || h.procs.etcd == 0 {
 		step("warning: kube-apiserver or etcd is not a child of this process; their CPU time reads as 0")
 	}
-	cfg := rest.CopyConfig(plane.Config)
-	cfg.QPS, cfg.Burst = harnessQPS, harnessBurst
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: controlplane.Scheme})
-	if err != nil {
+	h.cfg = rest.CopyConfig(plane.Config)
+	h.cfg.QPS, h.cfg.Burst = harnessQPS, harnessBurst
+	if h.c, err = client.NewWithWatch(h.cfg, client.Options{Scheme: controlplane.Scheme}); err != nil {
 		return err
 	}
-	for _, ns := range []string{"scale-floor", "scale-floor-spec", "scale-converge", "scale-webhook"} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			return fmt.Errorf("create namespace %s: %w", ns, err)
-		}
-	}
-
-	// 2. The floors, before the manager runs, without the webhook (nothing
-	// serves it yet), so that nobody watches what the bare client writes.
-	step("rendering %d personas offline for the floors", o.n)
-	floor, err := newWorld("scale-floor", o.n, true, 1)
-	if err != nil {
-		return err
-	}
-	floorEdited, err := newWorld("scale-floor", o.n, true, 2)
-	if err != nil {
-		return err
-	}
-	spec, err := newWorld("scale-floor-spec", o.n, true, 1)
-	if err != nil {
-		return err
-	}
-	specEdited, err := newWorld("scale-floor-spec", o.n, true, 2)
-	if err != nil {
-		return err
-	}
-	hooks, err := removeWebhooks(ctx, c)
-	if err != nil {
-		return err
-	}
-	if err := waitWebhook(ctx, c, floor.ns, false); err != nil {
-		return err
-	}
-	floors := []struct {
-		name string
-		into *time.Duration
-		do   func() (time.Duration, error)
-	}{
-		{"convergence floor: a bare client creates the objects, each ConfigMap and status", &r.convergenceFloor,
-			func() (time.Duration, error) { return convergenceFloor(ctx, c, floor, o.workers, false) }},
-		{"fan-out floor: a bare client updates the ConfigMaps", &r.fanOutFloor,
-			func() (time.Duration, error) {
-				return fanOutFloor(ctx, c, floor, floorEdited.renders, o.workers, false)
-			}},
-		{"convergence floor with Events: as above, plus each Rendered Event", &r.convergenceSpecFloor,
-			func() (time.Duration, error) { return convergenceFloor(ctx, c, spec, o.workers, true) }},
-		{"fan-out floor with status and Events: each ConfigMap, status and Rendered Event", &r.fanOutSpecFloor,
-			func() (time.Duration, error) { return fanOutFloor(ctx, c, spec, specEdited.renders, o.workers, true) }},
-	}
-	for _, f := range floors {
-		step("%s (%d personas, %d workers)", f.name, o.n, o.workers)
-		ph := r.begin(strings.SplitN(f.name, ":", 2)[0], procs, nil)
-		if *f.into, err = f.do(); err != nil {
-			return err
-		}
-		r.end(ph, nil)
-		step("  %s", f.into.Round(time.Millisecond))
-	}
-	floor, floorEdited, spec, specEdited = nil, nil, nil, nil // the renders are large
-	for _, ns := range []string{"scale-floor", "scale-floor-spec"} {
-		if err := deleteAll(ctx, c, ns); err != nil {
-			return err
-		}
-	}
-	if err := hooks.restore(ctx, c); err != nil {
+	if err := h.createNamespace(ctx, webhookNamespace); err != nil {
 		return err
 	}
 
-	// 3. The manager.
+	// 2. The manager, started and stopped by every round.
 	port, err := controlplane.FreePort()
 	if err != nil {
 		return err
 	}
-	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	h.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 	r.logPath = filepath.Join(dir, "manager.log")
 	logFile, err := os.Create(r.logPath)
 	if err != nil {
 		return err
 	}
 	defer logFile.Close()
-	flags := append([]string{fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false", "--leader-elect=false"}, o.managerFlags...)
-	r.managerFlags = flags
-	step("starting the manager %s (log: %s)", strings.Join(flags, " "), r.logPath)
-	manager, err := plane.NewManager(binary, logFile, flags...)
-	if err != nil {
-		return err
+	flags := []string{fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false", "--leader-elect=false"}
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return err
+		}
+		pprofPort, err := controlplane.FreePort()
+		if err != nil {
+			return err
+		}
+		flags = append(flags, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))
+		h.prof = &profiler{dir: o.profileDir, seconds: o.profileSeconds, apiserver: h.cfg, manager: fmt.Sprintf("http://127.0.0.1:%d", pprofPort)}
 	}
-	if err := manager.Start(ctx); err != nil {
+	flags = append(flags, o.managerFlags...)
+	r.managerFlags = flags
+	if h.manager, err = plane.NewManager(binary, logFile, flags...); err != nil {
 		return err
 	}
 	defer func() {
-		if stopErr := manager.Stop(); stopErr != nil && err == nil {
+		if stopErr := h.manager.Stop(); stopErr != nil && err == nil {
 			err = fmt.Errorf("stop the manager: %w", stopErr)
 		}
 	}()
-	procs.manager = manager.PID()
-	if _, err := settle(ctx, metricsURL, 3*time.Second, settleLimit); err != nil {
-		return err
-	}
-	if err := waitWebhook(ctx, c, "scale-webhook", true); err != nil {
-		return err
-	}
 
-	// 4. Convergence.
-	world, err := newWorld("scale-converge", o.n, false, 1)
-	if err != nil {
-		return err
-	}
-	step("convergence: %d personas created with %d workers until all are Ready", o.n, o.workers)
-	ph, err := r.beginManaged("convergence", procs, metricsURL)
-	if err != nil {
-		return err
-	}
-	r.convergence, r.convergenceCreates, err = convergence(ctx, c, world, o.workers, convergenceTimeout)
-	if isTimeout(err) {
-		r.convergenceTimeout = err.Error()
-		step("  %v", err)
-	} else if err != nil {
-		return err
-	} else {
-		step("  %s (the creates took %s)", r.convergence.Round(time.Millisecond), r.convergenceCreates.Round(time.Millisecond))
-	}
-	if err := r.endManaged(ctx, ph, metricsURL); err != nil {
-		return err
-	}
-	step("waiting until the manager has written nothing for %s", settleQuiet)
-	if err := r.settleManaged(ctx, ph, metricsURL, settleQuiet); err != nil {
-		return err
-	}
-
-	// 5. Fan-out.
-	if r.convergenceTimeout == "" {
-		step("fan-out: edit PromptLayer %s until all %d ConfigMaps change", sharedLayer, o.n)
-		if ph, err = r.beginManaged("fan-out", procs, metricsURL); err != nil {
+	// 3. The rounds: each measures the floors, then the operator.
+	for i := 1; i <= o.rounds; i++ {
+		rr, err := h.round(ctx, i)
+		if err != nil {
 			return err
 		}
-		r.fanOut, err = fanOut(ctx, c, world, 2, fanOutTimeout)
-		if isTimeout(err) {
-			r.fanOutTimeout = err.Error()
-			step("  %v", err)
-		} else if err != nil {
-			return err
-		} else {
-			step("  %s", r.fanOut.Round(time.Millisecond))
-		}
-		if err := r.endManaged(ctx, ph, metricsURL); err != nil {
-			return err
-		}
-		step("waiting until the manager has written nothing for %s", settleQuiet)
-		if err := r.settleManaged(ctx, ph, metricsURL, settleQuiet); err != nil {
-			return err
+		r.rounds = append(r.rounds, rr)
+		if rr.timeout() {
+			break
 		}
 	}
 
-	// 6. Steady state: the manager has just written nothing for settleQuiet.
+	// 4. Steady state: the manager of the last round has just written
+	// nothing for settleQuiet.
 	step("steady state: counting the manager's writes for %s", o.steady)
-	if ph, err = r.beginManaged("steady state", procs, metricsURL); err != nil {
+	ph, err := r.beginManaged("steady state", h.procs, h.metricsURL)
+	if err != nil {
 		return err
 	}
-	if r.steadyWrites, err = steady(ctx, metricsURL, o.steady); err != nil {
+	if r.steadyWrites, err = steady(ctx, h.metricsURL, o.steady); err != nil {
 		return err
 	}
-	if err := r.endManaged(ctx, ph, metricsURL); err != nil {
+	if err := r.endManaged(ctx, ph, h.metricsURL); err != nil {
 		return err
 	}
 	step("  writes: %v", r.steadyWrites)
 
-	// 7. Webhook latency, with the webhook and without it, in alternating
+	// 5. Webhook latency, with the webhook and without it, in alternating
 	// blocks so that drift in the machine's load falls on both.
 	step("webhook: %d sequential creates with the webhook and %d without, in %d alternating blocks", o.webhookSamples, o.webhookSamples, webhookBlocks)
-	before, err := scrape.Get(ctx, metricsURL)
+	before, err := scrape.Get(ctx, h.metricsURL)
 	if err != nil {
 		return err
 	}
-	if r.webhookOn, r.webhookOff, err = webhookLatency(ctx, c, "scale-webhook", o.webhookSamples); err != nil {
+	if r.webhookOn, r.webhookOff, err = webhookLatency(ctx, h.c, webhookNamespace, o.webhookSamples); err != nil {
 		return err
 	}
-	after, err := scrape.Get(ctx, metricsURL)
+	after, err := scrape.Get(ctx, h.metricsURL)
 	if err != nil {
 		return err
 	}
 	match := map[string]string{"webhook": personawebhook.PersonaPath}
 	r.webhookHandler = after.Histogram("controller_runtime_webhook_latency_seconds", match).Minus(before.Histogram("controller_runtime_webhook_latency_seconds", match))
 
-	// 8. The manager's memory and render metrics, over the whole run.
-	if r.peakRSS, err = procStatusBytes(procs.manager, "VmHWM"); err != nil {
-		return fmt.Errorf("read the manager's peak RSS: %w", err)
-	}
-	if r.final, err = scrape.Get(ctx, metricsURL); err != nil {
+	// 6. The last manager's memory and render metrics.
+	if err := h.readManager(ctx); err != nil {
 		return err
 	}
+	r.profiles, r.profileErrors = h.prof.wait()
 	r.loadAfter = loadAverage()
 	r.elapsed = time.Since(began)
 
-	// 9. The table.
+	// 7. The table.
 	table := r.markdown()
 	fmt.Print(table)
 	if o.out != "" {

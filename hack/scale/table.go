@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -28,21 +29,27 @@ type report struct {
 	machine      string
 	managerFlags []string
 	logPath      string
-	logOffset    int64
+	// profiles are the CPU profiles written with -profile.
+	profiles      []string
+	profileErrors []error
+	logOffset     int64
 
 	loadBefore, loadAfter string
 	elapsed               time.Duration
 
-	convergenceFloor, convergence, convergenceCreates time.Duration
-	convergenceSpecFloor                              time.Duration
-	convergenceTimeout                                string
-	fanOutFloor, fanOutSpecFloor, fanOut              time.Duration
-	fanOutTimeout                                     string
-	webhookHandler                                    scrape.Histogram
-	steadyWrites                                      map[string]float64
-	webhookOn, webhookOff                             latencies
-	peakRSS                                           int64
-	final                                             scrape.Snapshot
+	rounds []*roundResult
+	// round is the round being measured.
+	round          int
+	webhookHandler scrape.Histogram
+	steadyWrites   map[string]float64
+	webhookOn      latencies
+	webhookOff     latencies
+	// peakRSS is the highest of the managers' (one per round).
+	peakRSS int64
+	// final is the last manager's metrics; renderFailures sums every
+	// manager's failures.
+	final          scrape.Snapshot
+	renderFailures float64
 
 	phases []*phase
 }
@@ -50,6 +57,7 @@ type report struct {
 // phase is one timed step, with what the processes did during it.
 type phase struct {
 	name            string
+	round           int
 	procs           processes
 	start           time.Time
 	wall            time.Duration
@@ -62,7 +70,7 @@ type phase struct {
 }
 
 func (r *report) begin(name string, procs processes, before scrape.Snapshot) *phase {
-	ph := &phase{name: name, procs: procs, start: time.Now(), cpuBefore: procs.cpu(), before: before}
+	ph := &phase{name: name, round: r.round, procs: procs, start: time.Now(), cpuBefore: procs.cpu(), before: before}
 	r.phases = append(r.phases, ph)
 	if r.logPath != "" {
 		if st, err := os.Stat(r.logPath); err == nil {
@@ -188,15 +196,44 @@ func yesNo(ok bool) string {
 	return "**no**"
 }
 
-func ratioRow(measure string, operator, floor time.Duration, timeout string) []string {
-	if timeout != "" {
-		return []string{measure, "timeout", secs(floor), "—", fmt.Sprintf("≤ %.1f×", ratioTarget), "**no** (timeout)"}
+// ratioRow summarizes one measure over the rounds: the medians of the
+// operator's and the floor's times, and the median of the rounds' ratios
+// (each operator time over the floor of its own round) with their range.
+func ratioRow(measure string, rounds []*roundResult, operator, floor func(*roundResult) time.Duration, timeout func(*roundResult) string) []string {
+	target := fmt.Sprintf("≤ %.1f×", ratioTarget)
+	var ops, floors []time.Duration
+	var ratios []float64
+	for _, rr := range rounds {
+		if t := timeout(rr); t != "" {
+			return []string{measure, "timeout", secs(floor(rr)), "—", target, "**no** (timeout)"}
+		}
+		ops, floors = append(ops, operator(rr)), append(floors, floor(rr))
+		if floor(rr) > 0 {
+			ratios = append(ratios, operator(rr).Seconds()/floor(rr).Seconds())
+		}
 	}
-	if floor <= 0 {
-		return []string{measure, secs(operator), "—", "—", fmt.Sprintf("≤ %.1f×", ratioTarget), "—"}
+	if len(ratios) == 0 {
+		return []string{measure, secs(median(ops)), "—", "—", target, "—"}
 	}
-	ratio := operator.Seconds() / floor.Seconds()
-	return []string{measure, secs(operator), secs(floor), fmt.Sprintf("%.2f×", ratio), fmt.Sprintf("≤ %.1f×", ratioTarget), yesNo(ratio <= ratioTarget)}
+	ratio := median(ratios)
+	desc := fmt.Sprintf("%.2f×", ratio)
+	if len(ratios) > 1 {
+		desc += fmt.Sprintf(" (%.2f–%.2f)", slices.Min(ratios), slices.Max(ratios))
+	}
+	return []string{measure, secs(median(ops)), secs(median(floors)), desc, target, yesNo(ratio <= ratioTarget)}
+}
+
+// median is the middle value; of an even count, the mean of the middle two.
+func median[T time.Duration | float64](xs []T) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // markdown is the report: the table, then the conditions of the run and
@@ -206,13 +243,21 @@ func (r *report) markdown() string {
 	n := r.opts.n
 	fmt.Fprintf(&b, "\n## persona-operator at scale: N=%d\n\n", n)
 	rows := [][]string{{"measure", "operator", "floor", "ratio", "target", "met?"}}
+	convergence := func(rr *roundResult) time.Duration { return rr.convergence }
+	convergenceTimeout := func(rr *roundResult) string { return rr.convergenceTimeout }
+	fanOut := func(rr *roundResult) time.Duration { return rr.fanOut }
+	fanOutTimeout := func(rr *roundResult) string { return rr.fanOutTimeout }
 	rows = append(rows,
-		ratioRow(fmt.Sprintf("convergence: create %d Personas → all Ready", n), r.convergence, r.convergenceFloor, r.convergenceTimeout),
-		ratioRow("  … against the floor with each Rendered Event (SPEC §7)", r.convergence, r.convergenceSpecFloor, r.convergenceTimeout))
-	if r.convergenceTimeout == "" {
+		ratioRow(fmt.Sprintf("convergence: create %d Personas → all Ready", n), r.rounds, convergence,
+			func(rr *roundResult) time.Duration { return rr.convergenceFloor }, convergenceTimeout),
+		ratioRow("  … against the floor with each Rendered Event (SPEC §7)", r.rounds, convergence,
+			func(rr *roundResult) time.Duration { return rr.convergenceSpecFloor }, convergenceTimeout))
+	if !slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.convergenceTimeout != "" }) {
 		rows = append(rows,
-			ratioRow(fmt.Sprintf("fan-out: edit 1 PromptLayer → %d ConfigMaps updated", n), r.fanOut, r.fanOutFloor, r.fanOutTimeout),
-			ratioRow("  … against the floor with each status patch and Event", r.fanOut, r.fanOutSpecFloor, r.fanOutTimeout))
+			ratioRow(fmt.Sprintf("fan-out: edit 1 PromptLayer → %d ConfigMaps updated", n), r.rounds, fanOut,
+				func(rr *roundResult) time.Duration { return rr.fanOutFloor }, fanOutTimeout),
+			ratioRow("  … against the floor with each status patch and Event", r.rounds, fanOut,
+				func(rr *roundResult) time.Duration { return rr.fanOutSpecFloor }, fanOutTimeout))
 	} else {
 		rows = append(rows, []string{"fan-out", "not run (convergence timed out)", "", "", "", ""})
 	}
@@ -239,34 +284,72 @@ func (r *report) markdown() string {
 		[]string{"Persona create p99, webhook on vs off", ms(on.quantile(0.99)), ms(off.quantile(0.99)),
 			signedMs(added99), "≤ +10 ms", yesNo(added99 <= webhookP99AddedLimit)},
 		[]string{"webhook handler alone (server side): mean; p99 within", fmt.Sprintf("%s; ≤ %s", msF(wh.Sum/max(wh.Count, 1)), msF(wh.BucketOf(0.99))), "—", "—", "—", "—"},
-		[]string{"manager peak RSS (VmHWM)", fmt.Sprintf("%.0f MiB", float64(r.peakRSS)/(1<<20)), "—", "—", "—", "—"},
+		[]string{"manager peak RSS (VmHWM), highest of the rounds", fmt.Sprintf("%.0f MiB", float64(r.peakRSS)/(1<<20)), "—", "—", "—", "—"},
 	)
 	h := r.final.Histogram("persona_render_duration_seconds", nil)
 	rows = append(rows,
-		[]string{"renders (whole run): count, total time", fmt.Sprintf("%.0f, %.2f s", h.Count, h.Sum), "—", "—", "—", "—"},
+		[]string{"renders of the last round's manager: count, total time", fmt.Sprintf("%.0f, %.2f s", h.Count, h.Sum), "—", "—", "—", "—"},
 		[]string{"render duration p50 / p99 (from buckets)", fmt.Sprintf("%s / %s", msF(h.Quantile(0.5)), msF(h.Quantile(0.99))), "—", "—", "≤ 250 ms budget", yesNo(h.Count > 0 && h.Quantile(0.99) <= 0.25)},
 	)
-	failures := r.final.Sum("persona_render_failures_total", nil)
-	rows = append(rows, []string{"render failures (persona_render_failures_total)", fmt.Sprintf("%.0f", failures), "—", "—", "0", yesNo(failures == 0)})
+	failures := r.renderFailures
+	rows = append(rows, []string{"render failures (persona_render_failures_total), every round", fmt.Sprintf("%.0f", failures), "—", "—", "0", yesNo(failures == 0)})
 	writeTable(&b, rows)
+	if len(r.rounds) > 1 {
+		b.WriteString("\nEach round (the table above gives their medians):\n\n")
+		writeTable(&b, r.roundRows())
+	}
 
 	fmt.Fprintf(&b, "\n- machine: %s; load average %s before, %s after\n", r.machine, r.loadBefore, r.loadAfter)
 	fmt.Fprintf(&b, "- N=%d, harness workers %d, harness client QPS %d / burst %d (not throttled); webhook: %d creates on and %d off, in %d blocks alternating on/off, each after %d uncounted creates\n",
 		n, r.opts.workers, harnessQPS, harnessBurst, len(on), len(off), webhookBlocks, webhookWarmCreates)
 	fmt.Fprintf(&b, "- manager flags: %s (defaults otherwise; see cmd/main.go)\n", strings.Join(r.managerFlags, " "))
-	fmt.Fprintf(&b, "- floors, measured before the manager starts, without the webhook, with %d workers of the same client: convergence = create the layers, the parent and %d Personas + create each ConfigMap + patch each status; "+
+	fmt.Fprintf(&b, "- %d rounds, each measuring its floors first and then the operator with a manager of its own; ", len(r.rounds))
+	fmt.Fprintf(&b, "floors, measured before the round's manager starts, without the webhook, with %d workers of the same client: convergence = create the layers, the parent and %d Personas + create each ConfigMap + patch each status; "+
 		"fan-out = update the %d ConfigMaps; \"with Events\" adds the writes SPEC §7 requires as well: each Rendered Event (and, for fan-out, each status patch)\n", r.opts.workers, n, n)
 	fmt.Fprintf(&b, "- convergence and fan-out end when the last Persona is Ready / ConfigMap has its new hash, as seen by a watch (cheaper than listing %d rendered objects every 200 ms)\n", n)
 	fmt.Fprintf(&b, "- run took %s; manager log: %s\n", r.elapsed.Round(time.Second), r.logPath)
-	if r.convergenceCreates > 0 {
-		fmt.Fprintf(&b, "- convergence: the harness's creates (through the webhook) took %s of it\n", secs(r.convergenceCreates))
+	if len(r.profiles) > 0 {
+		sort.Strings(r.profiles)
+		fmt.Fprintf(&b, "- CPU profiles of the first %d s of each phase (go tool pprof -top FILE): %s\n", r.opts.profileSeconds, strings.Join(r.profiles, ", "))
+	}
+	for _, err := range r.profileErrors {
+		fmt.Fprintf(&b, "- profile missing: %v\n", err)
+	}
+	if creates := median(mapRounds(r.rounds, func(rr *roundResult) time.Duration { return rr.convergenceCreates })); creates > 0 {
+		fmt.Fprintf(&b, "- convergence: the harness's creates (through the webhook) took %s of it (median)\n", secs(creates))
 	}
 	fmt.Fprintf(&b, "- the steady state window starts once the manager has written nothing for %s\n", settleQuiet)
-	fmt.Fprintf(&b, "\nWhere the time went, per phase (CPU is each process's user+system time during the phase):\n\n")
+	fmt.Fprintf(&b, "\nWhere the time went, per phase of the last round (CPU is each process's user+system time during the phase):\n\n")
 	for _, ph := range r.phases {
-		fmt.Fprintf(&b, "- %s\n", ph.describe(n))
+		if ph.round == len(r.rounds) || ph.round == 0 {
+			fmt.Fprintf(&b, "- %s\n", ph.describe(n))
+		}
 	}
 	return b.String()
+}
+
+func mapRounds(rounds []*roundResult, f func(*roundResult) time.Duration) []time.Duration {
+	out := make([]time.Duration, len(rounds))
+	for i, rr := range rounds {
+		out[i] = f(rr)
+	}
+	return out
+}
+
+// roundRows is a table of every round's times and ratios.
+func (r *report) roundRows() [][]string {
+	rows := [][]string{{"round", "convergence floor", "… with Events", "convergence", "ratio", "fan-out floor", "… with status and Events", "fan-out", "ratio"}}
+	ratio := func(op, floor time.Duration) string {
+		if op <= 0 || floor <= 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f×", op.Seconds()/floor.Seconds())
+	}
+	for i, rr := range r.rounds {
+		rows = append(rows, []string{fmt.Sprint(i + 1), secs(rr.convergenceFloor), secs(rr.convergenceSpecFloor), secs(rr.convergence), ratio(rr.convergence, rr.convergenceFloor),
+			secs(rr.fanOutFloor), secs(rr.fanOutSpecFloor), secs(rr.fanOut), ratio(rr.fanOut, rr.fanOutFloor)})
+	}
+	return rows
 }
 
 func msF(seconds float64) string {

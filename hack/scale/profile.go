@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/rest"
+)
+
+// profiler takes CPU profiles of kube-apiserver and the manager during the
+// timed phases, so that where the time goes can be read with go tool pprof.
+type profiler struct {
+	dir     string
+	seconds int
+	// apiserver is an administrator's config; manager the base URL of the
+	// manager's pprof endpoints.
+	apiserver *rest.Config
+	manager   string
+
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	files []string
+	errs  []error
+}
+
+// start profiles both processes for the first p.seconds of the phase named
+// phase, in the background.
+func (p *profiler) start(ctx context.Context, phase string) {
+	if p == nil {
+		return
+	}
+	slug := strings.ReplaceAll(phase, " ", "-")
+	hc, err := rest.HTTPClientFor(p.apiserver)
+	if err != nil {
+		p.fail(err)
+		return
+	}
+	targets := map[string]struct {
+		client *http.Client
+		base   string
+	}{
+		"kube-apiserver": {hc, strings.TrimSuffix(p.apiserver.Host, "/")},
+		"manager":        {http.DefaultClient, p.manager},
+	}
+	for name, t := range targets {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			path := filepath.Join(p.dir, fmt.Sprintf("%s-%s.pprof", slug, name))
+			if err := fetchProfile(ctx, t.client, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.base, p.seconds), path); err != nil {
+				p.fail(fmt.Errorf("profile %s during %s: %w", name, phase, err))
+				return
+			}
+			p.mu.Lock()
+			p.files = append(p.files, path)
+			p.mu.Unlock()
+		}()
+	}
+}
+
+func (p *profiler) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.errs = append(p.errs, err)
+}
+
+// wait waits for the profiles started so far and returns the files written
+// and the errors met; a profile that fails does not stop the measurement.
+func (p *profiler) wait() (files []string, errs []error) {
+	if p == nil {
+		return nil, nil
+	}
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.files, p.errs
+}
+
+func fetchProfile(ctx context.Context, c *http.Client, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
