@@ -142,6 +142,7 @@ func run(o options) (err error) {
 	}
 	h.cfg = rest.CopyConfig(plane.Config)
 	h.cfg.QPS, h.cfg.Burst = harnessQPS, harnessBurst
+	h.cfg.DisableCompression = true // as the manager: no gzip of the watches that time the phases
 	if h.c, err = client.NewWithWatch(h.cfg, client.Options{Scheme: controlplane.Scheme}); err != nil {
 		return err
 	}
