@@ -1,0 +1,46 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestRatioRow(t *testing.T) {
+	rounds := []*roundResult{
+		{convergence: 12 * time.Second, convergenceFloor: 10 * time.Second},
+		{convergence: 30 * time.Second, convergenceFloor: 10 * time.Second},
+		{convergence: 16 * time.Second, convergenceFloor: 8 * time.Second},
+	}
+	op := func(rr *roundResult) time.Duration { return rr.convergence }
+	floor := func(rr *roundResult) time.Duration { return rr.convergenceFloor }
+	none := func(*roundResult) string { return "" }
+	// Ratios 1.2, 3.0 and 2.0: the median ratio is 2.00, not the ratio of
+	// the medians (16 s / 10 s).
+	got := ratioRow("m", rounds, op, floor, none)
+	want := []string{"m", "16.00 s", "10.00 s", "2.00× (1.20–3.00)", "≤ 1.5×", "**no**"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ratioRow = %q, want %q", got, want)
+	}
+	got = ratioRow("m", rounds[:1], op, floor, none)
+	want = []string{"m", "12.00 s", "10.00 s", "1.20×", "≤ 1.5×", "yes"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("one round: ratioRow = %q, want %q", got, want)
+	}
+	rounds[1].convergenceTimeout = "timed out"
+	if got := ratioRow("m", rounds, op, floor, func(rr *roundResult) string { return rr.convergenceTimeout }); got[1] != "timeout" {
+		t.Errorf("a round that timed out: ratioRow = %q", got)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	if got := median([]float64{3, 1, 2}); got != 2 {
+		t.Errorf("median of 3 values = %v", got)
+	}
+	if got := median([]time.Duration{4 * time.Second, time.Second, 3 * time.Second, 2 * time.Second}); got != 2500*time.Millisecond {
+		t.Errorf("median of 4 durations = %v, want the mean of the middle two, 2.5s", got)
+	}
+	if got := median([]float64{}); got != 0 {
+		t.Errorf("median of none = %v", got)
+	}
+}
