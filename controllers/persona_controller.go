@@ -77,7 +77,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	original := p.DeepCopy()
-	defer func() { patchStatus(ctx, r.Client, &p, original, &original.Status, &p.Status, &err) }()
+	defer func() { patchStatus(ctx, r.Client, &p, &original.Status, &p.Status, &err) }()
 
 	result, err := r.render(ctx, &p)
 	if err != nil {

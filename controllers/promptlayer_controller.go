@@ -36,7 +36,7 @@ func (r *PromptLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	original := l.DeepCopy()
-	defer func() { patchStatus(ctx, r.Client, &l, original, &original.Status, &l.Status, &err) }()
+	defer func() { patchStatus(ctx, r.Client, &l, &original.Status, &l.Status, &err) }()
 
 	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonValid, ObservedGeneration: l.Generation}
 	switch text, reason, problem, err := r.template(ctx, &l); {

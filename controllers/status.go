@@ -2,21 +2,43 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// patchStatus patches obj's status from original, once at the end of a
-// reconcile, and only when the status changed: a reconcile that changes
-// nothing writes nothing. A failure joins the reconcile's error.
-func patchStatus(ctx context.Context, c client.Client, obj, original client.Object, before, after any, err *error) {
+// patchStatus patches obj's status from before to after, once at the end of
+// a reconcile, and only when it changed: a reconcile that changes nothing
+// writes nothing. A failure joins the reconcile's error.
+func patchStatus(ctx context.Context, c client.Client, obj client.Object, before, after any, err *error) {
 	if equality.Semantic.DeepEqual(before, after) {
 		return
 	}
-	if patchErr := c.Status().Patch(ctx, obj, client.MergeFrom(original)); patchErr != nil {
+	patch, patchErr := statusMergePatch(before, after)
+	if patchErr == nil {
+		patchErr = c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+	}
+	if patchErr != nil {
 		*err = errors.Join(*err, fmt.Errorf("patch status: %w", patchErr))
 	}
+}
+
+// statusMergePatch is the JSON merge patch from status before to after: the
+// one client.MergeFrom computes, from the status alone rather than the whole
+// object, which is all the status subresource takes.
+func statusMergePatch(before, after any) ([]byte, error) {
+	from, err := json.Marshal(map[string]any{"status": before})
+	if err != nil {
+		return nil, err
+	}
+	to, err := json.Marshal(map[string]any{"status": after})
+	if err != nil {
+		return nil, err
+	}
+	return jsonpatch.CreateMergePatch(from, to)
 }
