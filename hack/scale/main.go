@@ -212,7 +212,13 @@ func run(o options) (err error) {
 	}
 	step("  writes: %v", r.steadyWrites)
 
-	// 5. Webhook latency, with the webhook and without it, in alternating
+	// 5. The last manager's memory and render metrics, at N personas: the
+	// webhook's samples that follow add more.
+	if err := h.readManager(ctx); err != nil {
+		return err
+	}
+
+	// 6. Webhook latency, with the webhook and without it, in alternating
 	// blocks so that drift in the machine's load falls on both.
 	step("webhook: %d sequential creates with the webhook and %d without, in %d alternating blocks", o.webhookSamples, o.webhookSamples, webhookBlocks)
 	before, err := scrape.Get(ctx, h.metricsURL)
@@ -229,10 +235,6 @@ func run(o options) (err error) {
 	match := map[string]string{"webhook": personawebhook.PersonaPath}
 	r.webhookHandler = after.Histogram("controller_runtime_webhook_latency_seconds", match).Minus(before.Histogram("controller_runtime_webhook_latency_seconds", match))
 
-	// 6. The last manager's memory and render metrics.
-	if err := h.readManager(ctx); err != nil {
-		return err
-	}
 	r.profiles, r.profileErrors = h.prof.wait()
 	r.loadAfter = loadAverage()
 	r.elapsed = time.Since(began)

@@ -295,11 +295,11 @@ func (r *report) markdown() string {
 		[]string{"Persona create p99, webhook on vs off", ms(on.quantile(0.99)), ms(off.quantile(0.99)),
 			signedMs(added99), "≤ +10 ms", yesNo(added99 <= webhookP99AddedLimit)},
 		[]string{"webhook handler alone (server side): mean; p99 within", fmt.Sprintf("%s; ≤ %s", msF(wh.Sum/max(wh.Count, 1)), msF(wh.BucketOf(0.99))), "—", "—", "—", "—"},
-		[]string{"manager peak RSS (VmHWM), highest of the rounds", fmt.Sprintf("%.0f MiB", float64(r.peakRSS)/(1<<20)), "—", "—", "—", "—"},
+		[]string{"manager peak RSS (VmHWM), highest of the rounds, before the webhook samples", fmt.Sprintf("%.0f MiB", float64(r.peakRSS)/(1<<20)), "—", "—", "—", "—"},
 	)
 	h := r.final.Histogram("persona_render_duration_seconds", nil)
 	rows = append(rows,
-		[]string{"renders of the last round's manager: count, total time", fmt.Sprintf("%.0f, %.2f s", h.Count, h.Sum), "—", "—", "—", "—"},
+		[]string{"renders of the last round's manager, before the webhook samples: count, total time", fmt.Sprintf("%.0f, %.2f s", h.Count, h.Sum), "—", "—", "—", "—"},
 		[]string{"render duration p50 / p99 (from buckets)", fmt.Sprintf("%s / %s", msF(h.Quantile(0.5)), msF(h.Quantile(0.99))), "—", "—", "≤ 250 ms budget", yesNo(h.Count > 0 && h.Quantile(0.99) <= 0.25)},
 	)
 	failures := r.renderFailures
