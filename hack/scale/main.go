@@ -21,14 +21,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/persona-operator/persona-operator/internal/scrape"
-
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/persona-operator/persona-operator/internal/controlplane"
+	"github.com/persona-operator/persona-operator/internal/scrape"
 	personawebhook "github.com/persona-operator/persona-operator/internal/webhook"
 )
 

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/persona-operator/persona-operator/internal/scrape"
-
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/scrape"
 )
 
 // convergence creates the world's objects as the floor does and returns the
