@@ -10,8 +10,8 @@ import (
 // FuzzValidate feeds arbitrary JSON objects to Validate as both kinds: it
 // must never panic, and every error must carry a path and render.
 func FuzzValidate(f *testing.F) {
-	for _, doc := range []string{
-		seedBenchLean, seedBarePrompt, seedModelAwareReviewer, fullPersona,
+	seeds := []string{
+		fullPersona,
 		platform("prMergability", "{remove: false, replce: x}"),
 		extension("{{ range .Repos }}{{ .Nmae }}{{ end }}"),
 		extension(`{{ include .Name . }}{{ env "HOME" }}`),
@@ -19,7 +19,11 @@ func FuzzValidate(f *testing.F) {
 		layer("  mode: disable\n"),
 		layer("  template: x\n  templateFrom: {configMapKeyRef: {name: c, key: k}}\n"),
 		layer("  source: Bad_Source\n  mode: merge\n  templateFrom: {configMapKeyRef: {nme: c}}\n"),
-	} {
+	}
+	for _, file := range seedSamples {
+		seeds = append(seeds, sample(f, file))
+	}
+	for _, doc := range seeds {
 		js, err := yaml.YAMLToJSON([]byte(doc))
 		if err != nil {
 			f.Fatal(err)

@@ -2,67 +2,33 @@ package admission
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/persona-operator/persona-operator/internal/fixtures"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
-// The examples of the Murmur systemPrompt reference (seeds/003), as Persona
-// objects: the front matter's name becomes metadata.name, model and
-// systemPrompt go to spec, and the Markdown body is spec.prompt.
+// seedSamples are the examples of the Murmur systemPrompt reference
+// (seeds/003) as config/samples ships them, by file.
+var seedSamples = []string{
+	"prompts_v1alpha1_persona_bench_lean.yaml",
+	"prompts_v1alpha1_persona_bare_prompt.yaml",
+	"prompts_v1alpha1_persona_model_aware_reviewer.yaml",
+}
+
+// sample reads a manifest of config/samples.
+func sample(tb testing.TB, file string) string {
+	tb.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", file))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(raw)
+}
+
 const (
-	seedBenchLean = `
-apiVersion: prompts.persona-operator.dev/v1alpha1
-kind: Persona
-metadata:
-  name: bench-lean
-spec:
-  model: claude-sonnet-4-6
-  systemPrompt:
-    platform:
-      workspace:
-        replace: |
-          {{if .Repos}}Repos: {{range .Repos}}{{.Name}} at {{.Dir}} ({{.Branch}}); {{end}}{{end}}
-      waiver:
-        remove: true
-    extensions:
-      - id: harness_notes
-        template: |
-          {{if eq .Harness "codex"}}Run the test suite before every commit.{{end}}
-  prompt: |
-    A lean benchmark persona: a compact workspace summary, no waiver reminder,
-    and Codex-specific guidance.
-`
-	seedBarePrompt = `
-apiVersion: prompts.persona-operator.dev/v1alpha1
-kind: Persona
-metadata:
-  name: bare-prompt
-spec:
-  systemPrompt:` + fixtures.RemoveAllSections + `
-    extensions:
-      - id: instructions
-        template: |
-          You are a focused code-fixing agent. Make the smallest change that
-          resolves the task, then stop.
-`
-	seedModelAwareReviewer = `
-apiVersion: prompts.persona-operator.dev/v1alpha1
-kind: Persona
-metadata:
-  name: model-aware-reviewer
-spec:
-  systemPrompt:
-    extensions:
-      - id: model_notes
-        template: |
-          Model family: {{with .ModelFamily}}{{.}}{{else}}unknown{{end}}.
-          {{if eq .ModelFamily "haiku"}}Favor small, incremental edits over large rewrites.{{end}}
-  prompt: |
-    Review the diff for correctness and style.
-`
 	// fullPersona sets every field of the spec validly.
 	fullPersona = `
 apiVersion: prompts.persona-operator.dev/v1alpha1
@@ -147,9 +113,6 @@ func yamlList(prefix string, n int, item func(i int) string) string {
 
 func TestPersonaAccepted(t *testing.T) {
 	cases := []testCase{
-		{name: "seed bench-lean", doc: seedBenchLean},
-		{name: "seed bare-prompt: all 19 sections removed", doc: seedBarePrompt},
-		{name: "seed model-aware-reviewer", doc: seedModelAwareReviewer},
 		{name: "every field", doc: fullPersona},
 		{name: "empty spec", doc: persona("  {}\n")},
 		{name: "no spec", doc: "kind: Persona\nmetadata: {name: p}\n"},
@@ -167,6 +130,9 @@ func TestPersonaAccepted(t *testing.T) {
 		{name: "16 variants", doc: persona(yamlList("  variants:", 16, func(i int) string { return fmt.Sprintf("{name: v%d}", i) }))},
 		{name: "nulls are unset", doc: persona("  model: null\n  systemPrompt:\n    platform:\n      waiver: null\n      tasks: {replace: null, remove: true}\n  vars: {a: null}\n")},
 		{name: "template at the source limit", doc: extension(strings.Repeat("x", render.DefaultLimits.MaxSourceBytes))},
+	}
+	for _, file := range seedSamples {
+		cases = append(cases, testCase{name: "seed " + file, doc: sample(t, file)})
 	}
 	runCases(t, cases, ValidatePersona)
 }
