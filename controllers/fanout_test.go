@@ -22,19 +22,7 @@ var _ = Describe("Fan-out", func() {
 		ns = newNamespace()
 		apply(ns, layerManifest("shared", "app", "append", "Shared v1"))
 		apply(ns, layerManifest("fragment", "package", "append", "Fragment v1"))
-		apply(ns, `
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: agents}
-data: {AGENTS.md: "Agents v1"}
----
-apiVersion: prompts.persona-operator.dev/v1alpha1
-kind: PromptLayer
-metadata: {name: agents-md}
-spec:
-  source: app
-  templateFrom: {configMapKeyRef: {name: agents, key: AGENTS.md}}
-`)
+		apply(ns, agentsLayer(`{AGENTS.md: "Agents v1"}`))
 		apply(ns, barePersona("grand", "G", "prompt: Grand v1"))
 		apply(ns, barePersona("parent", "P", "inherit: [grand]"))
 		apply(ns, barePersona("child", "C {{ .Persona.Prompt }}", "inherit: [parent]"))

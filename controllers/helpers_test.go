@@ -144,6 +144,24 @@ spec:
   template: ` + fixtures.Quote(template) + "\n"
 }
 
+// agentsLayer is the ConfigMap agents holding data (a YAML flow mapping) and
+// the PromptLayer agents-md, whose template is that ConfigMap's AGENTS.md.
+func agentsLayer(data string) string {
+	return `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: agents}
+data: ` + data + `
+---
+apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: PromptLayer
+metadata: {name: agents-md}
+spec:
+  source: app
+  templateFrom: {configMapKeyRef: {name: agents, key: AGENTS.md}}
+`
+}
+
 func indentLines(s, prefix string) string {
 	if s == "" {
 		return ""

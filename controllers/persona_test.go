@@ -82,19 +82,7 @@ var _ = Describe("Persona status", func() {
 	})
 
 	It("reports a missing templateFrom key (ReferenceNotFound)", func() {
-		apply(ns, `
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: agents}
-data: {OTHER.md: "x"}
----
-apiVersion: prompts.persona-operator.dev/v1alpha1
-kind: PromptLayer
-metadata: {name: agents-md}
-spec:
-  source: app
-  templateFrom: {configMapKeyRef: {name: agents, key: AGENTS.md}}
-`)
+		apply(ns, agentsLayer(`{OTHER.md: "x"}`))
 		apply(ns, barePersona("p", "P", "layers: [{name: agents-md}]"))
 		Eventually(ready(ns, "p")).Should(Equal("ReferenceNotFound"))
 		Expect(readyMessage(ns, "p")).To(ContainSubstring(`key "AGENTS.md" of ConfigMap "agents"`))

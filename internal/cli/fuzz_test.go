@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/persona-operator/persona-operator/internal/fixtures"
 )
 
 // FuzzImport imports arbitrary bytes as a Markdown persona file. It must
@@ -26,7 +28,7 @@ func FuzzImport(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		file := filepath.Join(dir, "fuzz.md")
-		write(t, dir, "fuzz.md", string(data))
+		fixtures.WriteFile(t, dir, "fuzz.md", string(data))
 		r := run(t, "", "import", file)
 		if r.code != 0 {
 			if r.code != ExitInvalid || r.stdout != "" {
@@ -45,7 +47,7 @@ func FuzzImport(f *testing.F) {
 		if ps[0].Spec.Prompt != string(body) {
 			t.Fatalf("prompt = %q, want %q", ps[0].Spec.Prompt, body)
 		}
-		v := run(t, "", "validate", "-f", write(t, dir, "out.yaml", r.stdout))
+		v := run(t, "", "validate", "-f", fixtures.WriteFile(t, dir, "out.yaml", r.stdout))
 		if v.code == 0 {
 			return
 		}

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -33,19 +31,6 @@ func (r result) expect(t *testing.T, code int, stdout string) {
 	if r.stdout != stdout {
 		t.Errorf("stdout =\n%q\nwant\n%q\nstderr:\n%s", r.stdout, stdout, r.stderr)
 	}
-}
-
-// write writes a file under dir, creating directories, and returns its path.
-func write(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 const removeAll = fixtures.RemoveAllSections

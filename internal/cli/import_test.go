@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/fixtures"
 	"github.com/persona-operator/persona-operator/internal/manifest"
 )
 
@@ -53,7 +54,7 @@ func readPersonas(t *testing.T, stream string) []v1alpha1.Persona {
 
 func TestImportMurmur(t *testing.T) {
 	dir := t.TempDir()
-	f := write(t, dir, "bench-lean.md", benchLean)
+	f := fixtures.WriteFile(t, dir, "bench-lean.md", benchLean)
 	r := run(t, "", "import", f)
 	if r.code != 0 {
 		t.Fatalf("exit status %d: %s", r.code, r.stderr)
@@ -98,11 +99,11 @@ spec:
 		t.Errorf("workspace replace = %q", got)
 	}
 
-	out := write(t, dir, "out.yaml", r.stdout)
+	out := fixtures.WriteFile(t, dir, "out.yaml", r.stdout)
 	run(t, "", "validate", "-f", out).expect(t, 0, "")
 	// As Codex with one repo, the renders of the persona's own templates:
 	// the workspace line and the harness note (the rest are the defaults).
-	turn := write(t, dir, "turn.yaml", "harness: codex\nrepos: [{name: o/r, dir: /w/r, branch: main}]\n")
+	turn := fixtures.WriteFile(t, dir, "turn.yaml", "harness: codex\nrepos: [{name: o/r, dir: /w/r, branch: main}]\n")
 	r = run(t, "", "render", "-f", out, "--context", turn)
 	if r.code != 0 || !strings.Contains(r.stdout, "Repos: o/r at /w/r (main);") || !strings.Contains(r.stdout, "Run the test suite before every commit.") {
 		t.Errorf("render: %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -111,8 +112,8 @@ spec:
 
 func TestImportAura(t *testing.T) {
 	dir := t.TempDir()
-	base := write(t, dir, "prompts/system/base.md", "---\nname: Base\n---\nYou are Aura, a coding assistant.\n")
-	agentic := write(t, dir, "prompts/system/agentic.md", "---\nname: Agentic\ndescription: Full agentic coding prompt\ninherit: [Base]\n---\n## Critical Rules\n1. Complete every task before stopping.\n")
+	base := fixtures.WriteFile(t, dir, "prompts/system/base.md", "---\nname: Base\n---\nYou are Aura, a coding assistant.\n")
+	agentic := fixtures.WriteFile(t, dir, "prompts/system/agentic.md", "---\nname: Agentic\ndescription: Full agentic coding prompt\ninherit: [Base]\n---\n## Critical Rules\n1. Complete every task before stopping.\n")
 	r := run(t, "", "import", "-n", "agents", base, agentic)
 	if r.code != 0 {
 		t.Fatalf("exit status %d: %s", r.code, r.stderr)
@@ -132,7 +133,7 @@ func TestImportAura(t *testing.T) {
 	if !strings.Contains(r.stderr, `name "Agentic" becomes the Persona name "agentic"`) {
 		t.Errorf("no note on the renamed persona: %s", r.stderr)
 	}
-	out := write(t, dir, "out.yaml", r.stdout)
+	out := fixtures.WriteFile(t, dir, "out.yaml", r.stdout)
 	run(t, "", "validate", "-f", out).expect(t, 0, "")
 	// Aura's result: the Base body, a blank line, the Agentic body
 	// (persona.md is .Persona.Prompt plus one newline, SPEC §6).
@@ -162,7 +163,7 @@ func TestImportBodies(t *testing.T) {
 	for _, body := range bodies {
 		t.Run("", func(t *testing.T) {
 			dir := t.TempDir()
-			f := write(t, dir, "p.md", "---\nname: p\n---\n"+body)
+			f := fixtures.WriteFile(t, dir, "p.md", "---\nname: p\n---\n"+body)
 			r := run(t, "", "import", f)
 			if r.code != 0 {
 				t.Fatalf("exit status %d: %s", r.code, r.stderr)
@@ -170,10 +171,10 @@ func TestImportBodies(t *testing.T) {
 			if got := readPersonas(t, r.stdout)[0].Spec.Prompt; got != body {
 				t.Errorf("prompt = %q, want %q\n%s", got, body, r.stdout)
 			}
-			run(t, "", "validate", "-f", write(t, dir, "out.yaml", r.stdout)).expect(t, 0, "")
+			run(t, "", "validate", "-f", fixtures.WriteFile(t, dir, "out.yaml", r.stdout)).expect(t, 0, "")
 
 			// Without front matter the whole file is the body.
-			g := write(t, dir, "whole.md", "x"+body)
+			g := fixtures.WriteFile(t, dir, "whole.md", "x"+body)
 			r = run(t, "", "import", g)
 			if r.code != 0 {
 				t.Fatalf("exit status %d: %s", r.code, r.stderr)
@@ -216,7 +217,7 @@ func TestImportFrontMatter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			r := run(t, "", "import", write(t, dir, tt.file, tt.content))
+			r := run(t, "", "import", fixtures.WriteFile(t, dir, tt.file, tt.content))
 			if r.code != tt.code {
 				t.Fatalf("exit status %d, want %d: %s", r.code, tt.code, r.stderr)
 			}
@@ -230,15 +231,15 @@ func TestImportFrontMatter(t *testing.T) {
 			if p.Name != tt.stderr || p.Spec.Prompt != tt.prompt {
 				t.Errorf("persona %q with prompt %q, want %q with %q", p.Name, p.Spec.Prompt, tt.stderr, tt.prompt)
 			}
-			run(t, "", "validate", "-f", write(t, dir, "out.yaml", r.stdout), "-f", write(t, dir, "l.yaml", layer("l", "", "", "L"))).expect(t, 0, "")
+			run(t, "", "validate", "-f", fixtures.WriteFile(t, dir, "out.yaml", r.stdout), "-f", fixtures.WriteFile(t, dir, "l.yaml", layer("l", "", "", "L"))).expect(t, 0, "")
 		})
 	}
 }
 
 func TestImportSeveral(t *testing.T) {
 	dir := t.TempDir()
-	a := write(t, dir, "a/Reviewer.md", "Review.\n")
-	b := write(t, dir, "b/reviewer.md", "Review again.\n")
+	a := fixtures.WriteFile(t, dir, "a/Reviewer.md", "Review.\n")
+	b := fixtures.WriteFile(t, dir, "b/reviewer.md", "Review again.\n")
 	r := run(t, "", "import", a, b)
 	r.expect(t, 1, "")
 	if !strings.Contains(r.stderr, `"reviewer" is also the name of `+a) {
@@ -287,7 +288,7 @@ func TestPersonaName(t *testing.T) {
 func TestImportOutputIsYAML(t *testing.T) {
 	// Values YAML 1.1 would read as something else stay strings.
 	dir := t.TempDir()
-	f := write(t, dir, "p.md", "---\nname: p\nmodel: \"on\"\nreasoningEffort: \"1e3\"\ndescription: \"yes: no # maybe\"\nvars: {\"y\": \"null\", \"0x1\": \"~\"}\n---\n")
+	f := fixtures.WriteFile(t, dir, "p.md", "---\nname: p\nmodel: \"on\"\nreasoningEffort: \"1e3\"\ndescription: \"yes: no # maybe\"\nvars: {\"y\": \"null\", \"0x1\": \"~\"}\n---\n")
 	r := run(t, "", "import", f)
 	if r.code != 0 {
 		t.Fatalf("%d %s", r.code, r.stderr)

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/persona-operator/persona-operator/internal/fixtures"
 )
 
 // The expected prompts below are derived from SPEC §5 by hand: every
@@ -119,9 +121,9 @@ func TestRenderPrompt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			args := append([]string{"render", "-f", write(t, dir, "manifests.yaml", tt.manifests)}, tt.args...)
+			args := append([]string{"render", "-f", fixtures.WriteFile(t, dir, "manifests.yaml", tt.manifests)}, tt.args...)
 			if tt.context != "" {
-				args = append(args, "--context", write(t, dir, "turn.yaml", tt.context))
+				args = append(args, "--context", fixtures.WriteFile(t, dir, "turn.yaml", tt.context))
 			}
 			run(t, "", args...).expect(t, 0, tt.want)
 		})
@@ -132,12 +134,12 @@ func TestRenderInputs(t *testing.T) {
 	dir := t.TempDir()
 	// A GitOps directory: nested files, other kinds, a comment-only first
 	// document, JSON, files that are not manifests, a hidden directory.
-	write(t, dir, "deploy/app.yaml", "# header\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app}\n---\n"+layer("l", "run", "append", "LAYER"))
-	write(t, dir, "deploy/personas/p.yml", barePersona("p", "  layers: [{name: l}]\n", "a", "A"))
-	write(t, dir, "deploy/parts/more.json", `{"apiVersion": "prompts.persona-operator.dev/v1alpha1", "kind": "PromptLayer", "metadata": {"name": "j"}, "spec": {"source": "user", "template": "JSON"}}`)
-	write(t, dir, "deploy/README.md", "not a manifest: {{")
-	write(t, dir, "deploy/.hidden/broken.yaml", "a: [")
-	write(t, dir, "deploy/kustomization.yaml", "resources: [app.yaml]\n")
+	fixtures.WriteFile(t, dir, "deploy/app.yaml", "# header\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app}\n---\n"+layer("l", "run", "append", "LAYER"))
+	fixtures.WriteFile(t, dir, "deploy/personas/p.yml", barePersona("p", "  layers: [{name: l}]\n", "a", "A"))
+	fixtures.WriteFile(t, dir, "deploy/parts/more.json", `{"apiVersion": "prompts.persona-operator.dev/v1alpha1", "kind": "PromptLayer", "metadata": {"name": "j"}, "spec": {"source": "user", "template": "JSON"}}`)
+	fixtures.WriteFile(t, dir, "deploy/README.md", "not a manifest: {{")
+	fixtures.WriteFile(t, dir, "deploy/.hidden/broken.yaml", "a: [")
+	fixtures.WriteFile(t, dir, "deploy/kustomization.yaml", "resources: [app.yaml]\n")
 
 	run(t, "", "render", "-f", filepath.Join(dir, "deploy")).expect(t, 0, "A\n\nLAYER\n")
 
@@ -159,7 +161,7 @@ func TestRenderInputs(t *testing.T) {
 
 func TestRenderSelectsPersona(t *testing.T) {
 	dir := t.TempDir()
-	f := write(t, dir, "two.yaml", docs(
+	f := fixtures.WriteFile(t, dir, "two.yaml", docs(
 		barePersona("one", "", "a", "ONE"),
 		barePersona("two", "", "a", "TWO"),
 		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Persona\nmetadata: {name: two, namespace: other}\nspec:\n  systemPrompt:"+removeAll+"\n    extensions: [{id: a, template: OTHER}]\n",
@@ -186,7 +188,7 @@ func TestRenderSelectsPersona(t *testing.T) {
 
 func TestRenderConfigMap(t *testing.T) {
 	dir := t.TempDir()
-	f := write(t, dir, "p.yaml", docs(
+	f := fixtures.WriteFile(t, dir, "p.yaml", docs(
 		barePersona("p", "  prompt: Body.\n  variants:\n  - {name: fast, model: claude-haiku-4-5}\n", "family", "{{ .ModelFamily }}"),
 		barePersona("q", "", "a", "Q"),
 	))
@@ -260,19 +262,19 @@ func keys(m map[string]string) []string {
 // what -f gives, with and without a turn context (SPEC §6, §10).
 func TestRenderBundle(t *testing.T) {
 	dir := t.TempDir()
-	f := write(t, dir, "p.yaml", docs(
+	f := fixtures.WriteFile(t, dir, "p.yaml", docs(
 		barePersona("p", "  prompt: Body.\n  layers: [{name: l}]\n  variants: [{name: codex, harness: codex}]\n",
 			"who", "{{ .Harness }} {{ .Workspace }}", "inc", `{{ include "frag" . }}`),
 		layer("l", "run", "append", "{{ with .Repos }}{{ len . }} repos{{ end }}"),
 		layer("frag", "", "", "fragment of {{ .Persona.Name }}"),
 	))
-	turn := write(t, dir, "turn.json", `{"repos": [{"name": "o/r", "dir": "/w/r"}], "userSystemPrompt": "U", "harness": "opencode", "workspace": "ws"}`)
+	turn := fixtures.WriteFile(t, dir, "turn.json", `{"repos": [{"name": "o/r", "dir": "/w/r"}], "userSystemPrompt": "U", "harness": "opencode", "workspace": "ws"}`)
 
 	b := run(t, "", "render", "-f", f, "-o", "bundle")
 	if b.code != 0 {
 		t.Fatalf("render -o bundle: %d %s", b.code, b.stderr)
 	}
-	bundle := write(t, dir, "bundle.json", b.stdout)
+	bundle := fixtures.WriteFile(t, dir, "bundle.json", b.stdout)
 
 	plain := "claude default\n\nfragment of p\n"
 	withTurn := "opencode ws\n\nfragment of p\n\n1 repos\n\nU\n"
@@ -293,13 +295,13 @@ func TestRenderBundle(t *testing.T) {
 
 func TestRenderExitStatus(t *testing.T) {
 	dir := t.TempDir()
-	p := write(t, dir, "p.yaml", barePersona("p", "  variants: [{name: codex, harness: codex}]\n", "a", "A"))
-	two := write(t, dir, "two.yaml", docs(barePersona("a", ""), barePersona("b", "")))
-	bundle := write(t, dir, "bundle.json", run(t, "", "render", "-f", p, "-o", "bundle").stdout)
-	failing := write(t, dir, "fail.yaml", barePersona("bad", "", "first", "{{ index .Repos 0 }}"))
-	missing := write(t, dir, "missing.yaml", barePersona("orphan", "  inherit: [ghost]\n"))
-	invalid := write(t, dir, "invalid.yaml", persona("p", "  modle: x"))
-	ctx := func(s string) string { return write(t, t.TempDir(), "turn.yaml", s) }
+	p := fixtures.WriteFile(t, dir, "p.yaml", barePersona("p", "  variants: [{name: codex, harness: codex}]\n", "a", "A"))
+	two := fixtures.WriteFile(t, dir, "two.yaml", docs(barePersona("a", ""), barePersona("b", "")))
+	bundle := fixtures.WriteFile(t, dir, "bundle.json", run(t, "", "render", "-f", p, "-o", "bundle").stdout)
+	failing := fixtures.WriteFile(t, dir, "fail.yaml", barePersona("bad", "", "first", "{{ index .Repos 0 }}"))
+	missing := fixtures.WriteFile(t, dir, "missing.yaml", barePersona("orphan", "  inherit: [ghost]\n"))
+	invalid := fixtures.WriteFile(t, dir, "invalid.yaml", persona("p", "  modle: x"))
+	ctx := func(s string) string { return fixtures.WriteFile(t, t.TempDir(), "turn.yaml", s) }
 
 	tests := []struct {
 		name   string

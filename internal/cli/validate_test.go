@@ -5,29 +5,31 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/persona-operator/persona-operator/internal/fixtures"
 )
 
 func TestValidateValid(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "a.yaml", docs(
+	fixtures.WriteFile(t, dir, "a.yaml", docs(
 		barePersona("p", "  inherit: [base]\n  layers: [{name: agents}]\n", "a", "A"),
 		barePersona("base", ""),
 		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptLayer\nmetadata: {name: agents}\nspec:\n  templateFrom:\n    configMapKeyRef: {name: docs, key: AGENTS.md}\n",
 	))
-	write(t, dir, "b/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: docs}\ndata: {AGENTS.md: Read me.}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")
+	fixtures.WriteFile(t, dir, "b/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: docs}\ndata: {AGENTS.md: Read me.}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")
 	run(t, "", "validate", "-f", dir).expect(t, 0, "")
 }
 
 func TestValidateProblems(t *testing.T) {
 	dir := t.TempDir()
-	a := write(t, dir, "a.yaml", docs(
+	a := fixtures.WriteFile(t, dir, "a.yaml", docs(
 		persona("typo", "  inherti: [base]"),
 		barePersona("orphan", "  inherit: [base, ghost]\n  layers: [{name: nolayer}]\n"),
 		barePersona("base", ""),
 		barePersona("loop-a", "  inherit: [loop-b]\n"),
 		barePersona("loop-b", "  inherit: [loop-a]\n"),
 	))
-	b := write(t, dir, "b.yaml", docs(
+	b := fixtures.WriteFile(t, dir, "b.yaml", docs(
 		barePersona("broken", "", "ok", "fine", "bad", "{{ index .Repos 2 }}"),
 		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptLayer\nmetadata: {name: from-cm}\nspec:\n  templateFrom:\n    configMapKeyRef: {name: docs, key: AGENTS.md}\n",
 		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Personna\nmetadata: {name: x}\n",
@@ -70,7 +72,7 @@ func TestValidateProblems(t *testing.T) {
 // (its own list does not name it).
 func TestValidateInheritedReference(t *testing.T) {
 	dir := t.TempDir()
-	f := write(t, dir, "p.yaml", docs(
+	f := fixtures.WriteFile(t, dir, "p.yaml", docs(
 		barePersona("parent", "  layers: [{name: gone}]\n"),
 		barePersona("child", "  inherit: [parent]\n"),
 	))

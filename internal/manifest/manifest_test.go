@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,23 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/fixtures"
 	"github.com/persona-operator/persona-operator/internal/resolve"
 )
 
 // The set is a resolve.Lookup.
 var _ resolve.Lookup = (*Set)(nil)
-
-func write(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // summary lists the kept objects as ORIGIN Kind namespace/name.
 func summary(s *Set) string {
@@ -137,13 +125,13 @@ func TestAddDocuments(t *testing.T) {
 
 func TestReadPaths(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "b/2.yaml", personaA)
-	write(t, dir, "b/10.yml", cmC)
-	write(t, dir, "a.json", `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "j"}}`)
-	write(t, dir, "README.md", "---\nnot: yaml: at all\n")
-	write(t, dir, ".git/config.yaml", "kind: [\n")
-	write(t, dir, "b/.hidden.yaml", "kind: [\n")
-	single := write(t, t.TempDir(), "single.txt", layerL)
+	fixtures.WriteFile(t, dir, "b/2.yaml", personaA)
+	fixtures.WriteFile(t, dir, "b/10.yml", cmC)
+	fixtures.WriteFile(t, dir, "a.json", `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "j"}}`)
+	fixtures.WriteFile(t, dir, "README.md", "---\nnot: yaml: at all\n")
+	fixtures.WriteFile(t, dir, ".git/config.yaml", "kind: [\n")
+	fixtures.WriteFile(t, dir, "b/.hidden.yaml", "kind: [\n")
+	single := fixtures.WriteFile(t, t.TempDir(), "single.txt", layerL)
 
 	s, err := Read([]string{dir, single, filepath.Join(dir, "b/2.yaml"), "-"}, Options{Namespace: "ns", Stdin: strings.NewReader(deploy + "---\n" + cmC)})
 	if err != nil {
