@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -27,8 +26,7 @@ func FuzzImport(f *testing.F) {
 	f.Add([]byte("---\nname: 9\n---\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
-		file := filepath.Join(dir, "fuzz.md")
-		fixtures.WriteFile(t, dir, "fuzz.md", string(data))
+		file := fixtures.WriteFile(t, dir, "fuzz.md", string(data))
 		r := run(t, "", "import", file)
 		if r.code != 0 {
 			if r.code != ExitInvalid || r.stdout != "" {
