@@ -1,38 +1,27 @@
 package controllers_test
 
 import (
-	"errors"
-	"io"
 	"strings"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controlplane"
 	"github.com/persona-operator/persona-operator/internal/fixtures"
 )
 
 // objects decodes a multi-document manifest, in namespace ns.
 func objects(ns, manifest string) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
-	for {
-		var u unstructured.Unstructured
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		Expect(err).NotTo(HaveOccurred())
-		if len(u.Object) == 0 {
-			continue
-		}
+	out, err := controlplane.DecodeManifest(strings.NewReader(manifest))
+	Expect(err).NotTo(HaveOccurred())
+	for _, u := range out {
 		u.SetNamespace(ns)
-		out = append(out, &u)
 	}
+	return out
 }
 
 // apply creates the objects of a manifest in ns, or updates them when they exist.

@@ -5,11 +5,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,8 +21,6 @@ import (
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -113,19 +110,16 @@ func applySamples(ctx context.Context, c client.Client, dir string) ([]string, e
 		if err != nil {
 			return nil, err
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(string(raw)), 4096)
-		for {
-			var u unstructured.Unstructured
-			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
-			if len(u.Object) == 0 || u.GetKind() == "Kustomization" {
+		objs, err := controlplane.DecodeManifest(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for _, u := range objs {
+			if u.GetKind() == "Kustomization" {
 				continue
 			}
 			u.SetNamespace(corev1.NamespaceDefault)
-			if err := c.Create(ctx, &u); err != nil {
+			if err := c.Create(ctx, u); err != nil {
 				return nil, fmt.Errorf("%s: create %s %s: %w", filepath.Base(f), u.GetKind(), u.GetName(), err)
 			}
 			if u.GetKind() == "Persona" {
