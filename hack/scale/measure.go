@@ -92,7 +92,7 @@ func fanOut(ctx context.Context, c client.WithWatch, w *world, version int, time
 	if err := c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: sharedLayer}, &layer); err != nil {
 		return 0, fmt.Errorf("fan-out: get PromptLayer %s: %w", sharedLayer, err)
 	}
-	layer.Spec.Template = ptr(sharedTemplate(version))
+	layer.Spec.Template = new(sharedTemplate(version))
 	if err := c.Update(ctx, &layer); err != nil {
 		return 0, fmt.Errorf("fan-out: update PromptLayer %s: %w", sharedLayer, err)
 	}

@@ -25,8 +25,6 @@ const (
 	sharedLayer = "team-notes" // the layer the fan-out phase edits
 )
 
-func ptr[T any](v T) *T { return &v }
-
 // parentPersona is the persona every measured persona inherits: a realistic
 // Markdown body, a model, a replaced section and a context.
 func parentPersona(ns string) *v1alpha1.Persona {
@@ -36,24 +34,24 @@ func parentPersona(ns string) *v1alpha1.Persona {
 		ObjectMeta: metav1.ObjectMeta{Name: parentName, Namespace: ns},
 		Spec: v1alpha1.PersonaSpec{
 			Description:     "The platform's base persona.",
-			Model:           ptr("claude-sonnet-4-6"),
-			ReasoningEffort: ptr("medium"),
+			Model:           new("claude-sonnet-4-6"),
+			ReasoningEffort: new("medium"),
 			Prompt:          body,
 			SystemPrompt: &v1alpha1.SystemPromptSpec{
 				Platform: map[string]v1alpha1.PlatformOverride{
-					"workspace": {Replace: ptr("{{if .Repos}}Repositories: {{range .Repos}}{{.Name}} at {{.Dir}} on {{.Branch}}; {{end}}{{end}}\nWork in {{.WorkspaceDir}}.")},
-					"waiver":    {Remove: ptr(true)},
+					"workspace": {Replace: new("{{if .Repos}}Repositories: {{range .Repos}}{{.Name}} at {{.Dir}} on {{.Branch}}; {{end}}{{end}}\nWork in {{.WorkspaceDir}}.")},
+					"waiver":    {Remove: new(true)},
 				},
 				Extensions: []v1alpha1.Extension{{ID: "house_rules", Template: "House rules for {{ .AgentRef }} ({{ .ModelFamily | default \"any model\" }}): run the tests before every push."}},
 			},
 			Vars: map[string]string{"team": "platform", "oncall": "#platform-oncall"},
 			Context: &v1alpha1.PersonaContext{
-				WorkspaceDir: ptr("/workspace"),
+				WorkspaceDir: new("/workspace"),
 				Repos: []v1alpha1.Repo{
 					{Name: "acme/api", CloneURL: "https://github.com/acme/api.git", Dir: "/workspace/api", Branch: "agent/work", BranchCreated: true},
 					{Name: "acme/web", CloneURL: "https://github.com/acme/web.git", Dir: "/workspace/web", Branch: "main"},
 				},
-				ExpectedOutput: ptr("pr"),
+				ExpectedOutput: new("pr"),
 			},
 		},
 	}
@@ -64,13 +62,13 @@ func layers(ns, sharedText string) []*v1alpha1.PromptLayer {
 	return []*v1alpha1.PromptLayer{
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: policyLayer, Namespace: ns},
-			Spec: v1alpha1.PromptLayerSpec{Source: "user", Mode: v1alpha1.LayerModeAppend, Template: ptr(
+			Spec: v1alpha1.PromptLayerSpec{Source: "user", Mode: v1alpha1.LayerModeAppend, Template: new(
 				"Follow the organization's security policy: never commit secrets, never disable tests, " +
 					"and ask before deleting data.{{ if .GitHubGateway }} Use the GitHub gateway for every gh call.{{ end }}")},
 		},
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: sharedLayer, Namespace: ns},
-			Spec:       v1alpha1.PromptLayerSpec{Source: "app", Mode: v1alpha1.LayerModeAppend, Template: ptr(sharedText)},
+			Spec:       v1alpha1.PromptLayerSpec{Source: "app", Mode: v1alpha1.LayerModeAppend, Template: new(sharedText)},
 		},
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"time"
 )
 
-func ptrTo[T any](v T) *T { return &v }
-
 // benchEngine is the default engine with a wall-time budget that a loaded
 // machine cannot exhaust: a benchmark measures speed, and checking the
 // clock costs the same whatever the budget.
@@ -37,15 +35,15 @@ func typicalBundle() *Bundle {
 		Persona: PersonaFields{Name: "reviewer", Namespace: "agents", Prompt: "You are Aura, a coding assistant.\n\n## Critical Rules\n1. Complete every task before stopping.\n\nReview the diff for correctness and style.", Model: "claude-sonnet-4-6", Harness: "claude"},
 		Vars:    map[string]string{"team": "platform", "style": "terse"},
 		Context: Context{
-			WorkspaceDir: ptrTo("/workspace"),
+			WorkspaceDir: new("/workspace"),
 			Repos: []Repo{
 				{Name: "acme/api", CloneURL: "https://git.example/acme/api", Dir: "/workspace/api", Branch: "agent/fix-1", BranchCreated: true},
 				{Name: "acme/web", CloneURL: "https://git.example/me/web", Dir: "/workspace/web", Branch: "agent/fix-1", BaseRepo: "acme/web", BaseBranch: "main", ForkOwner: "me"},
 			},
-			GitHubGateway:  ptrTo(true),
+			GitHubGateway:  new(true),
 			FlightMessages: []FlightMessage{{Field: "summary", Flight: "status", Description: "one-line status"}, {Field: "risk", Flight: "review", Description: "risk level"}},
 			Knowledge:      &Knowledge{Injected: true},
-			ExpectedOutput: ptrTo("pr"),
+			ExpectedOutput: new("pr"),
 			Tasks: []Task{
 				{ID: "tests", Subject: "Run the tests", Status: "pending"},
 				{ID: "lint", Subject: "Run the linter", Status: "pending", Conditional: true, ActivationPattern: "*.go"},
@@ -147,7 +145,7 @@ func BenchmarkRenderBundleTurn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	turn := &Turn{Model: ptrTo("claude-haiku-4-5"), Context: Context{ExpectedOutput: ptrTo("push"), Tasks: []Task{{ID: "t", Subject: "s", Status: "pending"}}}}
+	turn := &Turn{Model: new("claude-haiku-4-5"), Context: Context{ExpectedOutput: new("push"), Tasks: []Task{{ID: "t", Subject: "s", Status: "pending"}}}}
 	e := benchEngine
 	b.ReportAllocs()
 	for b.Loop() {

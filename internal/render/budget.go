@@ -48,9 +48,6 @@ func (b *budget) checkTime() error {
 	return nil
 }
 
-// room is how many more output bytes the render may produce.
-func (b *budget) room() int { return b.limits.MaxOutputBytes - b.output }
-
 // produce accounts for n output bytes.
 func (b *budget) produce(n int) error {
 	if b.err != nil {
@@ -60,17 +57,6 @@ func (b *budget) produce(n int) error {
 	if b.output > b.limits.MaxOutputBytes {
 		b.err = b.limits.outputError(b.output)
 		return b.err
-	}
-	return nil
-}
-
-// fits reports whether a value of size bytes may be produced.
-func (b *budget) fits(size int) error {
-	if b.err != nil {
-		return b.err
-	}
-	if size > b.room() || size < 0 {
-		return b.limits.outputError(b.output + size)
 	}
 	return nil
 }

@@ -83,13 +83,13 @@ func TestComposition(t *testing.T) {
 		{"user and appended prompts come last, literally, whatever the layers do", func() *render.Bundle {
 			b := bare("Base")
 			b.Layers = []render.Layer{layer("x", "run", "disable", "")}
-			b.Context.UserSystemPrompt = ptr("User {{ .Harness }}\n\n")
-			b.Context.AppendSystemPrompt = ptr("\n\nAppended")
+			b.Context.UserSystemPrompt = new("User {{ .Harness }}\n\n")
+			b.Context.AppendSystemPrompt = new("\n\nAppended")
 			return b
 		}, "User {{ .Harness }}\n\nAppended\n"},
 		{"user prompt alone", func() *render.Bundle {
 			b := bare()
-			b.Context.UserSystemPrompt = ptr("U")
+			b.Context.UserSystemPrompt = new("U")
 			return b
 		}, "U\n"},
 		// Prism's composition examples.

@@ -67,7 +67,7 @@ func TestBundleRoundTrip(t *testing.T) {
 	b.Layers = []render.Layer{layer("l", "app", "prepend", "L")}
 	b.Includes = map[string]string{"i": "I"}
 	b.Vars = map[string]string{"k": "v"}
-	b.Context = render.Context{Workspace: ptr("w"), Repos: []render.Repo{{Name: "r", BranchCreated: true}}, Knowledge: &render.Knowledge{Injected: true}, GitHubGateway: ptr(false)}
+	b.Context = render.Context{Workspace: new("w"), Repos: []render.Repo{{Name: "r", BranchCreated: true}}, Knowledge: &render.Knowledge{Injected: true}, GitHubGateway: new(false)}
 	b.Variants = []render.Variant{{Name: "v", Model: "m"}}
 	raw, err := render.MarshalBundle(b)
 	if err != nil {

@@ -204,7 +204,7 @@ func (x *executor) afterCall(v reflect.Value) error {
 func sortedKeys(dicts ...map[string]any) []string {
 	var out []string
 	for _, d := range dicts {
-		out = append(out, slices.Sorted(maps.Keys(d))...)
+		out = slices.AppendSeq(out, maps.Keys(d))
 	}
 	slices.Sort(out)
 	return out

@@ -6,8 +6,6 @@ import (
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
-func ptr[T any](v T) *T { return &v }
-
 // bare is a bundle with every platform section removed, so that the
 // expected output of a test is fully determined by SPEC §5.
 func bare(exts ...string) *render.Bundle {

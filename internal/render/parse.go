@@ -57,7 +57,7 @@ func parseTemplate(name, src string, limits *Limits) *parsed {
 		}
 	}
 	for _, t := range trees {
-		instrumentRanges(t, t.Root)
+		instrumentRanges(t.Root)
 		if called[t.Name] {
 			instrumentCall(t)
 		}
@@ -192,7 +192,7 @@ var (
 
 // instrumentRanges puts a budget check at the start of every range body, so
 // each iteration draws on the budget, however the range is written.
-func instrumentRanges(t *parse.Tree, n parse.Node) {
+func instrumentRanges(n parse.Node) {
 	walkNodes(n, func(n parse.Node) bool {
 		if r, ok := n.(*parse.RangeNode); ok {
 			r.List.Nodes = append([]parse.Node{budgetNode(r.Position(), tickMark)}, r.List.Nodes...)

@@ -20,7 +20,7 @@ func TestVariables(t *testing.T) {
 		{"harness set", "{{ .Harness }}", func(b *render.Bundle) { b.Persona.Harness = "codex" }, "codex\n"},
 		{"workspace and slug default to namespace and name", "{{ .Workspace }} {{ .Slug }} {{ .AgentRef }}", nil, "ns p ns/p\n"},
 		{"workspace and slug from context", "{{ .AgentRef }}", func(b *render.Bundle) {
-			b.Context.Workspace, b.Context.Slug = ptr("acme"), ptr("fixer")
+			b.Context.Workspace, b.Context.Slug = new("acme"), new("fixer")
 		}, "acme/fixer\n"},
 		{"model family", "{{ .Model }}={{ .ModelFamily }}", func(b *render.Bundle) { b.Persona.Model = "claude-sonnet-4-6" }, "claude-sonnet-4-6=sonnet\n"},
 		{"reasoning effort and streaming", "{{ .ReasoningEffort }} {{ .Streaming }}", func(b *render.Bundle) {
@@ -42,11 +42,11 @@ func TestVariables(t *testing.T) {
 			b.Context.Tasks = []render.Task{{ID: "t1", Subject: "s", Status: "not_applicable", NotApplicableReason: "r", Conditional: true, ActivationPattern: "*.go"}}
 		}, "t1 s not_applicable r true *.go\n"},
 		{"flags and strings", "{{ .GitHubGateway }} {{ .HasResultSchema }} {{ .ExpectedOutput }} {{ .WorkspaceDir }}", func(b *render.Bundle) {
-			b.Context.GitHubGateway, b.Context.HasResultSchema, b.Context.ExpectedOutput, b.Context.WorkspaceDir = ptr(true), ptr(true), ptr("pr"), ptr("/w")
+			b.Context.GitHubGateway, b.Context.HasResultSchema, b.Context.ExpectedOutput, b.Context.WorkspaceDir = new(true), new(true), new("pr"), new("/w")
 		}, "true true pr /w\n"},
 		{"persona name and composed prompt", "{{ .Persona.Name }}: {{ .Persona.Prompt }}", func(b *render.Bundle) { b.Persona.Prompt = "Be brief." }, "p: Be brief.\n"},
 		{"user and append prompts as variables", "[{{ .UserSystemPrompt }}|{{ .AppendSystemPrompt }}]", func(b *render.Bundle) {
-			b.Context.UserSystemPrompt, b.Context.AppendSystemPrompt = ptr("u"), ptr("a")
+			b.Context.UserSystemPrompt, b.Context.AppendSystemPrompt = new("u"), new("a")
 		}, "[u|a]\n\nu\n\na\n"},
 		{"vars with index", `{{ index .Vars "team" }}`, func(b *render.Bundle) { b.Vars = map[string]string{"team": "core"} }, "core\n"},
 		{"missing var is empty", `[{{ index .Vars "nope" }}{{ .Vars.nope }}]`, nil, "[]\n"},
@@ -122,11 +122,6 @@ func TestExcludedFunctionsDoNotParse(t *testing.T) {
 		err := renderErr(t, bare("{{ "+fn+" }}"))
 		if !strings.Contains(err.Error(), `function "`+fn+`" not defined`) {
 			t.Errorf("%s: %v", fn, err)
-		}
-	}
-	for _, internal := range []string{"_budget_tick", "tickMark"} {
-		if err := render.Default().Check(render.KindExtension, "x", "{{ "+internal+" }}"); err == nil {
-			t.Errorf("%s is callable from templates", internal)
 		}
 	}
 }
@@ -274,9 +269,9 @@ func TestDefaultSectionsAppearWhenSpecSays(t *testing.T) {
 		}, []string{"gitPush", "branchCreated", "forkPr"}},
 		{"gateway, knowledge, expected output, tasks", func(b *render.Bundle) {
 			b.Persona.Streaming = true
-			b.Context.GitHubGateway = ptr(true)
+			b.Context.GitHubGateway = new(true)
 			b.Context.Knowledge = &render.Knowledge{Injected: true}
-			b.Context.ExpectedOutput = ptr("respond")
+			b.Context.ExpectedOutput = new("respond")
 			b.Context.Tasks = []render.Task{{ID: "t"}}
 		}, []string{"ghGateway", "knowledge", "expectedOutput", "tasks"}},
 		{"knowledge creation only", func(b *render.Bundle) {
@@ -321,7 +316,7 @@ func TestDefaultSectionContent(t *testing.T) {
 	b.Persona.Prompt = "Review the diff."
 	b.Context.Repos = []render.Repo{{Name: "o/r", Dir: "/w/r", Branch: "agent/x", BranchCreated: true, BaseRepo: "up/r"}}
 	b.Context.FlightMessages = []render.FlightMessage{{Field: "summary", Description: "one line"}}
-	b.Context.HasResultSchema = ptr(true)
+	b.Context.HasResultSchema = new(true)
 	b.Context.Tasks = []render.Task{{ID: "lint", Subject: "Run the linter", Status: "pending", Conditional: true, ActivationPattern: "*.go"}}
 	p, err := render.Default().Render(b, "")
 	if err != nil {
@@ -373,8 +368,8 @@ func TestTurnOverridesWhatItSets(t *testing.T) {
 	b := bare(`{{ .Harness }} {{ .Model }} {{ .Streaming }} {{ len .Repos }} {{ .WorkspaceDir }}`)
 	b.Persona.Model = "m"
 	b.Context.Repos = []render.Repo{{Name: "a"}}
-	b.Context.WorkspaceDir = ptr("/static")
-	turn := &render.Turn{Harness: ptr("opencode"), Streaming: ptr(true), Context: render.Context{Repos: []render.Repo{}, WorkspaceDir: ptr("/turn")}}
+	b.Context.WorkspaceDir = new("/static")
+	turn := &render.Turn{Harness: new("opencode"), Streaming: new(true), Context: render.Context{Repos: []render.Repo{}, WorkspaceDir: new("/turn")}}
 	if got := mustRender(t, b.WithTurn(turn), ""); got != "opencode m true 0 /turn\n" {
 		t.Errorf("got %q", got)
 	}
