@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,8 +77,8 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	original := p.DeepCopy()
-	defer func() { patchStatus(ctx, r.Client, &p, &original.Status, &p.Status, &err) }()
+	before := p.Status.DeepCopy()
+	defer func() { patchStatus(ctx, r.Client, &p, before, &p.Status, &err) }()
 
 	result, err := r.render(ctx, &p)
 	if err != nil {
@@ -88,7 +89,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 			return ctrl.Result{}, err
 		}
 	}
-	r.report(&p, original, result)
+	r.report(&p, before, result)
 	if result.retry {
 		return ctrl.Result{RequeueAfter: wallTimeRetry}, nil
 	}
@@ -207,10 +208,10 @@ func isCurrent(current, desired *corev1.ConfigMap) bool {
 
 // report sets the status and emits Events for what changed (SPEC §7). A
 // failure keeps the last good render's fields: the ConfigMap still holds it.
-func (r *PersonaReconciler) report(p, before *v1alpha1.Persona, result outcome) {
+func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus, result outcome) {
 	st := &p.Status
 	st.ObservedGeneration = p.Generation
-	previous := meta.FindStatusCondition(before.Status.Conditions, ConditionReady)
+	previous := meta.FindStatusCondition(before.Conditions, ConditionReady)
 	if result.reason == ReasonRendered {
 		out := result.output
 		st.ConfigMapName = delivery.ConfigMapName(p.Name)
@@ -224,7 +225,7 @@ func (r *PersonaReconciler) report(p, before *v1alpha1.Persona, result outcome) 
 		meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
 		// One Event per change of the ConfigMap's content: a reconcile that
 		// read a stale Persona from the cache writes nothing and tells nothing.
-		if result.wrote && before.Status.ContentHash != out.Hash {
+		if result.wrote && before.ContentHash != out.Hash {
 			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonRendered, "Render", "rendered %s (%d bytes) into ConfigMap %s", out.Hash, out.Bytes, st.ConfigMapName)
 		}
 		return
@@ -307,8 +308,6 @@ func controlledByPersona(obj client.Object, name string) bool {
 }
 
 func personaOfConfigMap(name string) (string, bool) {
-	if len(name) <= len(delivery.ConfigMapPrefix) || name[:len(delivery.ConfigMapPrefix)] != delivery.ConfigMapPrefix {
-		return "", false
-	}
-	return name[len(delivery.ConfigMapPrefix):], true
+	persona, ok := strings.CutPrefix(name, delivery.ConfigMapPrefix)
+	return persona, ok && persona != ""
 }

@@ -35,8 +35,8 @@ func (r *PromptLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Get(ctx, req.NamespacedName, &l); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	original := l.DeepCopy()
-	defer func() { patchStatus(ctx, r.Client, &l, &original.Status, &l.Status, &err) }()
+	before := l.Status.DeepCopy()
+	defer func() { patchStatus(ctx, r.Client, &l, before, &l.Status, &err) }()
 
 	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonValid, ObservedGeneration: l.Generation}
 	switch text, reason, problem, err := r.template(ctx, &l); {

@@ -135,7 +135,7 @@ func run(o options) (err error) {
 			err = fmt.Errorf("stop the control plane: %w", stopErr)
 		}
 	}()
-	h := &harness{o: o, r: r, plane: plane, procs: findChildren()}
+	h := &harness{o: o, r: r, procs: findChildren()}
 	if h.procs.apiserver == 0 || h.procs.etcd == 0 {
 		step("warning: kube-apiserver or etcd is not a child of this process; their CPU time reads as 0")
 	}

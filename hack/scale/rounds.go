@@ -23,7 +23,6 @@ const webhookNamespace = "scale-webhook"
 type harness struct {
 	o          options
 	r          *report
-	plane      *controlplane.Plane
 	cfg        *rest.Config
 	c          client.WithWatch
 	procs      processes
