@@ -2,6 +2,7 @@ package admission
 
 import (
 	"reflect"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -51,10 +52,8 @@ func ValidatePersona(obj map[string]any) field.ErrorList {
 }
 
 func checkHarness(p *field.Path, h string) field.ErrorList {
-	for _, known := range harnesses {
-		if h == string(known) {
-			return nil
-		}
+	if slices.Contains(harnesses, v1alpha1.Harness(h)) {
+		return nil
 	}
 	return field.ErrorList{field.NotSupported(p, truncate(h), harnesses)}
 }

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"reflect"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -56,14 +57,7 @@ func ValidatePromptLayer(obj map[string]any) field.ErrorList {
 	return errs
 }
 
-func isLayerMode(m string) bool {
-	for _, known := range layerModes {
-		if m == string(known) {
-			return true
-		}
-	}
-	return false
-}
+func isLayerMode(m string) bool { return slices.Contains(layerModes, v1alpha1.LayerMode(m)) }
 
 // validateTemplateFrom checks the ConfigMap key reference; whether the
 // ConfigMap exists is the controller's to report.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -60,19 +61,10 @@ func parseTurn(raw []byte) (*render.Turn, error) {
 		}
 		return nil, errors.New(strings.Join(msgs, "; "))
 	}
-	if turn.Harness != nil && !isHarness(*turn.Harness) {
+	if turn.Harness != nil && !slices.Contains(harnesses, *turn.Harness) {
 		return nil, fmt.Errorf("harness: unsupported value %q: supported values: %s", *turn.Harness, strings.Join(harnesses, ", "))
 	}
 	return &turn, nil
-}
-
-func isHarness(h string) bool {
-	for _, x := range harnesses {
-		if h == x {
-			return true
-		}
-	}
-	return false
 }
 
 // countDocuments counts the YAML documents of raw that hold more than

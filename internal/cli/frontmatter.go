@@ -16,27 +16,27 @@ const bom = "\xef\xbb\xbf"
 // line that is "---", and the body is everything after that line's newline,
 // unchanged. A file without front matter is all body. A leading byte order
 // mark is dropped; "---" lines may end in spaces and "\r".
-func splitFrontMatter(raw []byte) (front, body []byte, hasFront bool, err error) {
+func splitFrontMatter(raw []byte) (front, body []byte, err error) {
 	raw = bytes.TrimPrefix(raw, []byte(bom))
 	first, rest, ok := cutLine(raw)
 	if !isFence(first) {
-		return nil, raw, false, nil
+		return nil, raw, nil
 	}
 	if !ok {
-		return nil, nil, false, errors.New("the front matter opened by --- on line 1 is not closed by a --- line")
+		return nil, nil, errors.New("the front matter opened by --- on line 1 is not closed by a --- line")
 	}
 	start := len(raw) - len(rest)
 	for pos := start; pos < len(raw); {
 		line, next, more := cutLine(raw[pos:])
 		if isFence(line) {
-			return raw[start:pos], next, true, nil
+			return raw[start:pos], next, nil
 		}
 		if !more {
 			break
 		}
 		pos = len(raw) - len(next)
 	}
-	return nil, nil, false, errors.New("the front matter opened by --- on line 1 is not closed by a --- line")
+	return nil, nil, errors.New("the front matter opened by --- on line 1 is not closed by a --- line")
 }
 
 // cutLine cuts the first line of b, without its "\n", from the rest; ok is

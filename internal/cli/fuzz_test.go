@@ -38,7 +38,7 @@ func FuzzImport(f *testing.F) {
 		if len(ps) != 1 {
 			t.Fatalf("%d personas in\n%s", len(ps), r.stdout)
 		}
-		_, body, _, err := splitFrontMatter(data)
+		_, body, err := splitFrontMatter(data)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -152,7 +152,7 @@ func importFile(file string, raw []byte, namespace string) (im *imported, errs, 
 	if !utf8.Valid(raw) {
 		return nil, []string{"the file is not valid UTF-8 text"}, nil
 	}
-	front, body, _, err := splitFrontMatter(raw)
+	front, body, err := splitFrontMatter(raw)
 	if err != nil {
 		return nil, []string{err.Error()}, nil
 	}

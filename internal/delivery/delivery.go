@@ -5,6 +5,8 @@
 package delivery
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -42,10 +44,6 @@ func Labels(persona string) map[string]string {
 // the rendered output out. It has no owner reference: the controller adds
 // its own.
 func ConfigMap(persona, namespace string, out *render.Output) *corev1.ConfigMap {
-	data := make(map[string]string, len(out.Data))
-	for k, v := range out.Data {
-		data[k] = v
-	}
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -54,6 +52,6 @@ func ConfigMap(persona, namespace string, out *render.Output) *corev1.ConfigMap 
 			Labels:      Labels(persona),
 			Annotations: map[string]string{ContentHashAnnotation: out.Hash},
 		},
-		Data: data,
+		Data: maps.Clone(out.Data),
 	}
 }

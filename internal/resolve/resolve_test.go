@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -257,10 +258,12 @@ func TestIncludesAreResolvedTransitively(t *testing.T) {
 	if !reflect.DeepEqual(res.Bundle.Includes, want) {
 		t.Errorf("includes %v", res.Bundle.Includes)
 	}
-	for _, l := range res.Bundle.Layers {
-		if l.Name == "off" && (l.Mode != "disable" || l.Source != "package") {
-			t.Errorf("defaults not applied: %+v", l)
-		}
+	off := slices.IndexFunc(res.Bundle.Layers, func(l render.Layer) bool { return l.Name == "off" })
+	if off < 0 {
+		t.Fatalf("layer off is missing: %+v", res.Bundle.Layers)
+	}
+	if l := res.Bundle.Layers[off]; l.Mode != "disable" || l.Source != "package" {
+		t.Errorf("defaults not applied: %+v", l)
 	}
 }
 
