@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -37,10 +35,10 @@ var harnesses = []string{string(v1alpha1.HarnessClaude), string(v1alpha1.Harness
 // streaming. It is strict: keys are case-sensitive, and an unknown or
 // repeated key is an error, so that a misspelling is not silently ignored.
 func parseTurn(raw []byte) (*render.Turn, error) {
-	if n, err := countDocuments(raw); err != nil {
+	if n, err := manifest.CountDocuments(raw); err != nil {
 		return nil, err
 	} else if n > 1 {
-		return nil, fmt.Errorf("holds %d YAML documents; a turn context is one object", n)
+		return nil, fmt.Errorf("holds %d documents; a turn context is one object", n)
 	}
 	j, err := yaml.YAMLToJSONStrict(raw)
 	if err != nil {
@@ -65,26 +63,4 @@ func parseTurn(raw []byte) (*render.Turn, error) {
 		return nil, fmt.Errorf("harness: unsupported value %q: supported values: %s", *turn.Harness, strings.Join(harnesses, ", "))
 	}
 	return &turn, nil
-}
-
-// countDocuments counts the YAML documents of raw that hold more than
-// blank lines and comments.
-func countDocuments(raw []byte) (int, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
-	n := 0
-	for {
-		doc, err := r.Read()
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, fmt.Errorf("invalid YAML: %w", err)
-		}
-		for line := range bytes.Lines(doc) {
-			if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
-				n++
-				break
-			}
-		}
-	}
 }

@@ -263,6 +263,13 @@ type document struct {
 	json bool
 }
 
+// CountDocuments counts the non-empty documents of a file, as Read splits
+// them.
+func CountDocuments(raw []byte) (int, error) {
+	docs, err := splitDocuments(raw)
+	return len(docs), err
+}
+
 // splitDocuments splits a file into its non-empty documents: a stream of
 // JSON values when it starts with "{", multi-document YAML otherwise. The
 // error stops the split; the documents before it are returned.
