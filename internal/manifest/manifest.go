@@ -371,10 +371,16 @@ var Group = v1alpha1.GroupVersion.Group
 var APIVersion = v1alpha1.GroupVersion.String()
 
 func (s *Set) addDocument(o Origin, doc document) {
-	v, err := decode(doc, false)
-	if err != nil {
-		s.problem(o, "", "", err.Error())
-		return
+	// Strictly first: a duplicate key, which the API server rejects, must not
+	// be silently resolved in a kind we read. Only when that fails is the
+	// document decoded again, leniently, to tell whether it is such a kind.
+	v, strictErr := decode(doc, true)
+	if strictErr != nil {
+		var err error
+		if v, err = decode(doc, false); err != nil {
+			s.problem(o, "", "", err.Error())
+			return
+		}
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
@@ -392,13 +398,11 @@ func (s *Set) addDocument(o Origin, doc document) {
 	if !ours && !(apiVersion == "v1" && (kind == KindConfigMap || kind == "List" || kind == "ConfigMapList")) {
 		return
 	}
-	// A kind we read: decode again strictly so that a duplicate key, which
-	// the API server rejects, is not silently resolved here.
-	if v, err = decode(doc, true); err != nil {
-		s.problem(o, "", "", err.Error())
+	if strictErr != nil {
+		s.problem(o, "", "", strictErr.Error())
 		return
 	}
-	s.addObject(o, v.(map[string]any), true)
+	s.addObject(o, obj, true)
 }
 
 // addObject keeps one object, or the items of a list.
