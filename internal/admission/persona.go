@@ -8,6 +8,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/internal/suggest"
 )
 
 // Limits of a Persona spec (SPEC §2).
@@ -108,7 +109,7 @@ func validatePlatform(p *field.Path, sp map[string]any) field.ErrorList {
 				Type:     field.ErrorTypeNotSupported,
 				Field:    kp.String(),
 				BadValue: truncate(key),
-				Detail:   "not a platform section; " + hint(key, render.Catalog, "the sections are"),
+				Detail:   "not a platform section; " + suggest.Hint(key, render.Catalog, "the sections are"),
 			})
 		}
 		entry, ok := platform[key].(map[string]any)

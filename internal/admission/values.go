@@ -6,7 +6,6 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -159,25 +158,5 @@ func typeError(p *field.Path, v any, want string) *field.Error {
 // unknownField reports a key the schema does not declare, with the closest
 // known key as a suggestion, or the list of known keys when none is close.
 func unknownField(p *field.Path, key string, known []string) *field.Error {
-	return field.Invalid(p, truncate(key), "unknown field; "+hint(key, known, "known fields"))
-}
-
-// hint is `did you mean "x"?` for the known name closest to name, or the
-// list of known names when none is close enough to be a misspelling.
-func hint(name string, known []string, listLabel string) string {
-	if s := closest(name, known); s != "" {
-		return fmt.Sprintf("did you mean %q?", s)
-	}
-	return listLabel + ": " + strings.Join(known, ", ")
-}
-
-// maxSuggestBytes bounds the names worth a suggestion: nothing longer is a
-// misspelling of a short key, and the edit distance is quadratic.
-const maxSuggestBytes = 256
-
-func closest(name string, known []string) string {
-	if len(name) > maxSuggestBytes {
-		return ""
-	}
-	return suggest.Closest(name, known)
+	return field.Invalid(p, truncate(key), "unknown field; "+suggest.Hint(key, known, "known fields"))
 }

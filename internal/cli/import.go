@@ -175,13 +175,8 @@ func importFile(file string, raw []byte, namespace string) (im *imported, errs, 
 				spec[k] = v
 			}
 		default:
-			msg := fmt.Sprintf("%s: unknown front matter key: a Persona has no such field", k)
-			if sug := suggest.Closest(k, append([]string{frontMatterName}, specKeys...)); sug != "" && len(k) < 256 {
-				msg += fmt.Sprintf("; did you mean %q?", sug)
-			} else {
-				msg += "; known keys: " + strings.Join(append([]string{frontMatterName}, specKeys...), ", ")
-			}
-			errs = append(errs, msg)
+			errs = append(errs, fmt.Sprintf("%s: unknown front matter key: a Persona has no such field; %s",
+				k, suggest.Hint(k, append([]string{frontMatterName}, specKeys...), "known keys")))
 		}
 	}
 

@@ -2,19 +2,31 @@
 // "did you mean" hints.
 package suggest
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
+
+// maxNameBytes bounds the names worth a suggestion: nothing longer is a
+// misspelling of a short key, and the edit distance is quadratic.
+const maxNameBytes = 256
 
 // Closest returns the candidate closest to name, or "" when none is close
 // enough to be a plausible misspelling: within a third of the name's length in
-// edits (at least one, at most three), or equal ignoring case.
+// edits (at least one, at most three), or equal ignoring case. A name over
+// 256 bytes gets no suggestion.
 func Closest(name string, candidates []string) string {
+	if len(name) > maxNameBytes {
+		return ""
+	}
 	best, bestDist := "", -1
 	limit := min(max(len(name)/3, 1), 3)
+	lower := strings.ToLower(name)
 	for _, c := range candidates {
 		if strings.EqualFold(c, name) {
 			return c
 		}
-		d := distance(strings.ToLower(name), strings.ToLower(c))
+		d := distance(lower, strings.ToLower(c))
 		if d <= limit && (bestDist < 0 || d < bestDist) {
 			best, bestDist = c, d
 		}
@@ -46,4 +58,13 @@ func distance(a, b string) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(rb)]
+}
+
+// Hint is `did you mean "x"?` for the candidate closest to name, or
+// "<listLabel>: a, b, …" when none is close enough to be a misspelling.
+func Hint(name string, candidates []string, listLabel string) string {
+	if s := Closest(name, candidates); s != "" {
+		return fmt.Sprintf("did you mean %q?", s)
+	}
+	return listLabel + ": " + strings.Join(candidates, ", ")
 }

@@ -1,6 +1,9 @@
 package suggest
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestClosest(t *testing.T) {
 	catalog := []string{"persona", "workspace", "gitPush", "prMergeability", "prDashboardLink", "waiver", "tasks"}
@@ -33,5 +36,21 @@ func TestDistance(t *testing.T) {
 		if got := distance(c.a, c.b); got != c.want {
 			t.Errorf("distance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+func TestHint(t *testing.T) {
+	known := []string{"model", "prompt"}
+	if got, want := Hint("modle", known, "known keys"), `did you mean "model"?`; got != want {
+		t.Errorf("Hint(modle) = %q, want %q", got, want)
+	}
+	if got, want := Hint("zzz", known, "known keys"), "known keys: model, prompt"; got != want {
+		t.Errorf("Hint(zzz) = %q, want %q", got, want)
+	}
+	// A name too long to be a misspelling gets the list, even when it
+	// differs from a candidate only in case.
+	long := strings.Repeat("M", 257)
+	if got := Closest(long, []string{strings.ToLower(long)}); got != "" {
+		t.Errorf("Closest of a 257-byte name = %q, want none", got)
 	}
 }
