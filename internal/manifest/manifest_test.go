@@ -81,12 +81,12 @@ func TestAddDocuments(t *testing.T) {
 			name:     "invalid YAML names its document, the others are kept",
 			content:  personaA + "---\nkind: [\n---\n" + cmC,
 			objects:  "f:1 Persona default/a\nf:3 ConfigMap default/c\n",
-			problems: "f:2: invalid YAML: line 1: did not find expected node content\n",
+			problems: "f:2: invalid YAML: ", // the rest is go-yaml's wording
 		},
 		{
 			name:     "a repeated key in one of our objects",
 			content:  personaA + "metadata: {name: b}\n",
-			problems: "f:1: invalid YAML: line 7: key \"metadata\" already set in map\n",
+			problems: "f:1: invalid YAML: line 7: ", // the rest is go-yaml's wording
 		},
 		{
 			name:    "a repeated key elsewhere is not our business",

@@ -3,6 +3,8 @@ package resolve_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/render"
@@ -322,21 +325,26 @@ func TestSeedBenchLean(t *testing.T) {
 // TestSeedBarePrompt resolves Murmur's bare-prompt: every section removed,
 // one extension.
 func TestSeedBarePrompt(t *testing.T) {
-	platform := map[string]v1alpha1.PlatformOverride{}
-	for _, k := range render.Catalog {
-		platform[k] = v1alpha1.PlatformOverride{Remove: ptr(true)}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "prompts_v1alpha1_persona_bare_prompt.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	spec := v1alpha1.PersonaSpec{SystemPrompt: &v1alpha1.SystemPromptSpec{
-		Platform:   platform,
-		Extensions: []v1alpha1.Extension{{ID: "instructions", Template: "You are a focused code-fixing agent. Make the smallest change that\nresolves the task, then stop.\n"}},
-	}}
+	var sample v1alpha1.Persona
+	if err := yaml.UnmarshalStrict(raw, &sample); err != nil {
+		t.Fatal(err)
+	}
+	spec := sample.Spec
+	if got := len(spec.SystemPrompt.Platform); got != len(render.Catalog) {
+		t.Fatalf("the sample removes %d sections, want all %d", got, len(render.Catalog))
+	}
 	res := resolveOK(t, set(), persona("bare-prompt", spec))
 	out, err := render.Default().ConfigMap(res.Bundle)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := out.Data["system-prompt.md"]; got != "You are a focused code-fixing agent. Make the smallest change that\nresolves the task, then stop.\n" {
-		t.Errorf("got %q", got)
+	// Every section removed: the prompt is the one extension's text.
+	if got, want := out.Data["system-prompt.md"], spec.SystemPrompt.Extensions[0].Template; got != want {
+		t.Errorf("got %q, want the extension %q", got, want)
 	}
 	// Without the extension and without caller prompts: no system prompt at all.
 	spec.SystemPrompt.Extensions = nil
