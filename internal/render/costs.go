@@ -218,8 +218,9 @@ func printfCost(args []reflect.Value) (int, int, error) {
 			i++
 		}
 		pad := 0
-		// number reads a width or precision: digits, *, or [n]*.
-		number := func() {
+		// argIndex reads an explicit argument index [n], which sets the
+		// argument the next * or verb takes.
+		argIndex := func() {
 			if i < len(format) && format[i] == '[' {
 				if j := strings.IndexByte(format[i:], ']'); j > 0 {
 					if n, err := parseDigits(format[i+1 : i+j]); err == nil {
@@ -228,6 +229,10 @@ func printfCost(args []reflect.Value) (int, int, error) {
 					i += j + 1
 				}
 			}
+		}
+		// number reads a width or precision: digits, *, or [n]*.
+		number := func() {
+			argIndex()
 			if i < len(format) && format[i] == '*' {
 				if n, ok := argAt(next); ok {
 					pad = max(pad, abs(n))
@@ -253,14 +258,7 @@ func printfCost(args []reflect.Value) (int, int, error) {
 			i++
 			number()
 		}
-		if i < len(format) && format[i] == '[' {
-			if j := strings.IndexByte(format[i:], ']'); j > 0 {
-				if n, err := parseDigits(format[i+1 : i+j]); err == nil {
-					next = n - 1
-				}
-				i += j + 1
-			}
-		}
+		argIndex()
 		if i < len(format) && format[i] != '%' {
 			next++
 		}

@@ -150,14 +150,8 @@ func (x *executor) beforeCall(args []reflect.Value, cost costFunc) error {
 	if err := b.checkTime(); err != nil {
 		return err
 	}
-	m := newMeasure(b.limits)
-	for _, a := range args {
-		if err := m.value(a, 0); err != nil {
-			return err
-		}
-	}
-	if m.size > 2*b.limits.MaxOutputBytes {
-		return limitErrorf("output", "render budget exceeded: arguments of %d bytes are over the limit of %d bytes", m.size, 2*b.limits.MaxOutputBytes)
+	if err := measureWithin(b.limits, "arguments of %d bytes are", args...); err != nil {
+		return err
 	}
 	if cost == nil {
 		return nil
@@ -189,13 +183,25 @@ func (x *executor) afterCall(v reflect.Value) error {
 		if err := b.spend(v.Len()); err != nil {
 			return err
 		}
-		m := newMeasure(b.limits)
+		if err := measureWithin(b.limits, "a value of %d bytes is", v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measureWithin measures vals against the bound on function arguments and
+// results: twice the output limit, nesting bounded. what names them in the
+// error, with a %d for their size.
+func measureWithin(limits *Limits, what string, vals ...reflect.Value) error {
+	m := newMeasure(limits)
+	for _, v := range vals {
 		if err := m.value(v, 0); err != nil {
 			return err
 		}
-		if m.size > 2*b.limits.MaxOutputBytes {
-			return limitErrorf("output", "render budget exceeded: a value of %d bytes is over the limit of %d bytes", m.size, 2*b.limits.MaxOutputBytes)
-		}
+	}
+	if m.size > 2*limits.MaxOutputBytes {
+		return limitErrorf("output", "render budget exceeded: "+what+" over the limit of %d bytes", m.size, 2*limits.MaxOutputBytes)
 	}
 	return nil
 }
