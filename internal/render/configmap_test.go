@@ -20,15 +20,21 @@ func TestConfigMapData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bundle, err := render.MarshalBundle(b)
+	bundle := out.Data["bundle.json"]
+	// bundle.json holds the inputs, unrendered (SPEC §6): read back, it
+	// renders the same ConfigMap.
+	read, err := render.UnmarshalBundle([]byte(bundle))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("bundle.json does not read back: %v\n%s", err, bundle)
+	}
+	if again, err := render.Default().ConfigMap(read); err != nil || !reflect.DeepEqual(again.Data, out.Data) {
+		t.Errorf("bundle.json read back renders %v (%v), want %v", again, err, out.Data)
 	}
 	want := map[string]string{
 		"system-prompt.md":       "Hi claude\n",
 		"system-prompt.codex.md": "Hi codex\n",
 		"persona.md":             "Body.\n",
-		"bundle.json":            string(bundle),
+		"bundle.json":            bundle,
 	}
 	if !reflect.DeepEqual(out.Data, want) {
 		t.Errorf("data %#v\nwant %#v", out.Data, want)
@@ -46,7 +52,7 @@ func TestConfigMapData(t *testing.T) {
 	if wantHash := "sha256:" + hex.EncodeToString(sum[:]); out.Hash != wantHash {
 		t.Errorf("hash %s, want %s", out.Hash, wantHash)
 	}
-	if !strings.HasPrefix(string(bundle), "{\n  \"version\": 1,") || !strings.HasSuffix(string(bundle), "}\n") {
+	if !strings.HasPrefix(bundle, "{\n  \"version\": 1,") || !strings.HasSuffix(bundle, "}\n") {
 		t.Errorf("bundle.json is not versioned, indented JSON with a trailing newline:\n%s", bundle)
 	}
 }
