@@ -2,8 +2,6 @@ package controllers_test
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -18,14 +16,8 @@ import (
 var _ = Describe("kubectl-persona parity", func() {
 	It("renders the samples exactly as the operator writes them", func() {
 		ns := newNamespace()
-		files, err := filepath.Glob("../config/samples/prompts_*.yaml")
-		Expect(err).NotTo(HaveOccurred())
-		for _, f := range files {
-			raw, err := os.ReadFile(f)
-			Expect(err).NotTo(HaveOccurred())
-			apply(ns, string(raw))
-		}
-		for _, name := range []string{"bench-lean", "bare-prompt", "model-aware-reviewer", "base", "agentic", "reviewer"} {
+		files, personas := applySamples(ns)
+		for _, name := range personas {
 			Eventually(ready(ns, name)).Should(Equal("Rendered"), name)
 			var out, errOut bytes.Buffer
 			args := append([]string{"render", "-n", ns, "--persona", name, "-o", "configmap"}, flagsFor(files)...)

@@ -1,6 +1,8 @@
 package controllers_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 
 	. "github.com/onsi/gomega"
@@ -29,6 +31,26 @@ func apply(ns, manifest string) {
 	for _, u := range objects(ns, manifest) {
 		Expect(createOrUpdate(u)).To(Succeed(), "apply %s/%s", u.GetKind(), u.GetName())
 	}
+}
+
+// applySamples applies the Persona and PromptLayer manifests of
+// config/samples in ns, and returns their files and the Personas' names.
+func applySamples(ns string) (files, personas []string) {
+	files, err := filepath.Glob("../config/samples/prompts_*.yaml")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(files).NotTo(BeEmpty())
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		Expect(err).NotTo(HaveOccurred())
+		for _, u := range objects(ns, string(raw)) {
+			Expect(createOrUpdate(u)).To(Succeed(), "apply %s from %s", u.GetName(), f)
+			if u.GetKind() == "Persona" {
+				personas = append(personas, u.GetName())
+			}
+		}
+	}
+	Expect(personas).NotTo(BeEmpty())
+	return files, personas
 }
 
 // tryApply is apply returning the first error, for manifests the webhook refuses.

@@ -67,15 +67,8 @@ var _ = Describe("Admission", func() {
 	})
 
 	It("accepts the samples", func() {
-		files, err := filepath.Glob("../config/samples/prompts_*.yaml")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(files).NotTo(BeEmpty())
-		for _, f := range files {
-			raw, err := os.ReadFile(f)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(tryApply(ns, string(raw))).To(Succeed(), f)
-		}
-		for _, name := range []string{"bench-lean", "bare-prompt", "model-aware-reviewer", "base", "agentic", "reviewer"} {
+		_, personas := applySamples(ns)
+		for _, name := range personas {
 			Eventually(ready(ns, name)).Should(Equal("Rendered"), name)
 		}
 	})
