@@ -214,19 +214,11 @@ func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.Persona
 	previous := meta.FindStatusCondition(before.Conditions, ConditionReady)
 	if result.reason == ReasonRendered {
 		out := result.output
-		st.ConfigMapName = delivery.ConfigMapName(p.Name)
-		st.ContentHash = out.Hash
-		st.RenderedBytes = int64(out.Bytes)
-		st.Sections = provenance(out.Pieces)
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonRendered, ObservedGeneration: p.Generation,
-			Message: fmt.Sprintf("ConfigMap %s holds the render: %d bytes, %s", st.ConfigMapName, out.Bytes, out.Hash),
-		})
-		meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+		SetRendered(p, out)
 		// One Event per change of the ConfigMap's content: a reconcile that
 		// read a stale Persona from the cache writes nothing and tells nothing.
 		if result.wrote && before.ContentHash != out.Hash {
-			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonRendered, "Render", "rendered %s (%d bytes) into ConfigMap %s", out.Hash, out.Bytes, st.ConfigMapName)
+			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonRendered, "Render", "%s", RenderedNote(p, out))
 		}
 		return
 	}
@@ -243,6 +235,27 @@ func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.Persona
 	if previous == nil || previous.Reason != result.reason || previous.Message != result.message {
 		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, result.reason, "Render", "%s", result.message)
 	}
+}
+
+// SetRendered sets p's status for a render its ConfigMap holds (SPEC §2,
+// §7): the ConfigMap's name, hash and size, the provenance of each piece,
+// Ready=True for p's generation and no Stalled.
+func SetRendered(p *v1alpha1.Persona, out *render.Output) {
+	st := &p.Status
+	st.ConfigMapName = delivery.ConfigMapName(p.Name)
+	st.ContentHash = out.Hash
+	st.RenderedBytes = int64(out.Bytes)
+	st.Sections = provenance(out.Pieces)
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonRendered, ObservedGeneration: p.Generation,
+		Message: fmt.Sprintf("ConfigMap %s holds the render: %d bytes, %s", st.ConfigMapName, out.Bytes, out.Hash),
+	})
+	meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+}
+
+// RenderedNote is the note of the Normal Rendered Event for p's render out.
+func RenderedNote(p *v1alpha1.Persona, out *render.Output) string {
+	return fmt.Sprintf("rendered %s (%d bytes) into ConfigMap %s", out.Hash, out.Bytes, delivery.ConfigMapName(p.Name))
 }
 
 func provenance(pieces []render.Piece) []v1alpha1.RenderedSection {

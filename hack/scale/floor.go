@@ -192,7 +192,7 @@ func createEvent(ctx context.Context, c client.Client, p *v1alpha1.Persona, r *r
 		Reason:              "Rendered",
 		Regarding: corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Persona",
 			Namespace: p.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion},
-		Note: fmt.Sprintf("rendered %s (%d bytes) into ConfigMap %s", r.status.ContentHash, r.status.RenderedBytes, r.status.ConfigMapName),
+		Note: r.note,
 		Type: corev1.EventTypeNormal,
 	}
 	if err := c.Create(ctx, ev); err != nil {

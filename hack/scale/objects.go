@@ -8,11 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/controllers"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/resolve"
@@ -151,6 +151,8 @@ func (o *offline) Get(_ context.Context, k client.ObjectKey, obj client.Object, 
 type rendered struct {
 	configMap *corev1.ConfigMap
 	status    v1alpha1.PersonaStatus
+	// note is the Rendered Event's.
+	note string
 }
 
 // render renders p as the controller would: its ConfigMap (without owner)
@@ -164,19 +166,10 @@ func (o *offline) render(p *v1alpha1.Persona) (*rendered, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render %s offline: %w", p.Name, err)
 	}
-	st := v1alpha1.PersonaStatus{
-		ObservedGeneration: 1,
-		ConfigMapName:      delivery.ConfigMapName(p.Name),
-		ContentHash:        out.Hash,
-		RenderedBytes:      int64(out.Bytes),
-		Dependencies:       res.Dependencies,
-	}
-	for _, pc := range out.Pieces {
-		st.Sections = append(st.Sections, v1alpha1.RenderedSection{Name: pc.Name, Origin: pc.Origin, Bytes: int64(len(pc.Text))})
-	}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: "Ready", Status: metav1.ConditionTrue, Reason: "Rendered", ObservedGeneration: 1,
-		Message: fmt.Sprintf("ConfigMap %s holds the render: %d bytes, %s", st.ConfigMapName, out.Bytes, out.Hash),
-	})
-	return &rendered{configMap: delivery.ConfigMap(p.Name, p.Namespace, out), status: st}, nil
+	// The status and Event the controller writes, for generation 1.
+	q := p.DeepCopy()
+	q.Generation = 1
+	q.Status = v1alpha1.PersonaStatus{ObservedGeneration: 1, Dependencies: res.Dependencies}
+	controllers.SetRendered(q, out)
+	return &rendered{configMap: delivery.ConfigMap(p.Name, p.Namespace, out), status: q.Status, note: controllers.RenderedNote(q, out)}, nil
 }
