@@ -11,8 +11,14 @@ import (
 )
 
 // costs are the cost functions of the Sprig functions whose result can be
-// much larger than their arguments: they draw on the budget before running.
+// much larger than their arguments, which draw on the budget before running,
+// and of those that could make a map contain itself, which refuse to.
 var costs = map[string]costFunc{
+	"set":                        acyclic,
+	"merge":                      acyclic,
+	"mergeOverwrite":             acyclic,
+	"mustMerge":                  acyclic,
+	"mustMergeOverwrite":         acyclic,
 	"repeat":                     repeatCost,
 	"until":                      untilCost,
 	"untilStep":                  untilStepCost,

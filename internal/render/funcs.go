@@ -74,36 +74,40 @@ var builtinOverrides = template.FuncMap{
 
 var sprigFuncs = sprig.TxtFuncMap()
 
-// publicFuncNames are the functions templates are parsed with: every
-// function of an executor's set but the budget checks.
-var publicFuncNames = sync.OnceValue(func() map[string]any {
-	names := map[string]any{"printf": true, "include": true}
-	for _, name := range sprigAllowed {
-		names[name] = true
-	}
-	for name := range murmurFuncs {
-		names[name] = true
-	}
-	for name := range builtinOverrides {
-		names[name] = true
-	}
-	return names
-})
+// sprigReplaced are the Sprig functions the set implements itself, so that
+// output never depends on map order.
+var sprigReplaced = map[string]any{"keys": sortedKeys, "values": valuesByKey}
+
+var (
+	publicNamesOnce sync.Once
+	publicNames     map[string]any
+)
+
+// publicFuncNames are the functions templates are parsed with: the names of
+// an executor's set. (A func, not a sync.OnceValue variable: the set's
+// include parses templates, which would make an initialization cycle.)
+func publicFuncNames() map[string]any {
+	publicNamesOnce.Do(func() {
+		publicNames = map[string]any{}
+		for name := range (&executor{}).funcMap() {
+			publicNames[name] = true
+		}
+	})
+	return publicNames
+}
 
 // funcMap is the function set of one executor, bound to its budget.
 func (x *executor) funcMap() template.FuncMap {
 	m := template.FuncMap{}
 	for _, name := range sprigAllowed {
-		fn, ok := sprigFuncs[name]
+		fn, ok := sprigReplaced[name]
+		if !ok {
+			fn, ok = sprigFuncs[name]
+		}
 		if !ok {
 			panic("sprig has no function " + name)
 		}
 		m[name] = x.guard(fn, costs[name])
-	}
-	m["keys"] = x.guard(sortedKeys, nil)
-	m["values"] = x.guard(valuesByKey, nil)
-	for _, name := range []string{"set", "merge", "mergeOverwrite", "mustMerge", "mustMergeOverwrite"} {
-		m[name] = x.guard(sprigFuncs[name], acyclic)
 	}
 	for name, fn := range builtinOverrides {
 		m[name] = x.guard(fn, nil)
