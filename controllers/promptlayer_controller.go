@@ -2,10 +2,8 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/internal/resolve"
 )
 
 // PromptLayerReconciler reports whether each PromptLayer is usable: its
@@ -65,18 +64,12 @@ func (r *PromptLayerReconciler) template(ctx context.Context, l *v1alpha1.Prompt
 	case l.Spec.TemplateFrom == nil:
 		return "", "", "", nil // a disable layer without a template
 	}
-	ref := l.Spec.TemplateFrom.ConfigMapKeyRef
-	var cm corev1.ConfigMap
-	err = untrimmed{cached: r.Client, live: r.APIReader}.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: ref.Name}, &cm)
+	text, missing, err := resolve.TemplateFrom(ctx, untrimmed{cached: r.Client, live: r.APIReader}, l.Namespace, l)
 	switch {
-	case apierrors.IsNotFound(err):
-		return "", ReasonReferenceNotFound, fmt.Sprintf("ConfigMap %q not found", ref.Name), nil
 	case err != nil:
-		return "", "", "", fmt.Errorf("get ConfigMap %s: %w", ref.Name, err)
-	}
-	text, ok := cm.Data[ref.Key]
-	if !ok {
-		return "", ReasonReferenceNotFound, fmt.Sprintf("key %q not found in ConfigMap %q", ref.Key, ref.Name), nil
+		return "", "", "", err
+	case missing != nil:
+		return "", ReasonReferenceNotFound, missing.String() + " not found", nil
 	}
 	return text, "", "", nil
 }

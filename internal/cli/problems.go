@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -205,22 +204,16 @@ func checkLayer(set *manifest.Set, o *manifest.Object, ps *problems) {
 	}
 	ref := l.Spec.TemplateFrom.ConfigMapKeyRef
 	fromPath := specPath.Child("templateFrom", "configMapKeyRef")
-	by := resolve.Referrer{Kind: resolve.ByLayer, Name: l.Name}
-	cmObj := set.Find(manifest.KindConfigMap, o.Namespace, ref.Name)
-	if cmObj == nil {
-		missing := resolve.Reference{Kind: resolve.KindConfigMap, Name: ref.Name, By: by}
-		ps.add(o, fromPath.Child("name").String(), missing.String()+" not found")
-		return
-	}
-	var cm corev1.ConfigMap
-	if err := cmObj.Decode(&cm); err != nil {
+	text, missing, err := resolve.TemplateFrom(context.Background(), set, o.Namespace, &l)
+	switch {
+	case err != nil:
 		ps.add(o, fromPath.String(), err.Error())
 		return
-	}
-	text, ok := cm.Data[ref.Key]
-	if !ok {
-		missing := resolve.Reference{Kind: resolve.KindConfigMap, Name: ref.Name, Key: ref.Key, By: by}
+	case missing != nil && missing.Key != "":
 		ps.add(o, fromPath.Child("key").String(), missing.String()+" not found")
+		return
+	case missing != nil:
+		ps.add(o, fromPath.Child("name").String(), missing.String()+" not found")
 		return
 	}
 	if err := render.Default().Check(render.KindLayer, l.Name, text); err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -187,15 +186,13 @@ func (r *resolver) layer(name string, by Referrer) (render.Layer, bool, error) {
 	case pl.Spec.Template != nil:
 		l.Template = *pl.Spec.Template
 	case pl.Spec.TemplateFrom != nil:
-		ref := pl.Spec.TemplateFrom.ConfigMapKeyRef
-		var cm corev1.ConfigMap
-		found, err := r.get(KindConfigMap, ref.Name, &cm, Referrer{ByLayer, name})
-		if err != nil || !found {
+		r.deps[v1alpha1.Dependency{Kind: KindConfigMap, Name: pl.Spec.TemplateFrom.ConfigMapKeyRef.Name}] = true
+		text, missing, err := TemplateFrom(r.ctx, r.lookup, r.ns, &pl)
+		if err != nil {
 			return render.Layer{}, false, err
 		}
-		text, ok := cm.Data[ref.Key]
-		if !ok {
-			r.missing = append(r.missing, Reference{Kind: KindConfigMap, Name: ref.Name, Key: ref.Key, By: Referrer{ByLayer, name}})
+		if missing != nil {
+			r.missing = append(r.missing, *missing)
 			return render.Layer{}, false, nil
 		}
 		l.Template = text
