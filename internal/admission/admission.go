@@ -14,6 +14,9 @@
 package admission
 
 import (
+	"maps"
+	"slices"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -45,7 +48,7 @@ var topLevelKeys = []string{"apiVersion", "kind", "metadata", "spec", "status"}
 // returns the name, or "" when there is none.
 func validateEnvelope(obj map[string]any, nameRule func(*field.Path, string) field.ErrorList) (string, field.ErrorList) {
 	var errs field.ErrorList
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		switch k {
 		case "apiVersion", "kind":
 			if v := obj[k]; v != nil {

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 
@@ -102,7 +103,7 @@ func validateLayerRefs(p *field.Path, spec map[string]any) field.ErrorList {
 func validatePlatform(p *field.Path, sp map[string]any) field.ErrorList {
 	platform, _ := getMap(sp, "platform")
 	var errs field.ErrorList
-	for _, key := range sortedKeys(platform) {
+	for _, key := range slices.Sorted(maps.Keys(platform)) {
 		kp := KeyPath(p, key)
 		if !render.IsPlatformKey(key) {
 			errs = append(errs, &field.Error{

@@ -1,7 +1,9 @@
 package admission
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -36,7 +38,7 @@ func walkShape(p *field.Path, v any, t reflect.Type, errs *field.ErrorList) {
 			return
 		}
 		s := structOf(t)
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			ft, ok := s.fields[k]
 			if !ok {
 				*errs = append(*errs, unknownField(KeyPath(p, k), k, s.names))
@@ -50,7 +52,7 @@ func walkShape(p *field.Path, v any, t reflect.Type, errs *field.ErrorList) {
 			*errs = append(*errs, typeError(p, v, "an object"))
 			return
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			walkShape(KeyPath(p, k), m[k], t.Elem(), errs)
 		}
 	case reflect.Slice, reflect.Array:

@@ -3,9 +3,7 @@ package admission
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -79,7 +77,6 @@ func getList(m map[string]any, key string) ([]any, presence) {
 
 // sortedKeys returns the keys of m in order, so errors come out in the same
 // order on every run.
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 

@@ -163,7 +163,7 @@ func importFile(file string, raw []byte, namespace string) (im *imported, errs, 
 
 	spec := map[string]any{}
 	var rawName any = nil
-	for _, k := range sortedKeys(fm) {
+	for _, k := range slices.Sorted(maps.Keys(fm)) {
 		v := fm[k]
 		switch {
 		case k == frontMatterName:
@@ -284,5 +284,3 @@ func frontMatterField(path string) string {
 	}
 	return path
 }
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -147,7 +148,7 @@ func orderedKeys(m map[string]any, t reflect.Type) []string {
 			order = append(order, name)
 		}
 	}
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	slices.SortStableFunc(keys, func(a, b string) int {
 		return rank(order, a) - rank(order, b)
 	})
