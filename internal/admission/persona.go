@@ -60,14 +60,20 @@ func checkHarness(p *field.Path, h string) field.ErrorList {
 	return field.ErrorList{field.NotSupported(p, truncate(h), harnesses)}
 }
 
+// boundedList is spec's list key, and an error when it has more than max
+// items.
+func boundedList(p *field.Path, spec map[string]any, key string, max int) ([]any, field.ErrorList) {
+	list, _ := getList(spec, key)
+	if len(list) > max {
+		return list, field.ErrorList{field.TooMany(p, len(list), max)}
+	}
+	return list, nil
+}
+
 // validateInherit checks the parents' count and names. Whether they exist
 // is the controller's to report: GitOps may apply them in any order.
 func validateInherit(p *field.Path, spec map[string]any) field.ErrorList {
-	list, _ := getList(spec, "inherit")
-	var errs field.ErrorList
-	if len(list) > maxInherit {
-		errs = append(errs, field.TooMany(p, len(list), maxInherit))
-	}
+	list, errs := boundedList(p, spec, "inherit", maxInherit)
 	for i, v := range list {
 		if s, ok := v.(string); ok {
 			errs = append(errs, checkPattern(p.Index(i), s, nameRE, "a Persona name: "+nameWhat)...)
@@ -77,11 +83,7 @@ func validateInherit(p *field.Path, spec map[string]any) field.ErrorList {
 }
 
 func validateLayerRefs(p *field.Path, spec map[string]any) field.ErrorList {
-	list, _ := getList(spec, "layers")
-	var errs field.ErrorList
-	if len(list) > maxLayers {
-		errs = append(errs, field.TooMany(p, len(list), maxLayers))
-	}
+	list, errs := boundedList(p, spec, "layers", maxLayers)
 	for i, v := range list {
 		ref, ok := v.(map[string]any)
 		if !ok {
@@ -174,11 +176,7 @@ func validateExtensions(p *field.Path, sp map[string]any) field.ErrorList {
 // validateVariants checks spec.variants (SPEC §6): names unique, since each
 // is a key system-prompt.<name>.md of the ConfigMap.
 func validateVariants(p *field.Path, spec map[string]any) field.ErrorList {
-	list, _ := getList(spec, "variants")
-	var errs field.ErrorList
-	if len(list) > maxVariants {
-		errs = append(errs, field.TooMany(p, len(list), maxVariants))
-	}
+	list, errs := boundedList(p, spec, "variants", maxVariants)
 	seen := map[string]bool{}
 	for i, v := range list {
 		variant, ok := v.(map[string]any)
