@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,35 +16,20 @@ import (
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
 
-// parallel runs do(0..n-1) on workers goroutines and returns the first
-// error; after an error or a cancelled ctx no new item starts. Every
+// parallel runs do(0..n-1) on at most workers goroutines and returns the
+// first error; after an error or a cancelled ctx no new item starts. Every
 // goroutine has returned when it returns.
 func parallel(ctx context.Context, workers, n int, do func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var next atomic.Int64
-	var once sync.Once
-	var first error
-	var wg sync.WaitGroup
-	for range min(workers, max(n, 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := do(ctx, i); err != nil {
-					once.Do(func() { first = err; cancel() })
-					return
-				}
-			}
-		}()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(workers, 1))
+	for i := range n {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return do(gctx, i) })
 	}
-	wg.Wait()
-	if first != nil {
-		return first
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return ctx.Err()
 }
