@@ -94,7 +94,7 @@ func (e *Engine) Render(b *Bundle, variant string) (*Prompt, error) {
 	defer e.pool.put(x)
 	x.budget.reset(&e.limits, time.Now())
 	x.includes = b.Includes
-	r := renderer{engine: e, x: x, bundle: b, variant: variant, data: newData(b, v), out: x.out[:0]}
+	r := renderer{x: x, bundle: b, variant: variant, data: newData(b, v), out: x.out[:0]}
 	spans, err := r.spans()
 	x.out = r.out
 	if err != nil {
@@ -107,7 +107,6 @@ func (e *Engine) Render(b *Bundle, variant string) (*Prompt, error) {
 // renderer is one render in progress. Every piece is rendered into out and
 // composed as spans of it.
 type renderer struct {
-	engine  *Engine
 	x       *executor
 	bundle  *Bundle
 	variant string
@@ -122,7 +121,7 @@ func (r *renderer) fail(kind SectionKind, name string, err error) error {
 // piece renders one template into out, normalized.
 func (r *renderer) piece(kind SectionKind, name, origin, src string) (span, error) {
 	start := len(r.out)
-	p := r.engine.cache.get(kind, name, src)
+	p := r.x.engine.cache.get(kind, name, src)
 	out, err := r.x.executeTo(r.out, p, r.data)
 	r.out = out
 	if err != nil {
