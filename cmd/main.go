@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,6 +38,7 @@ func main() {
 		enableHTTP2                         bool
 		apiQPS                              float64
 		apiBurst                            int
+		referenceGracePeriod                time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", "The address Go's pprof endpoints (/debug/pprof) bind to, e.g. 127.0.0.1:8082; 0 disables them.")
@@ -50,6 +52,8 @@ func main() {
 	flag.IntVar(&personaWorkers, "persona-workers", 16, "Concurrent Persona reconciles.")
 	flag.Float64Var(&apiQPS, "kube-api-qps", 300, "Queries per second the manager may make to the API server, sustained, for each kind of object (controller-runtime keeps one rate limiter per kind).")
 	flag.IntVar(&apiBurst, "kube-api-burst", 600, "Queries the manager may make to the API server in a burst, for each kind of object.")
+	flag.DurationVar(&referenceGracePeriod, "reference-grace-period", controllers.DefaultReferenceGracePeriod,
+		"How long a missing reference is awaited (Reconciling) before the object is stalled (Stalled), so that objects applied in any order, or in the next sync, are not reported as failed.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
 	// --kubeconfig is registered by controller-runtime's config package.
 	opts := zap.Options{}
@@ -107,7 +111,9 @@ func main() {
 		os.Exit(1)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controllers.Setup(ctx, mgr, controllers.Options{PersonaWorkers: personaWorkers}); err != nil {
+	if err := controllers.Setup(ctx, mgr, controllers.Options{
+		PersonaWorkers: personaWorkers, ReferenceGracePeriod: referenceGracePeriod,
+	}); err != nil {
 		log.Error(err, "set up the controllers")
 		os.Exit(1)
 	}

@@ -1,9 +1,17 @@
 package controllers
 
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // Condition types (SPEC §7), kstatus-compatible.
 const (
-	ConditionReady   = "Ready"
-	ConditionStalled = "Stalled"
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
 )
 
 // Reasons of a Persona's Ready condition (SPEC §7).
@@ -21,3 +29,59 @@ const (
 	ReasonValid           = "Valid"
 	ReasonTemplateInvalid = "TemplateInvalid"
 )
+
+// DefaultReferenceGracePeriod is how long a missing reference is awaited
+// before the object is stalled (SPEC §7).
+const DefaultReferenceGracePeriod = 2 * time.Minute
+
+// failure is why an object is not Ready.
+type failure struct {
+	reason, message string
+	// retrying is set when the controller tries again by itself.
+	retrying bool
+}
+
+// markReady sets Ready=True for generation and clears Reconciling and Stalled.
+func markReady(conds *[]metav1.Condition, generation int64, reason, message string) {
+	meta.SetStatusCondition(conds, metav1.Condition{
+		Type: ConditionReady, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: generation,
+	})
+	meta.RemoveStatusCondition(conds, ConditionReconciling)
+	meta.RemoveStatusCondition(conds, ConditionStalled)
+}
+
+// markFailed sets Ready=False for generation with exactly one of
+// Reconciling and Stalled (SPEC §7). A missing reference is awaited for
+// grace, counted from Ready's lastTransitionTime, which restarts whenever
+// the missing references (the message names them) change; the clock lives
+// in the status, so it survives a restart or a change of leader. awaitFor
+// is how long until the object must be reconciled again to become Stalled;
+// 0 when it needs no such visit.
+func markFailed(conds *[]metav1.Condition, generation int64, f failure, now time.Time, grace time.Duration) (awaitFor time.Duration) {
+	ready := metav1.Condition{
+		Type: ConditionReady, Status: metav1.ConditionFalse, Reason: f.reason, Message: f.message, ObservedGeneration: generation,
+	}
+	if prev := meta.FindStatusCondition(*conds, ConditionReady); prev != nil && prev.Status == metav1.ConditionFalse &&
+		(prev.Reason != f.reason || prev.Message != f.message) {
+		// SetStatusCondition keeps the time while the status stays False.
+		meta.RemoveStatusCondition(conds, ConditionReady)
+	}
+	ready.LastTransitionTime = metav1.NewTime(now)
+	meta.SetStatusCondition(conds, ready)
+	inProgress := f.retrying
+	if f.reason == ReasonReferenceNotFound {
+		since := meta.FindStatusCondition(*conds, ConditionReady).LastTransitionTime.Time
+		if left := since.Add(grace).Sub(now); left > 0 {
+			inProgress, awaitFor = true, left
+		}
+	}
+	set, clear := ConditionStalled, ConditionReconciling
+	if inProgress {
+		set, clear = ConditionReconciling, ConditionStalled
+	}
+	meta.SetStatusCondition(conds, metav1.Condition{
+		Type: set, Status: metav1.ConditionTrue, Reason: f.reason, Message: f.message, ObservedGeneration: generation,
+	})
+	meta.RemoveStatusCondition(conds, clear)
+	return awaitFor
+}

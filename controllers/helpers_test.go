@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -93,6 +94,15 @@ func ready(ns, name string) func() string {
 		}
 		return c.Reason
 	}
+}
+
+// condition returns the status of the Persona's condition of type t, "" when it has none.
+func condition(ns, name, t string) metav1.ConditionStatus {
+	c := meta.FindStatusCondition(getPersona(ns, name).Status.Conditions, t)
+	if c == nil {
+		return ""
+	}
+	return c.Status
 }
 
 func readyMessage(ns, name string) string {

@@ -1,9 +1,11 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -40,9 +43,16 @@ type PersonaReconciler struct {
 	APIReader client.Reader
 	// MaxConcurrentReconciles is the number of workers; 0 means 1.
 	MaxConcurrentReconciles int
+	// ReferenceGracePeriod is how long a missing reference is awaited
+	// before the Persona is stalled; 0 means DefaultReferenceGracePeriod.
+	ReferenceGracePeriod time.Duration
 
 	// writes is what the controller last wrote into each ConfigMap.
 	writes *ownWrites
+	// waiting is what each Persona's last render found missing.
+	waiting *awaiting
+	// overruns counts each Persona's renders in a row out of wall time.
+	overruns *overruns
 }
 
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas,verbs=get;list;watch
@@ -58,8 +68,9 @@ type outcome struct {
 	reason  string
 	message string
 	output  *render.Output
-	// retry is set for a render that ran out of wall time.
-	retry bool
+	// retryAfter is set for a render that ran out of wall time and is
+	// tried again by itself.
+	retryAfter time.Duration
 	// wrote is set when the ConfigMap was created or updated.
 	wrote bool
 }
@@ -73,7 +84,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	var p v1alpha1.Persona
 	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.writes.forget(client.ObjectKey{Namespace: req.Namespace, Name: delivery.ConfigMapName(req.Name)})
+			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -89,18 +100,17 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 			return ctrl.Result{}, err
 		}
 	}
-	r.report(&p, before, result)
-	if result.retry {
-		return ctrl.Result{RequeueAfter: wallTimeRetry}, nil
-	}
-	// A failure waits for a change to the persona or a dependency: the
-	// watches bring it back, so it is not retried.
-	return ctrl.Result{}, nil
+	// Any other failure waits for a change to the persona or what it
+	// reads: the watches bring it back.
+	return ctrl.Result{RequeueAfter: r.report(&p, before, result)}, nil
 }
 
-// wallTimeRetry is when a render that ran out of wall time is tried again:
-// unlike every other limit, time also runs out on an overloaded machine.
-const wallTimeRetry = time.Minute
+// forget drops what the controller holds about a deleted Persona.
+func (r *PersonaReconciler) forget(key types.NamespacedName) {
+	r.writes.forget(client.ObjectKey{Namespace: key.Namespace, Name: delivery.ConfigMapName(key.Name)})
+	r.waiting.set(key, nil)
+	r.overruns.reset(key)
+}
 
 // render resolves the persona's references and renders its ConfigMap data.
 // A spec problem is an outcome; only a failure to read is an error.
@@ -108,7 +118,8 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	start := time.Now()
 	defer func() { renderDuration.Observe(time.Since(start).Seconds()) }()
 
-	res, err := resolve.Resolve(ctx, untrimmed{cached: r.Client, live: r.APIReader}, p)
+	key := client.ObjectKeyFromObject(p)
+	res, err := r.resolve(ctx, p)
 	p.Status.Dependencies = res.Dependencies
 	var notFound *resolve.NotFoundError
 	var cycle *resolve.CycleError
@@ -122,16 +133,64 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	}
 	out, err := r.engine().ConfigMap(res.Bundle)
 	var tooLarge *render.TooLargeError
+	var limit *render.LimitError
 	switch {
+	case errors.As(err, &limit) && limit.Limit == render.LimitTime:
+		o := failed(ReasonRenderFailed, err)
+		o.retryAfter = r.overruns.add(key, p.Generation, res.Bundle)
+		return o, nil
 	case errors.As(err, &tooLarge):
+		r.overruns.reset(key)
 		return failed(ReasonTooLarge, err), nil
 	case err != nil:
-		o := failed(ReasonRenderFailed, err)
-		var limit *render.LimitError
-		o.retry = errors.As(err, &limit) && limit.Limit == render.LimitTime
-		return o, nil
+		r.overruns.reset(key)
+		return failed(ReasonRenderFailed, err), nil
 	}
+	r.overruns.reset(key)
 	return outcome{reason: ReasonRendered, output: out}, nil
+}
+
+// rereads bounds how often resolve reads again while references keep
+// arriving during one reconcile.
+const rereads = 4
+
+// resolve resolves p and records the references it found missing, then
+// reads them again: an object that arrived before the record is seen by
+// that read, and one that arrives after finds p waiting for it (SPEC §7,
+// order never matters).
+func (r *PersonaReconciler) resolve(ctx context.Context, p *v1alpha1.Persona) (*resolve.Result, error) {
+	lookup := untrimmed{cached: r.Client, live: r.APIReader}
+	res, err := resolve.Resolve(ctx, lookup, p)
+	for range rereads {
+		missing := missingReferences(err)
+		r.waiting.set(client.ObjectKeyFromObject(p), awaitedObjects(p.Namespace, missing))
+		if len(missing) == 0 {
+			return res, err
+		}
+		again, againErr := resolve.Resolve(ctx, lookup, p)
+		if slices.Equal(missingReferences(againErr), missing) {
+			return res, err
+		}
+		res, err = again, againErr
+	}
+	return res, fmt.Errorf("references of persona %s keep arriving while it resolves; trying again", p.Name)
+}
+
+func missingReferences(err error) []resolve.Reference {
+	var notFound *resolve.NotFoundError
+	if errors.As(err, &notFound) {
+		return notFound.Missing
+	}
+	return nil
+}
+
+func awaitedObjects(namespace string, missing []resolve.Reference) []objectRef {
+	refs := make([]objectRef, 0, len(missing))
+	for _, m := range missing {
+		refs = append(refs, objectRef{Kind: m.Kind, Namespace: namespace, Name: m.Name})
+	}
+	slices.SortFunc(refs, func(a, b objectRef) int { return cmp.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name) })
+	return slices.Compact(refs)
 }
 
 func (r *PersonaReconciler) engine() *render.Engine {
@@ -206,9 +265,11 @@ func isCurrent(current, desired *corev1.ConfigMap) bool {
 	return true
 }
 
-// report sets the status and emits Events for what changed (SPEC §7). A
+// report sets the status and emits Events for what changed (SPEC §7),
+// and returns when the Persona must be reconciled again by itself: a render
+// out of wall time is retried, an awaited reference becomes stalled. A
 // failure keeps the last good render's fields: the ConfigMap still holds it.
-func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus, result outcome) {
+func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus, result outcome) time.Duration {
 	st := &p.Status
 	st.ObservedGeneration = p.Generation
 	previous := meta.FindStatusCondition(before.Conditions, ConditionReady)
@@ -220,37 +281,32 @@ func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.Persona
 		if result.wrote && before.ContentHash != out.Hash {
 			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonRendered, "Render", "%s", RenderedNote(p, out))
 		}
-		return
+		return 0
 	}
 	renderFailures.WithLabelValues(result.reason).Inc()
-	for _, t := range []string{ConditionReady, ConditionStalled} {
-		status := metav1.ConditionFalse
-		if t == ConditionStalled {
-			status = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: t, Status: status, Reason: result.reason, Message: result.message, ObservedGeneration: p.Generation,
-		})
-	}
+	f := failure{reason: result.reason, message: result.message, retrying: result.retryAfter > 0}
+	awaitFor := markFailed(&st.Conditions, p.Generation, f, time.Now(), r.gracePeriod())
 	if previous == nil || previous.Reason != result.reason || previous.Message != result.message {
 		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, result.reason, "Render", "%s", result.message)
 	}
+	return max(result.retryAfter, awaitFor)
+}
+
+func (r *PersonaReconciler) gracePeriod() time.Duration {
+	return cmp.Or(r.ReferenceGracePeriod, DefaultReferenceGracePeriod)
 }
 
 // SetRendered sets p's status for a render its ConfigMap holds (SPEC §2,
 // §7): the ConfigMap's name, hash and size, the provenance of each piece,
-// Ready=True for p's generation and no Stalled.
+// Ready=True for p's generation, neither Reconciling nor Stalled.
 func SetRendered(p *v1alpha1.Persona, out *render.Output) {
 	st := &p.Status
 	st.ConfigMapName = delivery.ConfigMapName(p.Name)
 	st.ContentHash = out.Hash
 	st.RenderedBytes = int64(out.Bytes)
 	st.Sections = provenance(out.Pieces)
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonRendered, ObservedGeneration: p.Generation,
-		Message: fmt.Sprintf("ConfigMap %s holds the render: %d bytes, %s", st.ConfigMapName, out.Bytes, out.Hash),
-	})
-	meta.RemoveStatusCondition(&st.Conditions, ConditionStalled)
+	markReady(&st.Conditions, p.Generation, ReasonRendered,
+		fmt.Sprintf("ConfigMap %s holds the render: %d bytes, %s", st.ConfigMapName, out.Bytes, out.Hash))
 }
 
 // RenderedNote is the note of the Normal Rendered Event for p's render out.
@@ -267,10 +323,10 @@ func provenance(pieces []render.Piece) []v1alpha1.RenderedSection {
 }
 
 // SetupWithManager registers the controller and the watches that bring a
-// Persona back when anything its render read changes. The field indexes
-// must be registered first (Setup does both).
+// Persona back when anything its render reads changes or arrives. The field
+// indexes must be registered first (Setup does both).
 func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.writes = newOwnWrites()
+	r.writes, r.waiting, r.overruns = newOwnWrites(), newAwaiting(), newOverruns()
 	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	// A ConfigMap event of the controller's own write needs no render; a
 	// deletion always does, even of a ConfigMap that held the last write.
@@ -298,7 +354,7 @@ const (
 
 func (r *PersonaReconciler) dependentsOf(kind string) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		return dependents(ctx, r.Client, kind, obj.GetNamespace(), obj.GetName())
+		return dependents(ctx, r.Client, r.waiting, objectRef{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()})
 	}
 }
 
@@ -308,7 +364,7 @@ func (r *PersonaReconciler) dependentsOf(kind string) handler.MapFunc {
 // owner watch enqueues), so that a Persona in conflict retries once the
 // foreign ConfigMap is gone.
 func (r *PersonaReconciler) configMapDependents(ctx context.Context, obj client.Object) []reconcile.Request {
-	reqs := dependents(ctx, r.Client, KindConfigMap, obj.GetNamespace(), obj.GetName())
+	reqs := r.dependentsOf(KindConfigMap)(ctx, obj)
 	if name, ok := personaOfConfigMap(obj.GetName()); ok && !controlledByPersona(obj, name) {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}})
 	}

@@ -67,18 +67,22 @@ var _ = Describe("Persona status", func() {
 		msg := readyMessage(ns, "p")
 		Expect(msg).To(ContainSubstring(`PromptLayer "later"`))
 		Expect(msg).To(ContainSubstring(`Persona "parent-later"`))
-		stalled := meta.FindStatusCondition(getPersona(ns, "p").Status.Conditions, "Stalled")
-		Expect(stalled).NotTo(BeNil())
-		Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
 		Expect(configMap(ns, "p")).To(BeNil())
 		Eventually(events(ns, "p")).Should(ContainElement(And(HaveField("Type", "Warning"), HaveField("Reason", "ReferenceNotFound"))))
+		By("awaiting the references for the grace period, then stalling")
+		Expect(condition(ns, "p", "Reconciling")).To(Equal(metav1.ConditionTrue))
+		Expect(condition(ns, "p", "Stalled")).To(BeEmpty())
+		Eventually(func() metav1.ConditionStatus { return condition(ns, "p", "Stalled") }).Should(Equal(metav1.ConditionTrue))
+		Expect(condition(ns, "p", "Reconciling")).To(BeEmpty())
+		Expect(events(ns, "p")()).To(HaveLen(1), "a change from Reconciling to Stalled is not a new failure")
 
 		apply(ns, layerManifest("later", "app", "append", "Later"))
 		apply(ns, barePersona("parent-later", "Parent"))
 		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
 		// The parent's extension "text" is replaced by the child's, in place.
 		Expect(prompt(ns, "p")()).To(Equal("P\n\nLater\n"))
-		Expect(meta.FindStatusCondition(getPersona(ns, "p").Status.Conditions, "Stalled")).To(BeNil())
+		Expect(condition(ns, "p", "Stalled")).To(BeEmpty())
+		Expect(condition(ns, "p", "Reconciling")).To(BeEmpty())
 	})
 
 	It("reports a missing templateFrom key (ReferenceNotFound)", func() {

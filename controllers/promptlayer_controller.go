@@ -1,11 +1,11 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,11 +24,15 @@ type PromptLayerReconciler struct {
 	client.Client
 	// APIReader reads what the cache trims; nil reads the cache only.
 	APIReader client.Reader
+	// ReferenceGracePeriod is how long a missing templateFrom ConfigMap is
+	// awaited before the layer is stalled; 0 means DefaultReferenceGracePeriod.
+	ReferenceGracePeriod time.Duration
 }
 
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=promptlayers/status,verbs=get;update;patch
 
-// Reconcile sets the layer's Ready condition; status is patched only when it changed.
+// Reconcile sets the layer's conditions; status is patched only when it
+// changed. A missing ConfigMap is awaited, then stalled, as for a Persona.
 func (r *PromptLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	var l v1alpha1.PromptLayer
 	if err := r.Get(ctx, req.NamespacedName, &l); err != nil {
@@ -37,41 +41,41 @@ func (r *PromptLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	before := l.Status.DeepCopy()
 	defer func() { patchStatus(ctx, r.Client, &l, before, &l.Status, &err) }()
 
-	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonValid, ObservedGeneration: l.Generation}
-	switch text, reason, problem, err := r.template(ctx, &l); {
-	case err != nil:
+	text, problem, err := r.template(ctx, &l)
+	if err != nil {
 		return ctrl.Result{}, err
-	case problem != "":
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, reason, problem
-	default:
+	}
+	if problem == nil {
 		if checkErr := render.Default().Check(render.KindLayer, l.Name, text); checkErr != nil {
-			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ReasonTemplateInvalid, checkErr.Error()
-		} else {
-			ready.Message = "the template parses"
+			problem = &failure{reason: ReasonTemplateInvalid, message: checkErr.Error()}
 		}
 	}
 	l.Status.ObservedGeneration = l.Generation
-	meta.SetStatusCondition(&l.Status.Conditions, ready)
+	if problem != nil {
+		grace := cmp.Or(r.ReferenceGracePeriod, DefaultReferenceGracePeriod)
+		return ctrl.Result{RequeueAfter: markFailed(&l.Status.Conditions, l.Generation, *problem, time.Now(), grace)}, nil
+	}
+	markReady(&l.Status.Conditions, l.Generation, ReasonValid, "the template parses")
 	return ctrl.Result{}, nil
 }
 
-// template returns the layer's template text, or the reason and problem
-// that keep it from having one.
-func (r *PromptLayerReconciler) template(ctx context.Context, l *v1alpha1.PromptLayer) (text, reason, problem string, err error) {
+// template returns the layer's template text, or the problem that keeps
+// it from having one.
+func (r *PromptLayerReconciler) template(ctx context.Context, l *v1alpha1.PromptLayer) (string, *failure, error) {
 	switch {
 	case l.Spec.Template != nil:
-		return *l.Spec.Template, "", "", nil
+		return *l.Spec.Template, nil, nil
 	case l.Spec.TemplateFrom == nil:
-		return "", "", "", nil // a disable layer without a template
+		return "", nil, nil // a disable layer without a template
 	}
 	text, missing, err := resolve.TemplateFrom(ctx, untrimmed{cached: r.Client, live: r.APIReader}, l.Namespace, l)
 	switch {
 	case err != nil:
-		return "", "", "", err
+		return "", nil, err
 	case missing != nil:
-		return "", ReasonReferenceNotFound, missing.String() + " not found", nil
+		return "", &failure{reason: ReasonReferenceNotFound, message: missing.String() + " not found"}, nil
 	}
-	return text, "", "", nil
+	return text, nil, nil
 }
 
 // SetupWithManager registers the controller; a ConfigMap change re-checks
@@ -85,14 +89,10 @@ func (r *PromptLayerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *PromptLayerReconciler) layersReading(ctx context.Context, obj client.Object) []reconcile.Request {
-	var list v1alpha1.PromptLayerList
-	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{templateFromIndex: obj.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list PromptLayers reading ConfigMap", "name", obj.GetName())
-		return nil
-	}
-	reqs := make([]reconcile.Request, len(list.Items))
-	for i, l := range list.Items {
-		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l)}
+	names := listNames(ctx, r.Client, &v1alpha1.PromptLayerList{}, obj.GetNamespace(), referenceIndex, dependencyKey(KindConfigMap, obj.GetName()))
+	reqs := make([]reconcile.Request, len(names))
+	for i, name := range names {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}
 	}
 	return reqs
 }

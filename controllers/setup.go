@@ -4,6 +4,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 )
@@ -12,6 +13,9 @@ import (
 type Options struct {
 	// PersonaWorkers is the number of concurrent Persona reconciles.
 	PersonaWorkers int
+	// ReferenceGracePeriod is how long a missing reference is awaited
+	// before the object is stalled (SPEC §7); 0 means DefaultReferenceGracePeriod.
+	ReferenceGracePeriod time.Duration
 }
 
 // Setup registers the field indexes and both controllers with the manager.
@@ -25,11 +29,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Recorder:                mgr.GetEventRecorder("persona-operator"),
 		APIReader:               mgr.GetAPIReader(),
 		MaxConcurrentReconciles: opts.PersonaWorkers,
+		ReferenceGracePeriod:    opts.ReferenceGracePeriod,
 	}
 	if err := personas.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the Persona controller: %w", err)
 	}
-	if err := (&PromptLayerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+	if err := (&PromptLayerReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ReferenceGracePeriod: opts.ReferenceGracePeriod,
+	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
 	return nil

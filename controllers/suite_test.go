@@ -67,7 +67,7 @@ var _ = BeforeSuite(func() {
 	port, err := controlplane.FreePort()
 	Expect(err).NotTo(HaveOccurred())
 	metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	manager, err = plane.NewManager(binary, logs, "--zap-log-level=info",
+	manager, err = plane.NewManager(binary, logs, "--zap-log-level=info", "--reference-grace-period="+referenceGracePeriod.String(),
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false")
 	Expect(err).NotTo(HaveOccurred())
 	Expect(manager.Start(ctx)).To(Succeed())
@@ -112,6 +112,10 @@ func (b *syncBuffer) tail(n int) string {
 	}
 	return s
 }
+
+// referenceGracePeriod is the manager's, short so that specs see a missing
+// reference go from awaited to stalled.
+const referenceGracePeriod = 3 * time.Second
 
 var namespaceCount int
 
