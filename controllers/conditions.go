@@ -5,29 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// Condition types (SPEC §7), kstatus-compatible.
-const (
-	ConditionReady       = "Ready"
-	ConditionReconciling = "Reconciling"
-	ConditionStalled     = "Stalled"
-)
-
-// Reasons of a Persona's Ready condition (SPEC §7).
-const (
-	ReasonRendered          = "Rendered"
-	ReasonReferenceNotFound = "ReferenceNotFound"
-	ReasonInheritanceCycle  = "InheritanceCycle"
-	ReasonRenderFailed      = "RenderFailed"
-	ReasonTooLarge          = "TooLarge"
-	ReasonConfigMapConflict = "ConfigMapConflict"
-)
-
-// Reasons of a PromptLayer's Ready condition.
-const (
-	ReasonValid           = "Valid"
-	ReasonTemplateInvalid = "TemplateInvalid"
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
 
 // DefaultReferenceGracePeriod is how long a missing reference is awaited
@@ -44,10 +23,10 @@ type failure struct {
 // markReady sets Ready=True for generation and clears Reconciling and Stalled.
 func markReady(conds *[]metav1.Condition, generation int64, reason, message string) {
 	meta.SetStatusCondition(conds, metav1.Condition{
-		Type: ConditionReady, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: generation,
+		Type: v1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: generation,
 	})
-	meta.RemoveStatusCondition(conds, ConditionReconciling)
-	meta.RemoveStatusCondition(conds, ConditionStalled)
+	meta.RemoveStatusCondition(conds, v1alpha1.ReconcilingCondition)
+	meta.RemoveStatusCondition(conds, v1alpha1.StalledCondition)
 }
 
 // markFailed sets Ready=False for generation with exactly one of
@@ -59,25 +38,25 @@ func markReady(conds *[]metav1.Condition, generation int64, reason, message stri
 // 0 when it needs no such visit.
 func markFailed(conds *[]metav1.Condition, generation int64, f failure, now time.Time, grace time.Duration) (awaitFor time.Duration) {
 	ready := metav1.Condition{
-		Type: ConditionReady, Status: metav1.ConditionFalse, Reason: f.reason, Message: f.message, ObservedGeneration: generation,
+		Type: v1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: f.reason, Message: f.message, ObservedGeneration: generation,
 	}
-	if prev := meta.FindStatusCondition(*conds, ConditionReady); prev != nil && prev.Status == metav1.ConditionFalse &&
+	if prev := meta.FindStatusCondition(*conds, v1alpha1.ReadyCondition); prev != nil && prev.Status == metav1.ConditionFalse &&
 		(prev.Reason != f.reason || prev.Message != f.message) {
 		// SetStatusCondition keeps the time while the status stays False.
-		meta.RemoveStatusCondition(conds, ConditionReady)
+		meta.RemoveStatusCondition(conds, v1alpha1.ReadyCondition)
 	}
 	ready.LastTransitionTime = metav1.NewTime(now)
 	meta.SetStatusCondition(conds, ready)
 	inProgress := f.retrying
-	if f.reason == ReasonReferenceNotFound {
-		since := meta.FindStatusCondition(*conds, ConditionReady).LastTransitionTime.Time
+	if f.reason == v1alpha1.ReferenceNotFoundReason {
+		since := meta.FindStatusCondition(*conds, v1alpha1.ReadyCondition).LastTransitionTime.Time
 		if left := since.Add(grace).Sub(now); left > 0 {
 			inProgress, awaitFor = true, left
 		}
 	}
-	set, clear := ConditionStalled, ConditionReconciling
+	set, clear := v1alpha1.StalledCondition, v1alpha1.ReconcilingCondition
 	if inProgress {
-		set, clear = ConditionReconciling, ConditionStalled
+		set, clear = v1alpha1.ReconcilingCondition, v1alpha1.StalledCondition
 	}
 	meta.SetStatusCondition(conds, metav1.Condition{
 		Type: set, Status: metav1.ConditionTrue, Reason: f.reason, Message: f.message, ObservedGeneration: generation,

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
 
 // kstatusConditions are the conditions' statuses by type, "" for an absent one.
@@ -16,14 +18,14 @@ func kstatusConditions(conds []metav1.Condition) (ready, reconciling, stalled me
 		}
 		return ""
 	}
-	return get(ConditionReady), get(ConditionReconciling), get(ConditionStalled)
+	return get(v1alpha1.ReadyCondition), get(v1alpha1.ReconcilingCondition), get(v1alpha1.StalledCondition)
 }
 
 func TestMarkFailed(t *testing.T) {
 	const grace = 2 * time.Minute
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	missingA := failure{reason: ReasonReferenceNotFound, message: `PromptLayer "a" not found`}
-	missingAB := failure{reason: ReasonReferenceNotFound, message: `PromptLayer "a" not found; PromptLayer "b" not found`}
+	missingA := failure{reason: v1alpha1.ReferenceNotFoundReason, message: `PromptLayer "a" not found`}
+	missingAB := failure{reason: v1alpha1.ReferenceNotFoundReason, message: `PromptLayer "a" not found; PromptLayer "b" not found`}
 	expect := func(t *testing.T, conds []metav1.Condition, reconciling, stalled metav1.ConditionStatus) {
 		t.Helper()
 		r, rec, st := kstatusConditions(conds)
@@ -57,14 +59,14 @@ func TestMarkFailed(t *testing.T) {
 			t.Fatalf("reconcile again after %v, want %v", after, grace)
 		}
 		expect(t, conds, metav1.ConditionTrue, "")
-		if got := meta.FindStatusCondition(conds, ConditionReady).LastTransitionTime.Time; !got.Equal(t0.Add(4 * time.Minute)) {
+		if got := meta.FindStatusCondition(conds, v1alpha1.ReadyCondition).LastTransitionTime.Time; !got.Equal(t0.Add(4 * time.Minute)) {
 			t.Fatalf("Ready's lastTransitionTime is %v, want the change of the missing references", got)
 		}
 	})
 
 	t.Run("the period counts from a failure of another kind turning into a missing reference", func(t *testing.T) {
 		var conds []metav1.Condition
-		markFailed(&conds, 1, failure{reason: ReasonInheritanceCycle, message: "inheritance cycle: a -> b -> a"}, t0, grace)
+		markFailed(&conds, 1, failure{reason: v1alpha1.InheritanceCycleReason, message: "inheritance cycle: a -> b -> a"}, t0, grace)
 		expect(t, conds, "", metav1.ConditionTrue)
 		markFailed(&conds, 2, missingA, t0.Add(time.Hour), grace)
 		expect(t, conds, metav1.ConditionTrue, "")
@@ -72,7 +74,7 @@ func TestMarkFailed(t *testing.T) {
 
 	t.Run("a render that is retried is reconciling; other failures stall at once", func(t *testing.T) {
 		var conds []metav1.Condition
-		overrun := failure{reason: ReasonRenderFailed, message: "wall time", retrying: true}
+		overrun := failure{reason: v1alpha1.RenderFailedReason, message: "wall time", retrying: true}
 		if after := markFailed(&conds, 1, overrun, t0, grace); after != 0 {
 			t.Fatalf("the retry's delay is the caller's, got %v", after)
 		}
@@ -85,11 +87,11 @@ func TestMarkFailed(t *testing.T) {
 	t.Run("ready clears both", func(t *testing.T) {
 		var conds []metav1.Condition
 		markFailed(&conds, 1, missingA, t0, grace)
-		markReady(&conds, 2, ReasonRendered, "rendered")
+		markReady(&conds, 2, v1alpha1.RenderedReason, "rendered")
 		if r, rec, st := kstatusConditions(conds); r != metav1.ConditionTrue || rec != "" || st != "" {
 			t.Fatalf("Ready=%q Reconciling=%q Stalled=%q, want Ready=True alone", r, rec, st)
 		}
-		if c := meta.FindStatusCondition(conds, ConditionReady); c.ObservedGeneration != 2 {
+		if c := meta.FindStatusCondition(conds, v1alpha1.ReadyCondition); c.ObservedGeneration != 2 {
 			t.Fatalf("Ready's observedGeneration is %d, want 2", c.ObservedGeneration)
 		}
 	})

@@ -40,11 +40,11 @@ func dependents(ctx context.Context, c client.Reader, waiting *awaiting, ref obj
 		for _, index := range []string{referenceIndex, dependencyIndex} {
 			for _, name := range listNames(ctx, c, &v1alpha1.PersonaList{}, ref.Namespace, index, key) {
 				personas.Insert(name)
-				queue = append(queue, dependencyKey(KindPersona, name))
+				queue = append(queue, dependencyKey(v1alpha1.PersonaKind, name))
 			}
 		}
 		for _, name := range listNames(ctx, c, &v1alpha1.PromptLayerList{}, ref.Namespace, referenceIndex, key) {
-			queue = append(queue, dependencyKey(KindPromptLayer, name))
+			queue = append(queue, dependencyKey(v1alpha1.PromptLayerKind, name))
 		}
 	}
 	reqs := make([]reconcile.Request, 0, personas.Len())

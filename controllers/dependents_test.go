@@ -61,7 +61,7 @@ func TestDependents(t *testing.T) {
 		// reader's status records that its last render read fragment.
 		&v1alpha1.Persona{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "reader"},
-			Status:     v1alpha1.PersonaStatus{Dependencies: []v1alpha1.Dependency{{Kind: KindPromptLayer, Name: "fragment"}}},
+			Status:     v1alpha1.PersonaStatus{Dependencies: []v1alpha1.Dependency{{Kind: v1alpha1.PromptLayerKind, Name: "fragment"}}},
 		},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).
@@ -70,18 +70,18 @@ func TestDependents(t *testing.T) {
 		WithIndex(&v1alpha1.PromptLayer{}, referenceIndex, indexLayerReferences).
 		Build()
 	waiting := newAwaiting()
-	waiting.set(objectKey("ns", "waiter"), []objectRef{{Kind: KindConfigMap, Namespace: "ns", Name: "agents"}})
+	waiting.set(objectKey("ns", "waiter"), []objectRef{{Kind: v1alpha1.ConfigMapKind, Namespace: "ns", Name: "agents"}})
 
 	for _, tc := range []struct {
 		ref  objectRef
 		want []string
 	}{
-		{objectRef{KindConfigMap, "ns", "agents"}, []string{"child", "grandchild", "includer", "parent", "reader", "waiter"}},
-		{objectRef{KindPromptLayer, "ns", "fragment"}, []string{"child", "grandchild", "includer", "parent", "reader"}},
-		{objectRef{KindPromptLayer, "ns", "listed"}, []string{"child", "grandchild", "parent"}},
-		{objectRef{KindPersona, "ns", "parent"}, []string{"child", "grandchild"}},
-		{objectRef{KindPersona, "ns", "grandchild"}, nil},
-		{objectRef{KindConfigMap, "other-ns", "agents"}, nil},
+		{objectRef{v1alpha1.ConfigMapKind, "ns", "agents"}, []string{"child", "grandchild", "includer", "parent", "reader", "waiter"}},
+		{objectRef{v1alpha1.PromptLayerKind, "ns", "fragment"}, []string{"child", "grandchild", "includer", "parent", "reader"}},
+		{objectRef{v1alpha1.PromptLayerKind, "ns", "listed"}, []string{"child", "grandchild", "parent"}},
+		{objectRef{v1alpha1.PersonaKind, "ns", "parent"}, []string{"child", "grandchild"}},
+		{objectRef{v1alpha1.PersonaKind, "ns", "grandchild"}, nil},
+		{objectRef{v1alpha1.ConfigMapKind, "other-ns", "agents"}, nil},
 	} {
 		var got []string
 		for _, req := range dependents(context.Background(), c, waiting, tc.ref) {
@@ -98,8 +98,8 @@ func TestDependents(t *testing.T) {
 
 func TestAwaiting(t *testing.T) {
 	a := newAwaiting()
-	cm := objectRef{KindConfigMap, "ns", "agents"}
-	layerRef := objectRef{KindPromptLayer, "ns", "l"}
+	cm := objectRef{v1alpha1.ConfigMapKind, "ns", "agents"}
+	layerRef := objectRef{v1alpha1.PromptLayerKind, "ns", "l"}
 	a.set(objectKey("ns", "p"), []objectRef{cm, layerRef})
 	a.set(objectKey("ns", "q"), []objectRef{cm})
 	if got := a.waiters(cm); !slices.Equal(got, []string{"p", "q"}) {

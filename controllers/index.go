@@ -44,10 +44,10 @@ func indexPersonaReferences(obj client.Object) []string {
 	p := obj.(*v1alpha1.Persona)
 	var keys []string
 	for _, parent := range p.Spec.Inherit {
-		keys = append(keys, dependencyKey(KindPersona, string(parent)))
+		keys = append(keys, dependencyKey(v1alpha1.PersonaKind, string(parent)))
 	}
 	for _, l := range p.Spec.Layers {
-		keys = append(keys, dependencyKey(KindPromptLayer, l.Name))
+		keys = append(keys, dependencyKey(v1alpha1.PromptLayerKind, l.Name))
 	}
 	if sp := p.Spec.SystemPrompt; sp != nil {
 		for key, o := range sp.Platform {
@@ -66,7 +66,7 @@ func indexLayerReferences(obj client.Object) []string {
 	l := obj.(*v1alpha1.PromptLayer)
 	var keys []string
 	if l.Spec.TemplateFrom != nil {
-		keys = append(keys, dependencyKey(KindConfigMap, l.Spec.TemplateFrom.ConfigMapKeyRef.Name))
+		keys = append(keys, dependencyKey(v1alpha1.ConfigMapKind, l.Spec.TemplateFrom.ConfigMapKeyRef.Name))
 	}
 	if l.Spec.Template != nil {
 		keys = append(keys, includeKeys(render.KindLayer, l.Name, *l.Spec.Template)...)
@@ -77,7 +77,7 @@ func indexLayerReferences(obj client.Object) []string {
 func includeKeys(kind render.SectionKind, name, src string) []string {
 	var keys []string
 	for _, layer := range render.Default().Includes(kind, name, src) {
-		keys = append(keys, dependencyKey(KindPromptLayer, layer))
+		keys = append(keys, dependencyKey(v1alpha1.PromptLayerKind, layer))
 	}
 	return keys
 }

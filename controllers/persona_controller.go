@@ -95,7 +95,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if result.reason == ReasonRendered {
+	if result.reason == v1alpha1.RenderedReason {
 		if result, err = r.deliver(ctx, &p, result); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -125,9 +125,9 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	var cycle *resolve.CycleError
 	switch {
 	case errors.As(err, &notFound):
-		return failed(ReasonReferenceNotFound, err), nil
+		return failed(v1alpha1.ReferenceNotFoundReason, err), nil
 	case errors.As(err, &cycle):
-		return failed(ReasonInheritanceCycle, err), nil
+		return failed(v1alpha1.InheritanceCycleReason, err), nil
 	case err != nil:
 		return outcome{}, fmt.Errorf("resolve persona %s: %w", p.Name, err)
 	}
@@ -136,18 +136,18 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	var limit *render.LimitError
 	switch {
 	case errors.As(err, &limit) && limit.Limit == render.LimitTime:
-		o := failed(ReasonRenderFailed, err)
+		o := failed(v1alpha1.RenderFailedReason, err)
 		o.retryAfter = r.overruns.add(key, p.Generation, res.Bundle)
 		return o, nil
 	case errors.As(err, &tooLarge):
 		r.overruns.reset(key)
-		return failed(ReasonTooLarge, err), nil
+		return failed(v1alpha1.TooLargeReason, err), nil
 	case err != nil:
 		r.overruns.reset(key)
-		return failed(ReasonRenderFailed, err), nil
+		return failed(v1alpha1.RenderFailedReason, err), nil
 	}
 	r.overruns.reset(key)
-	return outcome{reason: ReasonRendered, output: out}, nil
+	return outcome{reason: v1alpha1.RenderedReason, output: out}, nil
 }
 
 // rereads bounds how often resolve reads again while references keep
@@ -222,7 +222,7 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 		return outcome{}, fmt.Errorf("get ConfigMap %s: %w", desired.Name, err)
 	}
 	if !metav1.IsControlledBy(&current, p) {
-		return failed(ReasonConfigMapConflict, fmt.Errorf("ConfigMap %s exists and is not controlled by this Persona; delete or rename it", desired.Name)), nil
+		return failed(v1alpha1.ConfigMapConflictReason, fmt.Errorf("ConfigMap %s exists and is not controlled by this Persona; delete or rename it", desired.Name)), nil
 	}
 	if isCurrent(&current, desired) {
 		return result, nil
@@ -272,14 +272,14 @@ func isCurrent(current, desired *corev1.ConfigMap) bool {
 func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus, result outcome) time.Duration {
 	st := &p.Status
 	st.ObservedGeneration = p.Generation
-	previous := meta.FindStatusCondition(before.Conditions, ConditionReady)
-	if result.reason == ReasonRendered {
+	previous := meta.FindStatusCondition(before.Conditions, v1alpha1.ReadyCondition)
+	if result.reason == v1alpha1.RenderedReason {
 		out := result.output
 		SetRendered(p, out)
 		// One Event per change of the ConfigMap's content: a reconcile that
 		// read a stale Persona from the cache writes nothing and tells nothing.
 		if result.wrote && before.ContentHash != out.Hash {
-			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonRendered, "Render", "%s", RenderedNote(p, out))
+			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, v1alpha1.RenderedReason, "Render", "%s", RenderedNote(p, out))
 		}
 		return 0
 	}
@@ -305,7 +305,7 @@ func SetRendered(p *v1alpha1.Persona, out *render.Output) {
 	st.ContentHash = out.Hash
 	st.RenderedBytes = int64(out.Bytes)
 	st.Sections = provenance(out.Pieces)
-	markReady(&st.Conditions, p.Generation, ReasonRendered,
+	markReady(&st.Conditions, p.Generation, v1alpha1.RenderedReason,
 		fmt.Sprintf("ConfigMap %s holds the render: %d bytes, %s", st.ConfigMapName, out.Bytes, out.Hash))
 }
 
@@ -337,20 +337,13 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Persona{}, specChanged).
 		Owns(&corev1.ConfigMap{}, changedByOthers).
-		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(KindPersona)), specChanged).
-		Watches(&v1alpha1.PromptLayer{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(KindPromptLayer)), specChanged).
+		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(v1alpha1.PersonaKind)), specChanged).
+		Watches(&v1alpha1.PromptLayer{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(v1alpha1.PromptLayerKind)), specChanged).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.configMapDependents)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Named("persona").
 		Complete(r)
 }
-
-// Kinds of dependencies, as the resolver records them.
-const (
-	KindPersona     = resolve.KindPersona
-	KindPromptLayer = resolve.KindPromptLayer
-	KindConfigMap   = resolve.KindConfigMap
-)
 
 func (r *PersonaReconciler) dependentsOf(kind string) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -364,7 +357,7 @@ func (r *PersonaReconciler) dependentsOf(kind string) handler.MapFunc {
 // owner watch enqueues), so that a Persona in conflict retries once the
 // foreign ConfigMap is gone.
 func (r *PersonaReconciler) configMapDependents(ctx context.Context, obj client.Object) []reconcile.Request {
-	reqs := r.dependentsOf(KindConfigMap)(ctx, obj)
+	reqs := r.dependentsOf(v1alpha1.ConfigMapKind)(ctx, obj)
 	if name, ok := personaOfConfigMap(obj.GetName()); ok && !controlledByPersona(obj, name) {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}})
 	}

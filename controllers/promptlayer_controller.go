@@ -47,7 +47,7 @@ func (r *PromptLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	if problem == nil {
 		if checkErr := render.Default().Check(render.KindLayer, l.Name, text); checkErr != nil {
-			problem = &failure{reason: ReasonTemplateInvalid, message: checkErr.Error()}
+			problem = &failure{reason: v1alpha1.TemplateInvalidReason, message: checkErr.Error()}
 		}
 	}
 	l.Status.ObservedGeneration = l.Generation
@@ -55,7 +55,7 @@ func (r *PromptLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		grace := cmp.Or(r.ReferenceGracePeriod, DefaultReferenceGracePeriod)
 		return ctrl.Result{RequeueAfter: markFailed(&l.Status.Conditions, l.Generation, *problem, time.Now(), grace)}, nil
 	}
-	markReady(&l.Status.Conditions, l.Generation, ReasonValid, "the template parses")
+	markReady(&l.Status.Conditions, l.Generation, v1alpha1.ValidReason, "the template parses")
 	return ctrl.Result{}, nil
 }
 
@@ -73,7 +73,7 @@ func (r *PromptLayerReconciler) template(ctx context.Context, l *v1alpha1.Prompt
 	case err != nil:
 		return "", nil, err
 	case missing != nil:
-		return "", &failure{reason: ReasonReferenceNotFound, message: missing.String() + " not found"}, nil
+		return "", &failure{reason: v1alpha1.ReferenceNotFoundReason, message: missing.String() + " not found"}, nil
 	}
 	return text, nil, nil
 }
@@ -89,7 +89,7 @@ func (r *PromptLayerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *PromptLayerReconciler) layersReading(ctx context.Context, obj client.Object) []reconcile.Request {
-	names := listNames(ctx, r.Client, &v1alpha1.PromptLayerList{}, obj.GetNamespace(), referenceIndex, dependencyKey(KindConfigMap, obj.GetName()))
+	names := listNames(ctx, r.Client, &v1alpha1.PromptLayerList{}, obj.GetNamespace(), referenceIndex, dependencyKey(v1alpha1.ConfigMapKind, obj.GetName()))
 	reqs := make([]reconcile.Request, len(names))
 	for i, name := range names {
 		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}

@@ -18,12 +18,8 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-)
 
-// The kinds this package validates.
-const (
-	KindPersona     = "Persona"
-	KindPromptLayer = "PromptLayer"
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
 
 // Validate dispatches on obj["kind"] to ValidatePersona or
@@ -31,9 +27,9 @@ const (
 func Validate(obj map[string]any) field.ErrorList {
 	kind, _ := obj["kind"].(string)
 	switch kind {
-	case KindPersona:
+	case v1alpha1.PersonaKind:
 		return ValidatePersona(obj)
-	case KindPromptLayer:
+	case v1alpha1.PromptLayerKind:
 		return ValidatePromptLayer(obj)
 	}
 	return nil

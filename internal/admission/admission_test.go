@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
 
 // want is one expected error: its path and type.
@@ -132,7 +134,7 @@ func TestValidateDispatch(t *testing.T) {
 	if errs := Validate(nil); errs != nil {
 		t.Errorf("nil object: %v", errs)
 	}
-	for _, kind := range []string{KindPersona, KindPromptLayer} {
+	for _, kind := range []string{v1alpha1.PersonaKind, v1alpha1.PromptLayerKind} {
 		obj := map[string]any{"kind": kind, "metadata": bad["metadata"], "spec": bad["spec"]}
 		if errs := Validate(obj); len(errs) == 0 {
 			t.Errorf("kind %s: a bad object passed", kind)

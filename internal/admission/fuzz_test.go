@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
 
 // FuzzValidate feeds arbitrary JSON objects to Validate as both kinds: it
@@ -40,7 +42,7 @@ func FuzzValidate(f *testing.F) {
 		if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
 			return // not an object
 		}
-		for _, kind := range []string{KindPersona, KindPromptLayer} {
+		for _, kind := range []string{v1alpha1.PersonaKind, v1alpha1.PromptLayerKind} {
 			obj["kind"] = kind
 			errs := Validate(obj)
 			for _, e := range errs {

@@ -227,7 +227,7 @@ func importFile(file string, raw []byte, namespace string) (im *imported, errs, 
 	}
 	obj := map[string]any{
 		"apiVersion": manifest.APIVersion,
-		"kind":       manifest.KindPersona,
+		"kind":       v1alpha1.PersonaKind,
 		"metadata":   meta,
 		"spec":       spec,
 	}

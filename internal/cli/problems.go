@@ -50,7 +50,7 @@ func oneLine(s string) string {
 func admit(set *manifest.Set, ps *problems) map[*manifest.Object]bool {
 	ok := map[*manifest.Object]bool{}
 	for _, o := range set.Objects() {
-		if o.Kind == manifest.KindConfigMap {
+		if o.Kind == v1alpha1.ConfigMapKind {
 			ok[o] = true
 			continue
 		}
@@ -119,7 +119,7 @@ var (
 func referenceField(p *v1alpha1.Persona, ref resolve.Reference) string {
 	self := ref.By == resolve.Referrer{Kind: resolve.ByPersona, Name: p.Name}
 	switch {
-	case ref.Kind == resolve.KindPersona:
+	case ref.Kind == v1alpha1.PersonaKind:
 		if i := slices.Index(p.Spec.Inherit, v1alpha1.PersonaName(ref.Name)); self && i >= 0 {
 			return inheritPath.Index(i).String()
 		}

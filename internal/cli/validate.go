@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/manifest"
 )
 
@@ -66,9 +67,9 @@ func (o *validateOptions) run(cmd *cobra.Command, s *Streams, paths []string) er
 	personas, layers := 0, 0
 	for _, obj := range set.Objects() {
 		switch obj.Kind {
-		case manifest.KindPersona:
+		case v1alpha1.PersonaKind:
 			personas++
-		case manifest.KindPromptLayer:
+		case v1alpha1.PromptLayerKind:
 			layers++
 		}
 		// A duplicate is reported as such; the first definition is checked.
@@ -76,9 +77,9 @@ func (o *validateOptions) run(cmd *cobra.Command, s *Streams, paths []string) er
 			continue
 		}
 		switch obj.Kind {
-		case manifest.KindPersona:
+		case v1alpha1.PersonaKind:
 			checkPersona(cmd.Context(), set, obj, &ps)
-		case manifest.KindPromptLayer:
+		case v1alpha1.PromptLayerKind:
 			checkLayer(set, obj, &ps)
 		}
 	}

@@ -20,11 +20,11 @@ func (s *Set) Get(_ context.Context, k client.ObjectKey, obj client.Object, _ ..
 	var gr schema.GroupResource
 	switch obj.(type) {
 	case *v1alpha1.Persona:
-		kind, gr = KindPersona, v1alpha1.GroupVersion.WithResource("personas").GroupResource()
+		kind, gr = v1alpha1.PersonaKind, v1alpha1.GroupVersion.WithResource("personas").GroupResource()
 	case *v1alpha1.PromptLayer:
-		kind, gr = KindPromptLayer, v1alpha1.GroupVersion.WithResource("promptlayers").GroupResource()
+		kind, gr = v1alpha1.PromptLayerKind, v1alpha1.GroupVersion.WithResource("promptlayers").GroupResource()
 	case *corev1.ConfigMap:
-		kind, gr = KindConfigMap, corev1.Resource("configmaps")
+		kind, gr = v1alpha1.ConfigMapKind, corev1.Resource("configmaps")
 	default:
 		return fmt.Errorf("manifest: lookup of %T is not supported", obj)
 	}

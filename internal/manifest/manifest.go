@@ -28,13 +28,6 @@ import (
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
 
-// The kinds a Set keeps.
-const (
-	KindPersona     = "Persona"
-	KindPromptLayer = "PromptLayer"
-	KindConfigMap   = "ConfigMap"
-)
-
 // DefaultNamespace is the namespace of objects without metadata.namespace
 // when no other is given, as with kubectl.
 const DefaultNamespace = "default"
@@ -395,7 +388,7 @@ func (s *Set) addDocument(o Origin, doc document) {
 		group = ""
 	}
 	ours := group == Group
-	if !ours && !(apiVersion == "v1" && (kind == KindConfigMap || kind == "List" || kind == "ConfigMapList")) {
+	if !ours && !(apiVersion == "v1" && (kind == v1alpha1.ConfigMapKind || kind == "List" || kind == "ConfigMapList")) {
 		return
 	}
 	if strictErr != nil {
@@ -441,11 +434,11 @@ func (s *Set) addObject(o Origin, obj map[string]any, top bool) {
 			s.problem(o, "", "apiVersion", fmt.Sprintf("Unsupported value: %q: supported values: %q", apiVersion, APIVersion))
 			return
 		}
-		if kind != KindPersona && kind != KindPromptLayer {
+		if kind != v1alpha1.PersonaKind && kind != v1alpha1.PromptLayerKind {
 			s.problem(o, "", "kind", unknownKind(kind))
 			return
 		}
-	case apiVersion == "v1" && kind == KindConfigMap:
+	case apiVersion == "v1" && kind == v1alpha1.ConfigMapKind:
 	default:
 		return
 	}
@@ -467,7 +460,7 @@ func (s *Set) addObject(o Origin, obj map[string]any, top bool) {
 }
 
 func unknownKind(kind string) string {
-	return fmt.Sprintf("Unsupported value: %q: %s has the kinds %q and %q", kind, APIVersion, KindPersona, KindPromptLayer)
+	return fmt.Sprintf("Unsupported value: %q: %s has the kinds %q and %q", kind, APIVersion, v1alpha1.PersonaKind, v1alpha1.PromptLayerKind)
 }
 
 // Objects returns every kept object in the order read, duplicates included.
@@ -478,7 +471,7 @@ func (s *Set) Objects() []*Object { return s.objects }
 func (s *Set) Personas() []*Object {
 	var out []*Object
 	for k, o := range s.index {
-		if k.kind == KindPersona {
+		if k.kind == v1alpha1.PersonaKind {
 			out = append(out, o)
 		}
 	}

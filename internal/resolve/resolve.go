@@ -13,13 +13,6 @@ import (
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
-// Dependency kinds.
-const (
-	KindPersona     = "Persona"
-	KindPromptLayer = "PromptLayer"
-	KindConfigMap   = "ConfigMap"
-)
-
 // Result is a resolved persona.
 type Result struct {
 	// Bundle is the render input; nil when resolution failed.
@@ -77,7 +70,7 @@ func (r *resolver) bundle(p *v1alpha1.Persona) (*render.Bundle, error) {
 func (r *resolver) dependencies(self string) []v1alpha1.Dependency {
 	out := make([]v1alpha1.Dependency, 0, len(r.deps))
 	for d := range r.deps {
-		if d.Kind == KindPersona && d.Name == self {
+		if d.Kind == v1alpha1.PersonaKind && d.Name == self {
 			continue
 		}
 		out = append(out, d)
@@ -123,7 +116,7 @@ func (r *resolver) chain(p *v1alpha1.Persona) ([]*v1alpha1.Persona, error) {
 				continue
 			}
 			var parent v1alpha1.Persona
-			found, err := r.get(KindPersona, name, &parent, Referrer{ByPersona, p.Name})
+			found, err := r.get(v1alpha1.PersonaKind, name, &parent, Referrer{ByPersona, p.Name})
 			if err != nil {
 				return err
 			}
@@ -173,7 +166,7 @@ func (r *resolver) layers(chain []*v1alpha1.Persona) ([]render.Layer, error) {
 // layer reads a PromptLayer and its template text.
 func (r *resolver) layer(name string, by Referrer) (render.Layer, bool, error) {
 	var pl v1alpha1.PromptLayer
-	found, err := r.get(KindPromptLayer, name, &pl, by)
+	found, err := r.get(v1alpha1.PromptLayerKind, name, &pl, by)
 	if err != nil || !found {
 		return render.Layer{}, false, err
 	}
@@ -186,7 +179,7 @@ func (r *resolver) layer(name string, by Referrer) (render.Layer, bool, error) {
 	case pl.Spec.Template != nil:
 		l.Template = *pl.Spec.Template
 	case pl.Spec.TemplateFrom != nil:
-		r.deps[v1alpha1.Dependency{Kind: KindConfigMap, Name: pl.Spec.TemplateFrom.ConfigMapKeyRef.Name}] = true
+		r.deps[v1alpha1.Dependency{Kind: v1alpha1.ConfigMapKind, Name: pl.Spec.TemplateFrom.ConfigMapKeyRef.Name}] = true
 		text, missing, err := TemplateFrom(r.ctx, r.lookup, r.ns, &pl)
 		if err != nil {
 			return render.Layer{}, false, err

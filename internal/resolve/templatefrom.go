@@ -22,13 +22,13 @@ func TemplateFrom(ctx context.Context, lookup Lookup, namespace string, layer *v
 	err = lookup.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, &cm)
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", &Reference{Kind: KindConfigMap, Name: ref.Name, By: by}, nil
+		return "", &Reference{Kind: v1alpha1.ConfigMapKind, Name: ref.Name, By: by}, nil
 	case err != nil:
-		return "", nil, fmt.Errorf("get %s %s/%s: %w", KindConfigMap, namespace, ref.Name, err)
+		return "", nil, fmt.Errorf("get %s %s/%s: %w", v1alpha1.ConfigMapKind, namespace, ref.Name, err)
 	}
 	text, ok := cm.Data[ref.Key]
 	if !ok {
-		return "", &Reference{Kind: KindConfigMap, Name: ref.Name, Key: ref.Key, By: by}, nil
+		return "", &Reference{Kind: v1alpha1.ConfigMapKind, Name: ref.Name, Key: ref.Key, By: by}, nil
 	}
 	return text, nil, nil
 }

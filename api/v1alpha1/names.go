@@ -1,0 +1,45 @@
+package v1alpha1
+
+// Kinds of this API, and the core kind a PromptLayer's templateFrom reads:
+// the kinds a Persona's status.dependencies names.
+const (
+	PersonaKind     = "Persona"
+	PromptLayerKind = "PromptLayer"
+	ConfigMapKind   = "ConfigMap"
+)
+
+// Condition types of every kind of this API, kstatus-compatible: Ready=False
+// always comes with exactly one of Reconciling=True (the controller is still
+// at work or will retry by itself) and Stalled=True (only a change to some
+// object can help).
+const (
+	ReadyCondition       = "Ready"
+	ReconcilingCondition = "Reconciling"
+	StalledCondition     = "Stalled"
+)
+
+// Reasons of a Persona's conditions.
+const (
+	// RenderedReason: the ConfigMap holds the render of the current generation.
+	RenderedReason = "Rendered"
+	// ReferenceNotFoundReason: a parent, layer, included layer, ConfigMap or
+	// ConfigMap key is missing; awaited for the reference grace period, then
+	// stalled. Also a PromptLayer's, for its templateFrom.
+	ReferenceNotFoundReason = "ReferenceNotFound"
+	// InheritanceCycleReason: the inherit chain loops; the message names it.
+	InheritanceCycleReason = "InheritanceCycle"
+	// RenderFailedReason: a template fails or exceeds a render limit.
+	RenderFailedReason = "RenderFailed"
+	// TooLargeReason: the rendered data exceeds the ConfigMap limit.
+	TooLargeReason = "TooLarge"
+	// ConfigMapConflictReason: persona-<name> exists and another owner controls it.
+	ConfigMapConflictReason = "ConfigMapConflict"
+)
+
+// Reasons of a PromptLayer's conditions, beside ReferenceNotFoundReason.
+const (
+	// ValidReason: the template parses and its templateFrom resolves.
+	ValidReason = "Valid"
+	// TemplateInvalidReason: the template does not parse or names an unknown field.
+	TemplateInvalidReason = "TemplateInvalid"
+)
