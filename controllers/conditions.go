@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultReferenceGracePeriod is how long a missing reference is awaited
-// before the object is stalled (SPEC §7).
+// before the object is stalled (personas.md#conditions).
 const DefaultReferenceGracePeriod = 2 * time.Minute
 
 // failure is why an object is not Ready.
@@ -30,7 +30,7 @@ func markReady(conds *[]metav1.Condition, generation int64, reason, message stri
 }
 
 // markFailed sets Ready=False for generation with exactly one of
-// Reconciling and Stalled (SPEC §7). A missing reference is awaited for
+// Reconciling and Stalled (personas.md#conditions). A missing reference is awaited for
 // grace, counted from Ready's lastTransitionTime, which restarts whenever
 // the missing references (the message names them) change; the clock lives
 // in the status, so it survives a restart or a change of leader. awaitFor

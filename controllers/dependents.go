@@ -18,7 +18,7 @@ type objectRef struct {
 	Kind, Namespace, Name string
 }
 
-// dependents lists the Personas a change of ref re-renders (SPEC §7, order
+// dependents lists the Personas a change of ref re-renders (personas.md#conditions, order
 // never matters). Three sources, so that none depends on which informer
 // event reaches its cache first:
 //   - what the Personas' specs name, hop by hop: a Persona that lists a

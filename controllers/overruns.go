@@ -12,7 +12,7 @@ import (
 
 // A render that runs out of wall time is retried by itself, since an
 // overloaded machine can cause it; after maxOverruns in a row on the same
-// generation and inputs the Persona is stalled (SPEC §7).
+// generation and inputs the Persona is stalled (personas.md#conditions).
 const (
 	maxOverruns = 3
 	// overrunRetry is the first retry's delay; each next one doubles.

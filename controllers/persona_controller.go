@@ -32,7 +32,7 @@ import (
 	"github.com/persona-operator/persona-operator/internal/resolve"
 )
 
-// PersonaReconciler renders each Persona into its ConfigMap (SPEC §5–§7).
+// PersonaReconciler renders each Persona into its ConfigMap (personas.md#composition, #delivery and #conditions).
 type PersonaReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
@@ -64,7 +64,7 @@ type PersonaReconciler struct {
 
 // outcome is what one render attempt came to.
 type outcome struct {
-	// reason is the Ready reason: Rendered or a failure of SPEC §7.
+	// reason is the Ready reason: Rendered or a failure of personas.md#conditions.
 	reason  string
 	message string
 	output  *render.Output
@@ -156,7 +156,7 @@ const rereads = 4
 
 // resolve resolves p and records the references it found missing, then
 // reads them again: an object that arrived before the record is seen by
-// that read, and one that arrives after finds p waiting for it (SPEC §7,
+// that read, and one that arrives after finds p waiting for it (personas.md#conditions,
 // order never matters).
 func (r *PersonaReconciler) resolve(ctx context.Context, p *v1alpha1.Persona) (*resolve.Result, error) {
 	lookup := untrimmed{cached: r.Client, live: r.APIReader}
@@ -265,7 +265,7 @@ func isCurrent(current, desired *corev1.ConfigMap) bool {
 	return true
 }
 
-// report sets the status and emits Events for what changed (SPEC §7),
+// report sets the status and emits Events for what changed (personas.md#conditions),
 // and returns when the Persona must be reconciled again by itself: a render
 // out of wall time is retried, an awaited reference becomes stalled. A
 // failure keeps the last good render's fields: the ConfigMap still holds it.
@@ -296,8 +296,8 @@ func (r *PersonaReconciler) gracePeriod() time.Duration {
 	return cmp.Or(r.ReferenceGracePeriod, DefaultReferenceGracePeriod)
 }
 
-// SetRendered sets p's status for a render its ConfigMap holds (SPEC §2,
-// §7): the ConfigMap's name, hash and size, the provenance of each piece,
+// SetRendered sets p's status for a render its ConfigMap holds (personas.md#writing-a-persona-spec,
+// personas.md#conditions): the ConfigMap's name, hash and size, the provenance of each piece,
 // Ready=True for p's generation, neither Reconciling nor Stalled.
 func SetRendered(p *v1alpha1.Persona, out *render.Output) {
 	st := &p.Status

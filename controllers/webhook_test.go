@@ -22,7 +22,7 @@ var _ = Describe("Admission", func() {
 		return "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptLayer\nmetadata: {name: l}\nspec:\n" + indentLines(strings.TrimSpace(spec), "  ")
 	}
 
-	DescribeTable("refuses each class of SPEC §8 with the field path",
+	DescribeTable("refuses each class of admission problem with the field path",
 		func(manifest, field, message string) {
 			err := tryApply(ns, manifest)
 			Expect(err).To(HaveOccurred())

@@ -96,7 +96,7 @@ func (w *world) createShared(ctx context.Context, c client.Client) error {
 // the world at the least: create every object (as the users do), and for
 // each persona create its ConfigMap and patch its status; PromptLayers get
 // their Ready status too. withEvents adds the Rendered Event per persona
-// that SPEC §7 requires. It returns the time from the first create to the
+// that personas.md#conditions requires. It returns the time from the first create to the
 // last write, and keeps the objects it wrote in w for fanOutFloor.
 func convergenceFloor(ctx context.Context, c client.Client, w *world, workers int, withEvents bool) (time.Duration, error) {
 	start := time.Now()
@@ -163,7 +163,7 @@ func patchStatus(ctx context.Context, c client.Client, p *v1alpha1.Persona, r *r
 	return nil
 }
 
-// createEvent creates the Normal Rendered Event of SPEC §7, as the
+// createEvent creates the Normal Rendered Event of personas.md#conditions, as the
 // controller's events.k8s.io recorder does.
 func createEvent(ctx context.Context, c client.Client, p *v1alpha1.Persona, r *rendered) error {
 	now := time.Now()

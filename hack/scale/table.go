@@ -224,7 +224,7 @@ func ratioRow(measure string, rounds []*roundResult, operator, floor func(*round
 }
 
 // leastRow is the ratio of fan-out's floors: the one that also makes the
-// writes SPEC §7 requires over the bare one, in the operator column. No
+// writes personas.md#conditions requires over the bare one, in the operator column. No
 // operator that makes those writes can beat it, so it has no target.
 func leastRow(measure string, rounds []*roundResult) []string {
 	row := ratioRow(measure, rounds, func(rr *roundResult) time.Duration { return rr.fanOutSpecFloor },
@@ -260,7 +260,7 @@ func (r *report) markdown() string {
 	rows = append(rows,
 		ratioRow(fmt.Sprintf("convergence: create %d Personas → all Ready", n), r.rounds, convergence,
 			func(rr *roundResult) time.Duration { return rr.convergenceFloor }, convergenceTimeout),
-		ratioRow("  … against the floor with each Rendered Event (SPEC §7)", r.rounds, convergence,
+		ratioRow("  … against the floor with each Rendered Event (personas.md#conditions)", r.rounds, convergence,
 			func(rr *roundResult) time.Duration { return rr.convergenceSpecFloor }, convergenceTimeout))
 	if !slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.convergenceTimeout != "" }) {
 		rows = append(rows,
@@ -316,7 +316,7 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "- manager flags: %s (defaults otherwise; see cmd/main.go)\n", strings.Join(r.managerFlags, " "))
 	fmt.Fprintf(&b, "- %d rounds, each measuring its floors first and then the operator with a manager of its own; ", len(r.rounds))
 	fmt.Fprintf(&b, "floors, measured before the round's manager starts, without the webhook, with %d workers of the same client: convergence = create the layers, the parent and %d Personas + create each ConfigMap + patch each status; "+
-		"fan-out = update the %d ConfigMaps; \"with Events\" adds the writes SPEC §7 requires as well: each Rendered Event (and, for fan-out, each status patch)\n", r.opts.workers, n, n)
+		"fan-out = update the %d ConfigMaps; \"with Events\" adds the writes personas.md#conditions requires as well: each Rendered Event (and, for fan-out, each status patch)\n", r.opts.workers, n, n)
 	fmt.Fprintf(&b, "- convergence and fan-out end when the last Persona is Ready / ConfigMap has its new hash, as seen by a watch (cheaper than listing %d rendered objects every 200 ms)\n", n)
 	fmt.Fprintf(&b, "- run took %s; manager log: %s\n", r.elapsed.Round(time.Second), r.logPath)
 	if len(r.profiles) > 0 {

@@ -1,4 +1,4 @@
-// Package admission implements the admission rules of SPEC §8 over raw
+// Package admission implements the admission rules of personas.md#validating-before-apply over raw
 // objects: the map[string]any that JSON or YAML decodes to, as in
 // unstructured.Unstructured.Object. It works on the raw map rather than the
 // typed API structs because decoding into them silently drops unknown keys and

@@ -22,7 +22,7 @@ func FuzzValidate(f *testing.F) {
 		layer("  template: x\n  templateFrom: {configMapKeyRef: {name: c, key: k}}\n"),
 		layer("  source: Bad_Source\n  mode: merge\n  templateFrom: {configMapKeyRef: {nme: c}}\n"),
 	}
-	for _, file := range seedSamples {
+	for _, file := range systemPromptSamples {
 		seeds = append(seeds, sample(f, file))
 	}
 	for _, doc := range seeds {

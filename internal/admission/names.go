@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// The name patterns of SPEC §2, §3 and §5.3.
+// The name patterns of personas.md#writing-a-persona-spec, promptlayers.md#writing-a-promptlayer-spec and personas.md#extensions.
 const (
 	// namePattern is a Persona name, an inherit entry, a variant name and a
 	// custom layer source.
@@ -34,7 +34,7 @@ func checkPattern(p *field.Path, s string, re *regexp.Regexp, what string) field
 const nameWhat = "a lower-case letter, then up to 62 lower-case letters, digits or '-'"
 
 // validatePersonaName checks a Persona's metadata.name. Beyond the pattern
-// of SPEC §2 it must end with a letter or digit: the API server requires
+// of personas.md#writing-a-persona-spec it must end with a letter or digit: the API server requires
 // object names to be DNS-1123 subdomains, and the name becomes the ConfigMap
 // name persona-<name> and a label value, neither of which may end with '-'.
 func validatePersonaName(p *field.Path, name string) field.ErrorList {

@@ -12,7 +12,7 @@ import (
 	"github.com/persona-operator/persona-operator/internal/suggest"
 )
 
-// Limits of a Persona spec (SPEC §2).
+// Limits of a Persona spec (personas.md#writing-a-persona-spec).
 const (
 	maxDescriptionBytes = 1024
 	maxInherit          = 16
@@ -25,7 +25,7 @@ var harnesses = []v1alpha1.Harness{v1alpha1.HarnessClaude, v1alpha1.HarnessCodex
 var personaSpecType = reflect.TypeFor[v1alpha1.PersonaSpec]()
 
 // ValidatePersona validates a Persona object (apiVersion/kind/metadata/spec/status
-// map) against SPEC §2 and §8, and returns every problem found.
+// map) against personas.md#writing-a-persona-spec and personas.md#validating-before-apply, and returns every problem found.
 func ValidatePersona(obj map[string]any) field.ErrorList {
 	_, errs := validateEnvelope(obj, validatePersonaName)
 	specPath := field.NewPath("spec")
@@ -101,7 +101,7 @@ func validateLayerRefs(p *field.Path, spec map[string]any) field.ErrorList {
 }
 
 // validatePlatform checks systemPrompt.platform: keys from the catalog, and
-// each entry setting exactly one of replace and remove (SPEC §5.2).
+// each entry setting exactly one of replace and remove (personas.md#platform-sections).
 func validatePlatform(p *field.Path, sp map[string]any) field.ErrorList {
 	platform, _ := getMap(sp, "platform")
 	var errs field.ErrorList
@@ -139,7 +139,7 @@ func validatePlatform(p *field.Path, sp map[string]any) field.ErrorList {
 	return errs
 }
 
-// validateExtensions checks systemPrompt.extensions (SPEC §5.3).
+// validateExtensions checks systemPrompt.extensions (personas.md#extensions).
 func validateExtensions(p *field.Path, sp map[string]any) field.ErrorList {
 	list, _ := getList(sp, "extensions")
 	var errs field.ErrorList
@@ -173,7 +173,7 @@ func validateExtensions(p *field.Path, sp map[string]any) field.ErrorList {
 	return errs
 }
 
-// validateVariants checks spec.variants (SPEC §6): names unique, since each
+// validateVariants checks spec.variants (personas.md#delivery): names unique, since each
 // is a key system-prompt.<name>.md of the ConfigMap.
 func validateVariants(p *field.Path, spec map[string]any) field.ErrorList {
 	list, errs := boundedList(p, spec, "variants", maxVariants)

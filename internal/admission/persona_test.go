@@ -10,9 +10,9 @@ import (
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
-// seedSamples are the examples of the Murmur systemPrompt reference
-// (seeds/003) as config/samples ships them, by file.
-var seedSamples = []string{
+// systemPromptSamples are the config/samples Personas that show the
+// systemPrompt field (platform overrides and extensions), by file.
+var systemPromptSamples = []string{
 	"prompts_v1alpha1_persona_bench_lean.yaml",
 	"prompts_v1alpha1_persona_bare_prompt.yaml",
 	"prompts_v1alpha1_persona_model_aware_reviewer.yaml",
@@ -131,7 +131,7 @@ func TestPersonaAccepted(t *testing.T) {
 		{name: "nulls are unset", doc: persona("  model: null\n  systemPrompt:\n    platform:\n      waiver: null\n      tasks: {replace: null, remove: true}\n  vars: {a: null}\n")},
 		{name: "template at the source limit", doc: extension(strings.Repeat("x", render.DefaultLimits.MaxSourceBytes))},
 	}
-	for _, file := range seedSamples {
+	for _, file := range systemPromptSamples {
 		cases = append(cases, testCase{name: "seed " + file, doc: sample(t, file)})
 	}
 	runCases(t, cases, ValidatePersona)

@@ -16,7 +16,7 @@ var layerModes = []v1alpha1.LayerMode{
 
 var promptLayerSpecType = reflect.TypeFor[v1alpha1.PromptLayerSpec]()
 
-// ValidatePromptLayer validates a PromptLayer object against SPEC §3 and §8,
+// ValidatePromptLayer validates a PromptLayer object against promptlayers.md#writing-a-promptlayer-spec and personas.md#validating-before-apply,
 // and returns every problem found.
 func ValidatePromptLayer(obj map[string]any) field.ErrorList {
 	name, errs := validateEnvelope(obj, validateSubdomain)

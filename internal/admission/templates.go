@@ -9,7 +9,7 @@ import (
 )
 
 // checkTemplate reports a template source that would not be accepted (SPEC
-// §4.3, §8, §9): too large, not parsing with the function set, a non-literal
+// personas.md#functions, personas.md#validating-before-apply, personas.md#limits): too large, not parsing with the function set, a non-literal
 // include, or a field chain on . that does not exist. kind and name make the
 // section name (platform.<key>, extension.<id>, layer.<name>) that the
 // message carries, as a render failure's would.

@@ -1,4 +1,4 @@
-// Package cli implements kubectl-persona (SPEC §10): rendering, validating
+// Package cli implements kubectl-persona (docs/cli.md): rendering, validating
 // and importing personas offline, with the operator's own packages so that
 // its output equals the operator's byte for byte.
 //

@@ -54,7 +54,7 @@ func isFence(line []byte) bool {
 	return string(bytes.TrimRight(line, " \t\r")) == "---"
 }
 
-// maxNameLength is the longest Persona name (SPEC §2).
+// maxNameLength is the longest Persona name (personas.md#writing-a-persona-spec).
 const maxNameLength = 63
 
 // personaName converts a name from a persona file to a valid Persona name

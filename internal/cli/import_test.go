@@ -136,7 +136,7 @@ func TestImportAura(t *testing.T) {
 	out := fixtures.WriteFile(t, dir, "out.yaml", r.stdout)
 	run(t, "", "validate", "-f", out).expect(t, 0, "")
 	// Aura's result: the Base body, a blank line, the Agentic body
-	// (persona.md is .Persona.Prompt plus one newline, SPEC §6).
+	// (persona.md is .Persona.Prompt plus one newline, personas.md#delivery).
 	cm := run(t, "", "render", "-f", out, "--persona", "agentic", "-o", "configmap")
 	if !strings.Contains(cm.stdout, "  persona.md: |\n    You are Aura, a coding assistant.\n\n    ## Critical Rules\n    1. Complete every task before stopping.\n") {
 		t.Errorf("persona.md of agentic:\n%s%s", cm.stdout, cm.stderr)

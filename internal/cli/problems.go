@@ -45,7 +45,7 @@ func oneLine(s string) string {
 	return strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(s)
 }
 
-// admit runs the admission checks of SPEC §8 on every Persona and
+// admit runs the admission checks of personas.md#validating-before-apply on every Persona and
 // PromptLayer of the set. It returns the objects without problems.
 func admit(set *manifest.Set, ps *problems) map[*manifest.Object]bool {
 	ok := map[*manifest.Object]bool{}
@@ -192,7 +192,7 @@ func renderErrorField(p *v1alpha1.Persona, re *render.RenderError) string {
 
 // checkLayer checks what the operator checks before a PromptLayer is Ready:
 // its templateFrom ConfigMap and key exist and the template text there
-// passes the admission checks (SPEC §7).
+// passes the admission checks (personas.md#conditions).
 func checkLayer(set *manifest.Set, o *manifest.Object, ps *problems) {
 	var l v1alpha1.PromptLayer
 	if err := o.Decode(&l); err != nil {

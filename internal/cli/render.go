@@ -289,7 +289,7 @@ func (o *renderOptions) write(s *Streams, bundles []*render.Bundle) error {
 }
 
 // renderFailure is the one-line message of a failed render: a RenderError
-// names the persona itself (SPEC §7 RenderFailed); anything else is
+// names the persona itself (personas.md#conditions RenderFailed); anything else is
 // prefixed with the persona.
 func renderFailure(b *render.Bundle, err error) string {
 	var re *render.RenderError

@@ -15,11 +15,11 @@ import (
 	"github.com/persona-operator/persona-operator/internal/fixtures"
 )
 
-// The expected prompts below are derived from SPEC §5 by hand: every
+// The expected prompts below are derived from personas.md#composition by hand: every
 // persona removes all platform sections, so the prompt is exactly the
 // extensions, layers and turn context, normalized (trailing whitespace and
 // leading blank lines removed, empty pieces dropped), joined with one blank
-// line and ended with one newline (§6).
+// line and ended with one newline (personas.md#delivery).
 func TestRenderPrompt(t *testing.T) {
 	ab := barePersona("p", "", "a", "A", "b", "B")
 	tests := []struct {
@@ -225,7 +225,7 @@ func TestRenderConfigMap(t *testing.T) {
 			t.Errorf("data[%s] = %q, want %q", k, cm.Data[k], v)
 		}
 	}
-	// SPEC §2: sha256 of the data with its keys sorted (encoding/json sorts).
+	// personas.md#writing-a-persona-spec: sha256 of the data with its keys sorted (encoding/json sorts).
 	raw, _ := json.Marshal(cm.Data)
 	sum := sha256.Sum256(raw)
 	if got, want := cm.Annotations["prompts.persona-operator.dev/content-hash"], "sha256:"+hex.EncodeToString(sum[:]); got != want {
@@ -259,7 +259,7 @@ func keys(m map[string]string) []string {
 }
 
 // A bundle rendered with -o bundle and rendered again with --bundle gives
-// what -f gives, with and without a turn context (SPEC §6, §10).
+// what -f gives, with and without a turn context (personas.md#delivery, docs/cli.md).
 func TestRenderBundle(t *testing.T) {
 	dir := t.TempDir()
 	f := fixtures.WriteFile(t, dir, "p.yaml", docs(

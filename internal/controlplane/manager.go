@@ -30,7 +30,7 @@ type Manager struct {
 const ManagerUser = "persona-operator-manager"
 
 // NewManager prepares the manager binary to run against p with the
-// flags of SPEC §11, as ManagerUser.
+// flags of README.md#development, as ManagerUser.
 func (p *Plane) NewManager(binary string, log io.Writer, extra ...string) (*Manager, error) {
 	if err := p.grantManagerRole(); err != nil {
 		return nil, err

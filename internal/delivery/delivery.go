@@ -1,4 +1,4 @@
-// Package delivery builds the ConfigMap a Persona is delivered in (SPEC §6):
+// Package delivery builds the ConfigMap a Persona is delivered in (personas.md#delivery):
 // its name, labels, content-hash annotation and data. The controller and
 // kubectl-persona both build it here, so what the CLI prints is what the
 // operator writes.

@@ -66,7 +66,7 @@ type Variant struct {
 	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 }
 
-// Context holds values for the per-turn variables (SPEC §2 spec.context). A
+// Context holds values for the per-turn variables (personas.md#writing-a-persona-spec spec.context). A
 // nil field is unset.
 type Context struct {
 	Workspace          *string         `json:"workspace,omitempty"`

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Catalog is the platform sections in render order (SPEC §5.2).
+// Catalog is the platform sections in render order (personas.md#platform-sections).
 var Catalog = []string{
 	"persona", "workspace", "gitPush", "branchCreated", "commitSigning", "ghGateway",
 	"gitWrapper", "forkPr", "prDashboardLink", "prMergeability", "waiver", "structuredOutput",
@@ -17,7 +17,7 @@ var Catalog = []string{
 var defaultFiles embed.FS
 
 // defaultTemplates are the operator's own templates for the platform
-// sections, each appearing exactly when SPEC §5.2 says.
+// sections, each appearing exactly when personas.md#platform-sections says.
 var defaultTemplates = func() map[string]string {
 	m := make(map[string]string, len(Catalog))
 	for _, key := range Catalog {

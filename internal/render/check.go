@@ -10,9 +10,9 @@ import (
 )
 
 // Check reports whether a template source would be accepted at admission
-// (SPEC §8): it parses with the function set of §4.3, names include layers
+// (personas.md#validating-before-apply): it parses with the function set of personas.md#functions, names include layers
 // literally, stays within the source limit, and every field chain on . names
-// a variable of §4.1 wherever the type of . is known statically: at the top
+// a variable of personas.md#variables wherever the type of . is known statically: at the top
 // level, and inside range and with over a known field.
 func (e *Engine) Check(kind SectionKind, name, src string) error {
 	p := e.cache.get(kind, name, src)

@@ -7,9 +7,9 @@ import (
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
-// TestCheck covers what admission rejects in a template (SPEC §8): parse
-// errors with the §4.3 function set, non-literal include names, and field
-// chains on . that §4.1 does not have where . is known statically.
+// TestCheck covers what admission rejects in a template (personas.md#validating-before-apply): parse
+// errors with the personas.md#functions function set, non-literal include names, and field
+// chains on . that personas.md#variables does not have where . is known statically.
 func TestCheck(t *testing.T) {
 	cases := []struct {
 		tmpl string

@@ -7,7 +7,7 @@ import (
 )
 
 // Normalize removes a text piece's trailing whitespace and leading blank
-// lines (SPEC §5). A piece that is empty afterwards is dropped by Join.
+// lines (personas.md#composition). A piece that is empty afterwards is dropped by Join.
 func Normalize(s string) string {
 	start, end := normalizedBounds([]byte(s))
 	return s[start:end]

@@ -24,7 +24,7 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
-// TestComposition covers SPEC §5: normalizing, dropping empty pieces, joining
+// TestComposition covers personas.md#composition: normalizing, dropping empty pieces, joining
 // with one blank line, layer ranks and modes, and the literal prompts last.
 func TestComposition(t *testing.T) {
 	cases := []struct {

@@ -11,7 +11,7 @@ import (
 	kjson "sigs.k8s.io/json"
 )
 
-// The keys of the ConfigMap data (SPEC §6).
+// The keys of the ConfigMap data (personas.md#delivery).
 const (
 	SystemPromptKey = "system-prompt.md"
 	PersonaKey      = "persona.md"
@@ -33,7 +33,7 @@ type Output struct {
 	Pieces []Piece
 }
 
-// TooLargeError reports ConfigMap data over the limit (SPEC §7 TooLarge).
+// TooLargeError reports ConfigMap data over the limit (personas.md#conditions TooLarge).
 type TooLargeError struct {
 	Bytes, Limit int
 }

@@ -21,7 +21,7 @@ func TestConfigMapData(t *testing.T) {
 		t.Fatal(err)
 	}
 	bundle := out.Data["bundle.json"]
-	// bundle.json holds the inputs, unrendered (SPEC §6): read back, it
+	// bundle.json holds the inputs, unrendered (personas.md#delivery): read back, it
 	// renders the same ConfigMap.
 	read, err := render.UnmarshalBundle([]byte(bundle))
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Data is what every template renders against (SPEC §4.1). Its exported
+// Data is what every template renders against (personas.md#variables). Its exported
 // fields are exactly the template variables: a template naming anything else fails.
 type Data struct {
 	Harness            string
@@ -130,7 +130,7 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-// ModelFamily derives .ModelFamily from a model name (SPEC §4.2): the first
+// ModelFamily derives .ModelFamily from a model name (personas.md#model): the first
 // rule that matches the lower-cased model wins.
 func ModelFamily(model string) string {
 	m := strings.ToLower(model)

@@ -1,4 +1,4 @@
-// Package render composes and renders a persona's system prompt (SPEC §4–§6, §9).
+// Package render composes and renders a persona's system prompt (personas.md#templates, #composition, #delivery and #limits).
 //
 // It is a pure library: its input is a Bundle of resolved, unrendered inputs
 // (bundle.json is a Bundle serialized) and its output is the ConfigMap data the

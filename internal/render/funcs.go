@@ -14,7 +14,7 @@ import (
 )
 
 // sprigAllowed are the Sprig v3 functions a template may call: those that are
-// hermetic, deterministic and bounded (SPEC §4.3). Left out: env, expandenv,
+// hermetic, deterministic and bounded (personas.md#functions). Left out: env, expandenv,
 // getHostByName; every date and time function; every random function; the
 // cryptographic, hashing and key-generation functions; the os* path
 // functions, whose results depend on the platform; and slice, so that

@@ -62,7 +62,7 @@ func FuzzRender(f *testing.F) {
 	})
 }
 
-// FuzzNormalize checks the normalization of SPEC §5 on arbitrary text.
+// FuzzNormalize checks the normalization of personas.md#composition on arbitrary text.
 func FuzzNormalize(f *testing.F) {
 	for _, s := range []string{"", " \n\t", "\n\n  a  \n", "a\r\n", "\u00a0x\u2003"} {
 		f.Add(s)

@@ -7,7 +7,7 @@ import (
 )
 
 // bare is a bundle with every platform section removed, so that the
-// expected output of a test is fully determined by SPEC §5.
+// expected output of a test is fully determined by personas.md#composition.
 func bare(exts ...string) *render.Bundle {
 	b := &render.Bundle{
 		Version: render.BundleVersion,

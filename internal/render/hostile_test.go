@@ -14,7 +14,7 @@ import (
 )
 
 // hostileCase is a template built to exhaust the controller; it must fail
-// with an error naming the limit it hit (SPEC §9).
+// with an error naming the limit it hit (personas.md#limits).
 type hostileCase struct {
 	name  string
 	tmpl  string

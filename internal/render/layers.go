@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// The layer sources with a fixed rank (SPEC §5.4); any other source is custom.
+// The layer sources with a fixed rank (personas.md#layers); any other source is custom.
 const (
 	SourceUser    = "user"
 	SourcePackage = "package"
@@ -21,7 +21,7 @@ const (
 	ModeDisable = "disable"
 )
 
-// sourceRank doubles the ranks of SPEC §5.4 to keep them integers: user 0,
+// sourceRank doubles the ranks of personas.md#layers to keep them integers: user 0,
 // package 1, custom sources 1.5, app 2, run 3. An empty source is package,
 // the default.
 func sourceRank(source string) int {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Limits bound every render (SPEC §9). A render is one persona and variant.
+// Limits bound every render (personas.md#limits). A render is one persona and variant.
 type Limits struct {
 	// MaxSourceBytes bounds one template's source.
 	MaxSourceBytes int
@@ -28,7 +28,7 @@ type Limits struct {
 	MaxConfigMapBytes int
 }
 
-// DefaultLimits are the limits of SPEC §9.
+// DefaultLimits are the limits of personas.md#limits.
 var DefaultLimits = Limits{
 	MaxSourceBytes:    64 << 10,
 	MaxDuration:       250 * time.Millisecond,

@@ -30,7 +30,7 @@ var builtinNames = map[string]any{
 	"urlquery": true, "eq": true, "ge": true, "gt": true, "le": true, "lt": true, "ne": true,
 }
 
-// parseTemplate parses src under name with the function set of SPEC §4.3,
+// parseTemplate parses src under name with the function set of personas.md#functions,
 // checks what can be checked without data, and inserts the budget checks.
 func parseTemplate(name, src string, limits *Limits) *parsed {
 	p := &parsed{name: name}

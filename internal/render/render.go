@@ -22,7 +22,7 @@ func NewEngine(l Limits) *Engine {
 
 var defaultEngine = NewEngine(DefaultLimits)
 
-// Default is the engine with the limits of SPEC §9, shared by the process.
+// Default is the engine with the limits of personas.md#limits, shared by the process.
 func Default() *Engine { return defaultEngine }
 
 // Limits returns the engine's limits.
@@ -40,16 +40,16 @@ const (
 )
 
 // SectionName is the name a template is parsed and reported under:
-// platform.<key>, extension.<id> or layer.<name> (SPEC §7).
+// platform.<key>, extension.<id> or layer.<name> (personas.md#conditions).
 func SectionName(kind SectionKind, name string) string { return string(kind) + "." + name }
 
-// Names of the literal pieces appended last (SPEC §5.4 step 3).
+// Names of the literal pieces appended last (personas.md#layers step 3).
 const (
 	UserSystemPromptPiece   = "userSystemPrompt"
 	AppendSystemPromptPiece = "appendSystemPrompt"
 )
 
-// RenderError reports a section that does not render (SPEC §7 RenderFailed).
+// RenderError reports a section that does not render (personas.md#conditions RenderFailed).
 type RenderError struct {
 	Persona string
 	Variant string // empty for the persona's own prompt
@@ -136,7 +136,7 @@ func (r *renderer) literal(section, origin string, start int) span {
 	return span{section: section, origin: origin, start: start + from, end: start + to}
 }
 
-// spans composes the prompt (SPEC §5.4): platform sections, extensions,
+// spans composes the prompt (personas.md#layers): platform sections, extensions,
 // layers by rank and mode, then the literal user and appended prompts.
 func (r *renderer) spans() ([]span, error) {
 	b := r.bundle

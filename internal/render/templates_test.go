@@ -8,7 +8,7 @@ import (
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
-// TestVariables covers the typed data of SPEC §4.1 and §4.2.
+// TestVariables covers the typed data of personas.md#variables and personas.md#model.
 func TestVariables(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -86,7 +86,7 @@ func TestModelFamily(t *testing.T) {
 	}
 }
 
-// TestFunctions covers SPEC §4.3: Murmur's five with Murmur's argument
+// TestFunctions covers personas.md#functions: Murmur's five with Murmur's argument
 // order, Sprig's hermetic functions, sorted keys and values.
 func TestFunctions(t *testing.T) {
 	cases := []struct{ tmpl, want string }{
@@ -246,7 +246,7 @@ func TestDefinesAreIsolated(t *testing.T) {
 	}
 }
 
-// TestDefaultSectionsAppearWhenSpecSays checks SPEC §5.2's table by the
+// TestDefaultSectionsAppearWhenSpecSays checks the table of personas.md#platform-sections by the
 // names of the rendered pieces.
 func TestDefaultSectionsAppearWhenSpecSays(t *testing.T) {
 	always := []string{"workspace", "commitSigning", "gitWrapper", "prDashboardLink", "prMergeability", "waiver", "structuredOutput", "eventDelivery", "completion"}
@@ -326,7 +326,7 @@ func TestDefaultSectionContent(t *testing.T) {
 	for _, pc := range p.Pieces {
 		text[pc.Name] = pc.Text
 	}
-	// Each section says what SPEC §5.2's seed table says, with the turn's values.
+	// Each section says what the table of personas.md#platform-sections says, with the turn's values.
 	mustContain := map[string][]string{
 		"platform.persona":          {"Review the diff."},
 		"platform.workspace":        {"o/r", "/w/r", "agent/x", "ns/p"},

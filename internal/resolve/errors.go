@@ -47,7 +47,7 @@ func (r Reference) String() string {
 	return s
 }
 
-// NotFoundError reports referenced objects that do not exist (SPEC §7
+// NotFoundError reports referenced objects that do not exist (personas.md#conditions
 // ReferenceNotFound). It lists every missing reference found.
 type NotFoundError struct {
 	Missing []Reference
@@ -61,7 +61,7 @@ func (e *NotFoundError) Error() string {
 	return strings.Join(parts, "; ")
 }
 
-// CycleError reports an inheritance cycle (SPEC §7 InheritanceCycle).
+// CycleError reports an inheritance cycle (personas.md#conditions InheritanceCycle).
 type CycleError struct {
 	Chain []string
 }

@@ -5,7 +5,7 @@ import (
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
-// merge combines the chain (SPEC §5.1): bodies joined; scalars, context
+// merge combines the chain (personas.md#inheritance): bodies joined; scalars, context
 // fields, vars keys and platform keys won by the last persona that sets
 // them; extensions in chain order, a later definition of an id replacing the
 // template in the earlier position; variants from p alone.

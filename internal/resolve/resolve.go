@@ -33,8 +33,8 @@ type resolver struct {
 	missing []Reference
 }
 
-// Resolve resolves p: its inheritance chain (SPEC §5.1), layers (§5.4),
-// included layers (§4.3) and templateFrom ConfigMaps. The error is a
+// Resolve resolves p: its inheritance chain (personas.md#inheritance), layers (personas.md#layers),
+// included layers (personas.md#functions) and templateFrom ConfigMaps. The error is a
 // *CycleError, a *NotFoundError or a lookup failure.
 func Resolve(ctx context.Context, lookup Lookup, p *v1alpha1.Persona) (*Result, error) {
 	r := &resolver{ctx: ctx, lookup: lookup, engine: render.Default(), ns: p.Namespace, deps: map[v1alpha1.Dependency]bool{}}

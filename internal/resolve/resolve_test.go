@@ -97,7 +97,7 @@ func TestAuraInheritance(t *testing.T) {
 	}
 }
 
-// TestDiamond checks the chain order of SPEC §5.1 and what wins where.
+// TestDiamond checks the chain order of personas.md#inheritance and what wins where.
 func TestDiamond(t *testing.T) {
 	base := persona("base", v1alpha1.PersonaSpec{
 		Prompt: "base", Model: ptr("base-model"), Harness: ptr(v1alpha1.HarnessCodex), Streaming: ptr(true),

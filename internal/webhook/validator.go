@@ -1,4 +1,4 @@
-// Package webhook serves the validating admission webhook of SPEC §8 for
+// Package webhook serves the validating admission webhook of personas.md#validating-before-apply for
 // Personas and PromptLayers.
 package webhook
 
