@@ -46,7 +46,7 @@ demo: ## Run the operator on a local control plane, apply config/samples and pri
 
 .PHONY: scale
 scale: ## Measure convergence, fan-out, steady-state writes, webhook latency and memory at scale (not part of make test).
-	assets="$$(hack/envtest-binaries.sh)" && KUBEBUILDER_ASSETS="$$assets" go run ./hack/scale $(SCALE_FLAGS)
+	assets="$$(hack/envtest-binaries.sh)" && KUBEBUILDER_ASSETS="$$assets" go run ./test/scale $(SCALE_FLAGS)
 
 .PHONY: bench
 bench: ## Run the benchmarks: render of a typical persona beside its floor, admission, per-turn bundle render.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/controllers"
+	"github.com/persona-operator/persona-operator/internal/status"
 	personawebhook "github.com/persona-operator/persona-operator/internal/webhook"
 )
 
@@ -52,7 +53,7 @@ func main() {
 	flag.IntVar(&personaWorkers, "persona-workers", 16, "Concurrent Persona reconciles.")
 	flag.Float64Var(&apiQPS, "kube-api-qps", 300, "Queries per second the manager may make to the API server, sustained, for each kind of object (controller-runtime keeps one rate limiter per kind).")
 	flag.IntVar(&apiBurst, "kube-api-burst", 600, "Queries the manager may make to the API server in a burst, for each kind of object.")
-	flag.DurationVar(&referenceGracePeriod, "reference-grace-period", controllers.DefaultReferenceGracePeriod,
+	flag.DurationVar(&referenceGracePeriod, "reference-grace-period", status.DefaultReferenceGracePeriod,
 		"How long a missing reference is awaited (Reconciling) before the object is stalled (Stalled), so that objects applied in any order, or in the next sync, are not reported as failed.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
 	// --kubeconfig is registered by controller-runtime's config package.

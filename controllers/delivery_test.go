@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
-	"github.com/persona-operator/persona-operator/internal/scrape"
+	"github.com/persona-operator/persona-operator/test/scrape"
 )
 
 var _ = Describe("ConfigMap delivery", func() {

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
-	"github.com/persona-operator/persona-operator/internal/controlplane"
-	"github.com/persona-operator/persona-operator/internal/fixtures"
+	"github.com/persona-operator/persona-operator/test/controlplane"
+	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // objects decodes a multi-document manifest, in namespace ns.
@@ -137,7 +137,7 @@ func resourceVersion(ns, persona string) string {
 	return cm.ResourceVersion
 }
 
-const bare = fixtures.RemoveAllSections
+var bare = fixtures.RemoveAllSections
 
 // barePersona is a persona whose prompt is its one extension's text, with more spec lines.
 func barePersona(name, text string, more ...string) string {

@@ -30,6 +30,7 @@ import (
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/resolve"
+	"github.com/persona-operator/persona-operator/internal/status"
 )
 
 // PersonaReconciler renders each Persona into its ConfigMap (personas.md#composition, #delivery and #conditions).
@@ -44,7 +45,7 @@ type PersonaReconciler struct {
 	// MaxConcurrentReconciles is the number of workers; 0 means 1.
 	MaxConcurrentReconciles int
 	// ReferenceGracePeriod is how long a missing reference is awaited
-	// before the Persona is stalled; 0 means DefaultReferenceGracePeriod.
+	// before the Persona is stalled; 0 means status.DefaultReferenceGracePeriod.
 	ReferenceGracePeriod time.Duration
 
 	// writes is what the controller last wrote into each ConfigMap.
@@ -275,17 +276,17 @@ func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.Persona
 	previous := meta.FindStatusCondition(before.Conditions, v1alpha1.ReadyCondition)
 	if result.reason == v1alpha1.RenderedReason {
 		out := result.output
-		SetRendered(p, out)
+		status.SetRendered(p, out)
 		// One Event per change of the ConfigMap's content: a reconcile that
 		// read a stale Persona from the cache writes nothing and tells nothing.
 		if result.wrote && before.ContentHash != out.Hash {
-			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, v1alpha1.RenderedReason, "Render", "%s", RenderedNote(p, out))
+			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, v1alpha1.RenderedReason, "Render", "%s", status.RenderedNote(p, out))
 		}
 		return 0
 	}
 	renderFailures.WithLabelValues(result.reason).Inc()
-	f := failure{reason: result.reason, message: result.message, retrying: result.retryAfter > 0}
-	awaitFor := markFailed(&st.Conditions, p.Generation, f, time.Now(), r.gracePeriod())
+	f := status.Failure{Reason: result.reason, Message: result.message, Retrying: result.retryAfter > 0}
+	awaitFor := status.MarkFailed(&st.Conditions, p.Generation, f, time.Now(), r.gracePeriod())
 	if previous == nil || previous.Reason != result.reason || previous.Message != result.message {
 		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, result.reason, "Render", "%s", result.message)
 	}
@@ -293,33 +294,7 @@ func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.Persona
 }
 
 func (r *PersonaReconciler) gracePeriod() time.Duration {
-	return cmp.Or(r.ReferenceGracePeriod, DefaultReferenceGracePeriod)
-}
-
-// SetRendered sets p's status for a render its ConfigMap holds (personas.md#writing-a-persona-spec,
-// personas.md#conditions): the ConfigMap's name, hash and size, the provenance of each piece,
-// Ready=True for p's generation, neither Reconciling nor Stalled.
-func SetRendered(p *v1alpha1.Persona, out *render.Output) {
-	st := &p.Status
-	st.ConfigMapName = delivery.ConfigMapName(p.Name)
-	st.ContentHash = out.Hash
-	st.RenderedBytes = int64(out.Bytes)
-	st.Sections = provenance(out.Pieces)
-	markReady(&st.Conditions, p.Generation, v1alpha1.RenderedReason,
-		fmt.Sprintf("ConfigMap %s holds the render: %d bytes, %s", st.ConfigMapName, out.Bytes, out.Hash))
-}
-
-// RenderedNote is the note of the Normal Rendered Event for p's render out.
-func RenderedNote(p *v1alpha1.Persona, out *render.Output) string {
-	return fmt.Sprintf("rendered %s (%d bytes) into ConfigMap %s", out.Hash, out.Bytes, delivery.ConfigMapName(p.Name))
-}
-
-func provenance(pieces []render.Piece) []v1alpha1.RenderedSection {
-	out := make([]v1alpha1.RenderedSection, len(pieces))
-	for i, pc := range pieces {
-		out[i] = v1alpha1.RenderedSection{Name: pc.Name, Origin: pc.Origin, Bytes: int64(len(pc.Text))}
-	}
-	return out
+	return cmp.Or(r.ReferenceGracePeriod, status.DefaultReferenceGracePeriod)
 }
 
 // SetupWithManager registers the controller and the watches that bring a

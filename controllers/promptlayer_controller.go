@@ -16,6 +16,7 @@ import (
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/resolve"
+	"github.com/persona-operator/persona-operator/internal/status"
 )
 
 // PromptLayerReconciler reports whether each PromptLayer is usable: its
@@ -25,7 +26,7 @@ type PromptLayerReconciler struct {
 	// APIReader reads what the cache trims; nil reads the cache only.
 	APIReader client.Reader
 	// ReferenceGracePeriod is how long a missing templateFrom ConfigMap is
-	// awaited before the layer is stalled; 0 means DefaultReferenceGracePeriod.
+	// awaited before the layer is stalled; 0 means status.DefaultReferenceGracePeriod.
 	ReferenceGracePeriod time.Duration
 }
 
@@ -47,21 +48,21 @@ func (r *PromptLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	if problem == nil {
 		if checkErr := render.Default().Check(render.KindLayer, l.Name, text); checkErr != nil {
-			problem = &failure{reason: v1alpha1.TemplateInvalidReason, message: checkErr.Error()}
+			problem = &status.Failure{Reason: v1alpha1.TemplateInvalidReason, Message: checkErr.Error()}
 		}
 	}
 	l.Status.ObservedGeneration = l.Generation
 	if problem != nil {
-		grace := cmp.Or(r.ReferenceGracePeriod, DefaultReferenceGracePeriod)
-		return ctrl.Result{RequeueAfter: markFailed(&l.Status.Conditions, l.Generation, *problem, time.Now(), grace)}, nil
+		grace := cmp.Or(r.ReferenceGracePeriod, status.DefaultReferenceGracePeriod)
+		return ctrl.Result{RequeueAfter: status.MarkFailed(&l.Status.Conditions, l.Generation, *problem, time.Now(), grace)}, nil
 	}
-	markReady(&l.Status.Conditions, l.Generation, v1alpha1.ValidReason, "the template parses")
+	status.MarkReady(&l.Status.Conditions, l.Generation, v1alpha1.ValidReason, "the template parses")
 	return ctrl.Result{}, nil
 }
 
 // template returns the layer's template text, or the problem that keeps
 // it from having one.
-func (r *PromptLayerReconciler) template(ctx context.Context, l *v1alpha1.PromptLayer) (string, *failure, error) {
+func (r *PromptLayerReconciler) template(ctx context.Context, l *v1alpha1.PromptLayer) (string, *status.Failure, error) {
 	switch {
 	case l.Spec.Template != nil:
 		return *l.Spec.Template, nil, nil
@@ -73,7 +74,7 @@ func (r *PromptLayerReconciler) template(ctx context.Context, l *v1alpha1.Prompt
 	case err != nil:
 		return "", nil, err
 	case missing != nil:
-		return "", &failure{reason: v1alpha1.ReferenceNotFoundReason, message: missing.String() + " not found"}, nil
+		return "", &status.Failure{Reason: v1alpha1.ReferenceNotFoundReason, Message: missing.String() + " not found"}, nil
 	}
 	return text, nil, nil
 }

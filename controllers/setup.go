@@ -14,7 +14,7 @@ type Options struct {
 	// PersonaWorkers is the number of concurrent Persona reconciles.
 	PersonaWorkers int
 	// ReferenceGracePeriod is how long a missing reference is awaited
-	// before the object is stalled (personas.md#conditions); 0 means DefaultReferenceGracePeriod.
+	// before the object is stalled (personas.md#conditions); 0 means status.DefaultReferenceGracePeriod.
 	ReferenceGracePeriod time.Duration
 }
 

@@ -19,7 +19,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/persona-operator/persona-operator/internal/controlplane"
+	"github.com/persona-operator/persona-operator/test/controlplane"
 )
 
 // The suite runs the real kube-apiserver and etcd (envtest) and the manager
@@ -113,9 +113,11 @@ func (b *syncBuffer) tail(n int) string {
 	return s
 }
 
-// referenceGracePeriod is the manager's, short so that specs see a missing
-// reference go from awaited to stalled.
-const referenceGracePeriod = 3 * time.Second
+// referenceGracePeriod is the manager's: short, so that specs see a missing
+// reference go from awaited to stalled, yet longer than the order specs'
+// bound on time to Ready, so that the re-render at the end of the period
+// cannot pass for a re-render on the reference's arrival.
+const referenceGracePeriod = 11 * time.Second
 
 var namespaceCount int
 

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
-	"github.com/persona-operator/persona-operator/internal/controlplane"
+	"github.com/persona-operator/persona-operator/test/controlplane"
 )
 
 func main() {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/persona-operator/persona-operator/internal/fixtures"
+	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // FuzzImport imports arbitrary bytes as a Markdown persona file. It must

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/persona-operator/persona-operator/internal/fixtures"
+	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // result is what one command line did.
@@ -33,7 +33,7 @@ func (r result) expect(t *testing.T, code int, stdout string) {
 	}
 }
 
-const removeAll = fixtures.RemoveAllSections
+var removeAll = fixtures.RemoveAllSections
 
 // persona is a Persona manifest; spec is indented by two spaces and may use
 // systemPrompt with removeAll.

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/persona-operator/persona-operator/internal/fixtures"
+	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // The expected prompts below are derived from personas.md#composition by hand: every

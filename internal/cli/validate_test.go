@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/persona-operator/persona-operator/internal/fixtures"
+	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 func TestValidateValid(t *testing.T) {

@@ -12,10 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
-	"github.com/persona-operator/persona-operator/controllers"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/resolve"
+	"github.com/persona-operator/persona-operator/internal/status"
 )
 
 // The shared objects every measured Persona reads.
@@ -170,6 +170,6 @@ func (o *offline) render(p *v1alpha1.Persona) (*rendered, error) {
 	q := p.DeepCopy()
 	q.Generation = 1
 	q.Status = v1alpha1.PersonaStatus{ObservedGeneration: 1, Dependencies: res.Dependencies}
-	controllers.SetRendered(q, out)
-	return &rendered{configMap: delivery.ConfigMap(p.Name, p.Namespace, out), status: q.Status, note: controllers.RenderedNote(q, out)}, nil
+	status.SetRendered(q, out)
+	return &rendered{configMap: delivery.ConfigMap(p.Name, p.Namespace, out), status: q.Status, note: status.RenderedNote(q, out)}, nil
 }

@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/persona-operator/persona-operator/internal/controlplane"
-	"github.com/persona-operator/persona-operator/internal/scrape"
+	"github.com/persona-operator/persona-operator/test/controlplane"
+	"github.com/persona-operator/persona-operator/test/scrape"
 )
 
 // webhookNamespace holds the webhook probes and latency samples.

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/persona-operator/persona-operator/internal/scrape"
+	"github.com/persona-operator/persona-operator/test/scrape"
 )
 
 // Targets.

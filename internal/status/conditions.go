@@ -1,4 +1,7 @@
-package controllers
+// Package status sets the status every kind of this API reports
+// (personas.md#conditions): kstatus-compatible conditions, the reference
+// grace period, and a rendered Persona's fields.
+package status
 
 import (
 	"time"
@@ -13,15 +16,16 @@ import (
 // before the object is stalled (personas.md#conditions).
 const DefaultReferenceGracePeriod = 2 * time.Minute
 
-// failure is why an object is not Ready.
-type failure struct {
-	reason, message string
-	// retrying is set when the controller tries again by itself.
-	retrying bool
+// Failure is why an object is not Ready.
+type Failure struct {
+	// Reason is the Ready reason; Message says what failed.
+	Reason, Message string
+	// Retrying is set when the controller tries again by itself.
+	Retrying bool
 }
 
-// markReady sets Ready=True for generation and clears Reconciling and Stalled.
-func markReady(conds *[]metav1.Condition, generation int64, reason, message string) {
+// MarkReady sets Ready=True for generation and clears Reconciling and Stalled.
+func MarkReady(conds *[]metav1.Condition, generation int64, reason, message string) {
 	meta.SetStatusCondition(conds, metav1.Condition{
 		Type: v1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: generation,
 	})
@@ -29,26 +33,26 @@ func markReady(conds *[]metav1.Condition, generation int64, reason, message stri
 	meta.RemoveStatusCondition(conds, v1alpha1.StalledCondition)
 }
 
-// markFailed sets Ready=False for generation with exactly one of
+// MarkFailed sets Ready=False for generation with exactly one of
 // Reconciling and Stalled (personas.md#conditions). A missing reference is awaited for
 // grace, counted from Ready's lastTransitionTime, which restarts whenever
 // the missing references (the message names them) change; the clock lives
 // in the status, so it survives a restart or a change of leader. awaitFor
 // is how long until the object must be reconciled again to become Stalled;
 // 0 when it needs no such visit.
-func markFailed(conds *[]metav1.Condition, generation int64, f failure, now time.Time, grace time.Duration) (awaitFor time.Duration) {
+func MarkFailed(conds *[]metav1.Condition, generation int64, f Failure, now time.Time, grace time.Duration) (awaitFor time.Duration) {
 	ready := metav1.Condition{
-		Type: v1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: f.reason, Message: f.message, ObservedGeneration: generation,
+		Type: v1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: f.Reason, Message: f.Message, ObservedGeneration: generation,
 	}
 	if prev := meta.FindStatusCondition(*conds, v1alpha1.ReadyCondition); prev != nil && prev.Status == metav1.ConditionFalse &&
-		(prev.Reason != f.reason || prev.Message != f.message) {
+		(prev.Reason != f.Reason || prev.Message != f.Message) {
 		// SetStatusCondition keeps the time while the status stays False.
 		meta.RemoveStatusCondition(conds, v1alpha1.ReadyCondition)
 	}
 	ready.LastTransitionTime = metav1.NewTime(now)
 	meta.SetStatusCondition(conds, ready)
-	inProgress := f.retrying
-	if f.reason == v1alpha1.ReferenceNotFoundReason {
+	inProgress := f.Retrying
+	if f.Reason == v1alpha1.ReferenceNotFoundReason {
 		since := meta.FindStatusCondition(*conds, v1alpha1.ReadyCondition).LastTransitionTime.Time
 		if left := since.Add(grace).Sub(now); left > 0 {
 			inProgress, awaitFor = true, left
@@ -59,7 +63,7 @@ func markFailed(conds *[]metav1.Condition, generation int64, f failure, now time
 		set, clear = v1alpha1.ReconcilingCondition, v1alpha1.StalledCondition
 	}
 	meta.SetStatusCondition(conds, metav1.Condition{
-		Type: set, Status: metav1.ConditionTrue, Reason: f.reason, Message: f.message, ObservedGeneration: generation,
+		Type: set, Status: metav1.ConditionTrue, Reason: f.Reason, Message: f.Message, ObservedGeneration: generation,
 	})
 	meta.RemoveStatusCondition(conds, clear)
 	return awaitFor

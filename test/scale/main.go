@@ -26,9 +26,9 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/persona-operator/persona-operator/internal/controlplane"
-	"github.com/persona-operator/persona-operator/internal/scrape"
 	personawebhook "github.com/persona-operator/persona-operator/internal/webhook"
+	"github.com/persona-operator/persona-operator/test/controlplane"
+	"github.com/persona-operator/persona-operator/test/scrape"
 )
 
 // The harness's own client limits: high, so the harness is not throttled.
@@ -105,7 +105,7 @@ func run(o options) (err error) {
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(root, "config", "crd", "bases")); err != nil {
-		return fmt.Errorf("run from the repository's root (make scale, or go run ./hack/scale): %w", err)
+		return fmt.Errorf("run from the repository's root (make scale, or go run ./test/scale): %w", err)
 	}
 	dir, err := os.MkdirTemp("", "persona-scale-")
 	if err != nil {

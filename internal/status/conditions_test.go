@@ -1,4 +1,4 @@
-package controllers
+package status
 
 import (
 	"testing"
@@ -24,8 +24,8 @@ func kstatusConditions(conds []metav1.Condition) (ready, reconciling, stalled me
 func TestMarkFailed(t *testing.T) {
 	const grace = 2 * time.Minute
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	missingA := failure{reason: v1alpha1.ReferenceNotFoundReason, message: `PromptLayer "a" not found`}
-	missingAB := failure{reason: v1alpha1.ReferenceNotFoundReason, message: `PromptLayer "a" not found; PromptLayer "b" not found`}
+	missingA := Failure{Reason: v1alpha1.ReferenceNotFoundReason, Message: `PromptLayer "a" not found`}
+	missingAB := Failure{Reason: v1alpha1.ReferenceNotFoundReason, Message: `PromptLayer "a" not found; PromptLayer "b" not found`}
 	expect := func(t *testing.T, conds []metav1.Condition, reconciling, stalled metav1.ConditionStatus) {
 		t.Helper()
 		r, rec, st := kstatusConditions(conds)
@@ -36,15 +36,15 @@ func TestMarkFailed(t *testing.T) {
 
 	t.Run("a missing reference is awaited for the grace period, then stalled", func(t *testing.T) {
 		var conds []metav1.Condition
-		if after := markFailed(&conds, 1, missingA, t0, grace); after != grace {
+		if after := MarkFailed(&conds, 1, missingA, t0, grace); after != grace {
 			t.Fatalf("reconcile again after %v, want %v", after, grace)
 		}
 		expect(t, conds, metav1.ConditionTrue, "")
-		if after := markFailed(&conds, 1, missingA, t0.Add(90*time.Second), grace); after != 30*time.Second {
+		if after := MarkFailed(&conds, 1, missingA, t0.Add(90*time.Second), grace); after != 30*time.Second {
 			t.Fatalf("reconcile again after %v, want 30s", after)
 		}
 		expect(t, conds, metav1.ConditionTrue, "")
-		if after := markFailed(&conds, 1, missingA, t0.Add(grace), grace); after != 0 {
+		if after := MarkFailed(&conds, 1, missingA, t0.Add(grace), grace); after != 0 {
 			t.Fatalf("a stalled object is not reconciled by itself, got %v", after)
 		}
 		expect(t, conds, "", metav1.ConditionTrue)
@@ -52,10 +52,10 @@ func TestMarkFailed(t *testing.T) {
 
 	t.Run("the period restarts when the missing references change", func(t *testing.T) {
 		var conds []metav1.Condition
-		markFailed(&conds, 1, missingA, t0, grace)
-		markFailed(&conds, 1, missingA, t0.Add(3*time.Minute), grace)
+		MarkFailed(&conds, 1, missingA, t0, grace)
+		MarkFailed(&conds, 1, missingA, t0.Add(3*time.Minute), grace)
 		expect(t, conds, "", metav1.ConditionTrue)
-		if after := markFailed(&conds, 2, missingAB, t0.Add(4*time.Minute), grace); after != grace {
+		if after := MarkFailed(&conds, 2, missingAB, t0.Add(4*time.Minute), grace); after != grace {
 			t.Fatalf("reconcile again after %v, want %v", after, grace)
 		}
 		expect(t, conds, metav1.ConditionTrue, "")
@@ -64,30 +64,30 @@ func TestMarkFailed(t *testing.T) {
 		}
 	})
 
-	t.Run("the period counts from a failure of another kind turning into a missing reference", func(t *testing.T) {
+	t.Run("the period counts from a Failure of another kind turning into a missing reference", func(t *testing.T) {
 		var conds []metav1.Condition
-		markFailed(&conds, 1, failure{reason: v1alpha1.InheritanceCycleReason, message: "inheritance cycle: a -> b -> a"}, t0, grace)
+		MarkFailed(&conds, 1, Failure{Reason: v1alpha1.InheritanceCycleReason, Message: "inheritance cycle: a -> b -> a"}, t0, grace)
 		expect(t, conds, "", metav1.ConditionTrue)
-		markFailed(&conds, 2, missingA, t0.Add(time.Hour), grace)
+		MarkFailed(&conds, 2, missingA, t0.Add(time.Hour), grace)
 		expect(t, conds, metav1.ConditionTrue, "")
 	})
 
 	t.Run("a render that is retried is reconciling; other failures stall at once", func(t *testing.T) {
 		var conds []metav1.Condition
-		overrun := failure{reason: v1alpha1.RenderFailedReason, message: "wall time", retrying: true}
-		if after := markFailed(&conds, 1, overrun, t0, grace); after != 0 {
+		overrun := Failure{Reason: v1alpha1.RenderFailedReason, Message: "wall time", Retrying: true}
+		if after := MarkFailed(&conds, 1, overrun, t0, grace); after != 0 {
 			t.Fatalf("the retry's delay is the caller's, got %v", after)
 		}
 		expect(t, conds, metav1.ConditionTrue, "")
-		overrun.retrying = false
-		markFailed(&conds, 1, overrun, t0, grace)
+		overrun.Retrying = false
+		MarkFailed(&conds, 1, overrun, t0, grace)
 		expect(t, conds, "", metav1.ConditionTrue)
 	})
 
 	t.Run("ready clears both", func(t *testing.T) {
 		var conds []metav1.Condition
-		markFailed(&conds, 1, missingA, t0, grace)
-		markReady(&conds, 2, v1alpha1.RenderedReason, "rendered")
+		MarkFailed(&conds, 1, missingA, t0, grace)
+		MarkReady(&conds, 2, v1alpha1.RenderedReason, "rendered")
 		if r, rec, st := kstatusConditions(conds); r != metav1.ConditionTrue || rec != "" || st != "" {
 			t.Fatalf("Ready=%q Reconciling=%q Stalled=%q, want Ready=True alone", r, rec, st)
 		}
@@ -95,26 +95,4 @@ func TestMarkFailed(t *testing.T) {
 			t.Fatalf("Ready's observedGeneration is %d, want 2", c.ObservedGeneration)
 		}
 	})
-}
-
-func TestOverruns(t *testing.T) {
-	o := newOverruns()
-	p := objectKey("ns", "p")
-	b := bundleWith("{{ . }}")
-	for i, want := range []time.Duration{overrunRetry, 2 * overrunRetry, 0} {
-		if got := o.add(p, 1, b); got != want {
-			t.Fatalf("overrun %d: retry after %v, want %v", i+1, got, want)
-		}
-	}
-	if got := o.add(p, 2, b); got != overrunRetry {
-		t.Fatalf("a new generation starts the count again: retry after %v, want %v", got, overrunRetry)
-	}
-	if got := o.add(p, 2, bundleWith("other")); got != overrunRetry {
-		t.Fatalf("new inputs start the count again: retry after %v, want %v", got, overrunRetry)
-	}
-	o.reset(p)
-	o.add(p, 2, b)
-	if got := o.add(p, 2, b); got != 2*overrunRetry {
-		t.Fatalf("after a render in time the count starts again: retry after %v, want %v", got, 2*overrunRetry)
-	}
 }

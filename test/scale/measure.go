@@ -17,7 +17,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
-	"github.com/persona-operator/persona-operator/internal/scrape"
+	"github.com/persona-operator/persona-operator/test/scrape"
 )
 
 // convergence creates the world's objects as the floor does and returns the

@@ -1,0 +1,35 @@
+package status
+
+import (
+	"fmt"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+// SetRendered sets p's status for a render its ConfigMap holds (personas.md#writing-a-persona-spec,
+// personas.md#conditions): the ConfigMap's name, hash and size, the provenance of each piece,
+// Ready=True for p's generation, neither Reconciling nor Stalled.
+func SetRendered(p *v1alpha1.Persona, out *render.Output) {
+	st := &p.Status
+	st.ConfigMapName = delivery.ConfigMapName(p.Name)
+	st.ContentHash = out.Hash
+	st.RenderedBytes = int64(out.Bytes)
+	st.Sections = provenance(out.Pieces)
+	MarkReady(&st.Conditions, p.Generation, v1alpha1.RenderedReason,
+		fmt.Sprintf("ConfigMap %s holds the render: %d bytes, %s", st.ConfigMapName, out.Bytes, out.Hash))
+}
+
+// RenderedNote is the note of the Normal Rendered Event for p's render out.
+func RenderedNote(p *v1alpha1.Persona, out *render.Output) string {
+	return fmt.Sprintf("rendered %s (%d bytes) into ConfigMap %s", out.Hash, out.Bytes, delivery.ConfigMapName(p.Name))
+}
+
+func provenance(pieces []render.Piece) []v1alpha1.RenderedSection {
+	out := make([]v1alpha1.RenderedSection, len(pieces))
+	for i, pc := range pieces {
+		out[i] = v1alpha1.RenderedSection{Name: pc.Name, Origin: pc.Origin, Bytes: int64(len(pc.Text))}
+	}
+	return out
+}
