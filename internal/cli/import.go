@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -149,20 +150,50 @@ var specKeys = func() []string {
 // (each prefixed with the field it is about, without the file name) and
 // notes worth telling the user.
 func importFile(file string, raw []byte, namespace string) (im *imported, errs, notes []string) {
-	if !utf8.Valid(raw) {
-		return nil, []string{"the file is not valid UTF-8 text"}, nil
-	}
-	front, body, err := splitFrontMatter(raw)
+	fm, body, err := readFrontMatter(raw)
 	if err != nil {
 		return nil, []string{err.Error()}, nil
 	}
+	spec, rawName, errs := specFromFrontMatter(fm)
+	name, nameErrs, notes := personaNameOf(file, rawName, len(errs) > 0)
+	errs = append(errs, nameErrs...)
+	errs = append(errs, convertInherit(spec)...)
+	if len(errs) > 0 {
+		return nil, errs, notes
+	}
+	if len(body) > 0 {
+		spec["prompt"] = string(body)
+		if bytes.Contains(body, []byte("{{")) {
+			notes = append(notes, "the body contains {{; a Persona's prompt is literal text, never executed as a template")
+		}
+	}
+	doc, errs := personaDocument(name, namespace, spec)
+	if len(errs) > 0 {
+		return nil, errs, notes
+	}
+	return &imported{name: name, doc: doc}, nil, notes
+}
+
+// readFrontMatter splits a Markdown file into its decoded front matter and body.
+func readFrontMatter(raw []byte) (map[string]any, []byte, error) {
+	if !utf8.Valid(raw) {
+		return nil, nil, errors.New("the file is not valid UTF-8 text")
+	}
+	front, body, err := splitFrontMatter(raw)
+	if err != nil {
+		return nil, nil, err
+	}
 	fm, err := parseFrontMatter(front)
 	if err != nil {
-		return nil, []string{"front matter: " + err.Error()}, nil
+		return nil, nil, fmt.Errorf("front matter: %w", err)
 	}
+	return fm, body, nil
+}
 
-	spec := map[string]any{}
-	var rawName any = nil
+// specFromFrontMatter sorts the front matter's keys into a Persona spec and
+// the name, and reports the keys that are neither.
+func specFromFrontMatter(fm map[string]any) (spec map[string]any, rawName any, errs []string) {
+	spec = map[string]any{}
 	for _, k := range slices.Sorted(maps.Keys(fm)) {
 		v := fm[k]
 		switch {
@@ -179,7 +210,13 @@ func importFile(file string, raw []byte, namespace string) (im *imported, errs, 
 				k, suggest.Hint(k, append([]string{frontMatterName}, specKeys...), "known keys")))
 		}
 	}
+	return spec, rawName, errs
+}
 
+// personaNameOf is the Persona name from the front matter's name, else the
+// file's base name. A name that does not convert is reported unless the
+// file already has problems (failed).
+func personaNameOf(file string, rawName any, failed bool) (name string, errs, notes []string) {
 	source := baseName(file)
 	if rawName != nil {
 		str, ok := rawName.(string)
@@ -191,36 +228,39 @@ func importFile(file string, raw []byte, namespace string) (im *imported, errs, 
 		errs = append(errs, "name: standard input has no file name; set name in the front matter")
 	}
 	name, err := personaName(source)
-	if err != nil && len(errs) == 0 {
+	if err != nil && !failed && len(errs) == 0 {
 		errs = append(errs, "name: "+err.Error())
 	}
 	if name != "" && name != source {
 		notes = append(notes, fmt.Sprintf("name %q becomes the Persona name %q", source, name))
 	}
-	if list, ok := spec["inherit"].([]any); ok {
-		converted := make([]any, len(list))
-		for i, e := range list {
-			converted[i] = e
-			if parent, ok := e.(string); ok {
-				if n, err := personaName(parent); err != nil {
-					errs = append(errs, fmt.Sprintf("inherit[%d]: %v", i, err))
-				} else {
-					converted[i] = n
-				}
+	return name, errs, notes
+}
+
+// convertInherit turns the parents' names in spec.inherit into Persona names.
+func convertInherit(spec map[string]any) (errs []string) {
+	list, ok := spec["inherit"].([]any)
+	if !ok {
+		return nil
+	}
+	converted := make([]any, len(list))
+	for i, e := range list {
+		converted[i] = e
+		if parent, ok := e.(string); ok {
+			if n, err := personaName(parent); err != nil {
+				errs = append(errs, fmt.Sprintf("inherit[%d]: %v", i, err))
+			} else {
+				converted[i] = n
 			}
 		}
-		spec["inherit"] = converted
 	}
-	if len(errs) > 0 {
-		return nil, errs, notes
-	}
-	if len(body) > 0 {
-		spec["prompt"] = string(body)
-		if bytes.Contains(body, []byte("{{")) {
-			notes = append(notes, "the body contains {{; a Persona's prompt is literal text, never executed as a template")
-		}
-	}
+	spec["inherit"] = converted
+	return errs
+}
 
+// personaDocument is the Persona manifest of name and spec, once it passes
+// admission; its problems are named by front matter key.
+func personaDocument(name, namespace string, spec map[string]any) (doc []byte, errs []string) {
 	meta := map[string]any{"name": name}
 	if namespace != "" {
 		meta["namespace"] = namespace
@@ -235,13 +275,13 @@ func importFile(file string, raw []byte, namespace string) (im *imported, errs, 
 		for _, e := range fieldErrs {
 			errs = append(errs, frontMatterField(e.Field)+": "+e.ErrorBody())
 		}
-		return nil, errs, notes
+		return nil, errs
 	}
 	doc, err := marshalPersona(obj)
 	if err != nil {
-		return nil, []string{err.Error()}, notes
+		return nil, []string{err.Error()}
 	}
-	return &imported{name: name, doc: doc}, nil, notes
+	return doc, nil
 }
 
 // parseFrontMatter decodes front matter as kubectl decodes YAML; a repeated

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/controllers"
+)
+
+// newManager creates the manager: its API client, cache, metrics and
+// webhook servers, and the watch of a webhook certificate given by path.
+func newManager(f *managerFlags) (ctrl.Manager, error) {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+
+	tlsOpts := serverTLS(f)
+	webhookOpts := webhook.Options{Port: f.webhookPort, TLSOpts: tlsOpts}
+	certs, err := webhookCertificate(f)
+	if err != nil {
+		return nil, err
+	}
+	if certs != nil {
+		webhookOpts.TLSOpts = append(webhookOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: f.metricsAddr, SecureServing: f.secureMetrics, TLSOpts: tlsOpts}
+	if f.secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	mgr, err := ctrl.NewManager(restConfig(f), ctrl.Options{
+		Scheme: scheme,
+		// Nothing reads managedFields, nor the data of the ConfigMaps the
+		// operator writes: the cache keeps neither (controllers.TrimConfigMaps).
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject:         map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Transform: controllers.TrimConfigMaps}},
+		},
+		Metrics:                metricsOpts,
+		WebhookServer:          webhook.NewServer(webhookOpts),
+		HealthProbeBindAddress: f.probeAddr,
+		PprofBindAddress:       f.pprofAddr,
+		LeaderElection:         f.leaderElect,
+		LeaderElectionID:       "persona-operator.prompts.persona-operator.dev",
+	})
+	if err != nil {
+		return nil, err
+	}
+	if certs != nil {
+		if err := mgr.Add(certs); err != nil {
+			return nil, fmt.Errorf("watch the webhook certificate: %w", err)
+		}
+	}
+	return mgr, nil
+}
+
+// serverTLS is the TLS of the webhook and metrics servers: HTTP/1.1 only
+// unless HTTP/2 is asked for (HTTP/2 Rapid Reset).
+func serverTLS(f *managerFlags) []func(*tls.Config) {
+	if f.enableHTTP2 {
+		return nil
+	}
+	return []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+}
+
+// webhookCertificate watches the certificate files --webhook-cert-path
+// names; nil when none is given.
+func webhookCertificate(f *managerFlags) (*certwatcher.CertWatcher, error) {
+	if f.webhookCertPath == "" {
+		return nil, nil
+	}
+	w, err := certwatcher.New(filepath.Join(f.webhookCertPath, f.webhookCertName), filepath.Join(f.webhookCertPath, f.webhookCertKey))
+	if err != nil {
+		return nil, fmt.Errorf("load the webhook certificate: %w", err)
+	}
+	return w, nil
+}
+
+func restConfig(f *managerFlags) *rest.Config {
+	cfg := ctrl.GetConfigOrDie()
+	cfg.QPS, cfg.Burst = float32(f.apiQPS), f.apiBurst
+	// The API server gzips every watch flush for clients that accept it:
+	// CPU on both sides, per event, for traffic that stays in the cluster.
+	cfg.DisableCompression = true
+	return cfg
+}
