@@ -47,6 +47,22 @@ func (h *harness) createNamespace(ctx context.Context, ns string) error {
 	return nil
 }
 
+// measureRounds runs the rounds, each measuring the floors, then the
+// operator; a round that timed out is the last.
+func (h *harness) measureRounds(ctx context.Context) error {
+	for i := 1; i <= h.o.rounds; i++ {
+		rr, err := h.round(ctx, i)
+		if err != nil {
+			return err
+		}
+		h.r.rounds = append(h.r.rounds, rr)
+		if rr.timeout() {
+			break
+		}
+	}
+	return nil
+}
+
 // round measures the floors with the manager stopped, then starts the
 // manager and measures convergence and fan-out. Every round but the last
 // (or one that timed out) stops the manager and deletes what it measured.

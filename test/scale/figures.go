@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Targets.
+const (
+	ratioTarget          = 1.5
+	webhookP99AddedLimit = 10 * time.Millisecond
+)
+
+// ratioRow summarizes one measure over the rounds: the medians of the
+// operator's and the floor's times, and the median of the rounds' ratios
+// (each operator time over the floor of its own round) with their range.
+func ratioRow(measure string, rounds []*roundResult, operator, floor func(*roundResult) time.Duration, timeout func(*roundResult) string) []string {
+	target := fmt.Sprintf("≤ %.1f×", ratioTarget)
+	var ops, floors []time.Duration
+	var ratios []float64
+	for _, rr := range rounds {
+		if t := timeout(rr); t != "" {
+			return []string{measure, "timeout", secs(floor(rr)), "—", target, "**no** (timeout)"}
+		}
+		ops, floors = append(ops, operator(rr)), append(floors, floor(rr))
+		if floor(rr) > 0 {
+			ratios = append(ratios, operator(rr).Seconds()/floor(rr).Seconds())
+		}
+	}
+	if len(ratios) == 0 {
+		return []string{measure, secs(median(ops)), "—", "—", target, "—"}
+	}
+	ratio := median(ratios)
+	desc := fmt.Sprintf("%.2f×", ratio)
+	if len(ratios) > 1 {
+		desc += fmt.Sprintf(" (%.2f–%.2f)", slices.Min(ratios), slices.Max(ratios))
+	}
+	return []string{measure, secs(median(ops)), secs(median(floors)), desc, target, yesNo(ratio <= ratioTarget)}
+}
+
+// leastRow is the ratio of fan-out's floors: the one that also makes the
+// writes personas.md#conditions requires over the bare one, in the operator column. No
+// operator that makes those writes can beat it, so it has no target.
+func leastRow(measure string, rounds []*roundResult) []string {
+	row := ratioRow(measure, rounds, func(rr *roundResult) time.Duration { return rr.fanOutSpecFloor },
+		func(rr *roundResult) time.Duration { return rr.fanOutFloor }, func(*roundResult) string { return "" })
+	row[4], row[5] = "—", "—"
+	return row
+}
+
+// median is the middle value; of an even count, the mean of the middle two.
+func median[T time.Duration | float64](xs []T) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func mapRounds(rounds []*roundResult, f func(*roundResult) time.Duration) []time.Duration {
+	out := make([]time.Duration, len(rounds))
+	for i, rr := range rounds {
+		out[i] = f(rr)
+	}
+	return out
+}

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+func signedMs(d time.Duration) string {
+	return fmt.Sprintf("%+.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+func msF(seconds float64) string {
+	if math.IsNaN(seconds) {
+		return "—"
+	}
+	return ms(time.Duration(seconds * float64(time.Second)))
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}

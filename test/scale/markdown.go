@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// markdown is the report: the table, then the conditions of the run and
+// where the time went.
+func (r *report) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## persona-operator at scale: N=%d\n\n", r.opts.n)
+	writeTable(&b, r.rows())
+	if len(r.rounds) > 1 {
+		b.WriteString("\nEach round (the table above gives their medians):\n\n")
+		writeTable(&b, r.roundRows())
+	}
+	r.writeConditions(&b)
+	r.writeBreakdown(&b)
+	return b.String()
+}
+
+// writeConditions writes what was measured how, and on what machine.
+func (r *report) writeConditions(b *strings.Builder) {
+	n := r.opts.n
+	fmt.Fprintf(b, "\n- machine: %s; load average %s before, %s after\n", r.machine, r.loadBefore, r.loadAfter)
+	fmt.Fprintf(b, "- N=%d, harness workers %d, harness client QPS %d / burst %d (not throttled); webhook: %d creates on and %d off, in %d blocks alternating on/off, each after %d uncounted creates\n",
+		n, r.opts.workers, harnessQPS, harnessBurst, len(r.webhookOn), len(r.webhookOff), webhookBlocks, webhookWarmCreates)
+	fmt.Fprintf(b, "- manager flags: %s (defaults otherwise; see cmd/main.go)\n", strings.Join(r.managerFlags, " "))
+	fmt.Fprintf(b, "- %d rounds, each measuring its floors first and then the operator with a manager of its own; ", len(r.rounds))
+	fmt.Fprintf(b, "floors, measured before the round's manager starts, without the webhook, with %d workers of the same client: convergence = create the layers, the parent and %d Personas + create each ConfigMap + patch each status; "+
+		"fan-out = update the %d ConfigMaps; \"with Events\" adds the writes personas.md#conditions requires as well: each Rendered Event (and, for fan-out, each status patch)\n", r.opts.workers, n, n)
+	fmt.Fprintf(b, "- convergence and fan-out end when the last Persona is Ready / ConfigMap has its new hash, as seen by a watch (cheaper than listing %d rendered objects every 200 ms)\n", n)
+	fmt.Fprintf(b, "- run took %s; manager log: %s\n", r.elapsed.Round(time.Second), r.logPath)
+	if len(r.profiles) > 0 {
+		sort.Strings(r.profiles)
+		fmt.Fprintf(b, "- CPU profiles of the first %d s of each phase (go tool pprof -top FILE): %s\n", r.opts.profileSeconds, strings.Join(r.profiles, ", "))
+	}
+	for _, err := range r.profileErrors {
+		fmt.Fprintf(b, "- profile missing: %v\n", err)
+	}
+	if creates := median(mapRounds(r.rounds, func(rr *roundResult) time.Duration { return rr.convergenceCreates })); creates > 0 {
+		fmt.Fprintf(b, "- convergence: the harness's creates (through the webhook) took %s of it (median)\n", secs(creates))
+	}
+	fmt.Fprintf(b, "- the steady state window starts once the manager has written nothing for %s\n", settleQuiet)
+}
+
+// writeTable writes rows as a Markdown table, columns padded.
+func writeTable(b *strings.Builder, rows [][]string) {
+	widths := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, cell := range row {
+			widths[i] = max(widths[i], len([]rune(cell)))
+		}
+	}
+	line := func(cells []string) {
+		b.WriteString("|")
+		for i, cell := range cells {
+			fmt.Fprintf(b, " %s%s |", cell, strings.Repeat(" ", widths[i]-len([]rune(cell))))
+		}
+		b.WriteString("\n")
+	}
+	line(rows[0])
+	sep := make([]string, len(widths))
+	for i, w := range widths {
+		sep[i] = strings.Repeat("-", w)
+	}
+	line(sep)
+	for _, row := range rows[1:] {
+		line(row)
+	}
+}

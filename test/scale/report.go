@@ -1,0 +1,38 @@
+package main
+
+import (
+	"time"
+
+	"github.com/persona-operator/persona-operator/test/scrape"
+)
+
+// report collects the run's figures.
+type report struct {
+	opts         options
+	machine      string
+	managerFlags []string
+	logPath      string
+	// profiles are the CPU profiles written with -profile.
+	profiles      []string
+	profileErrors []error
+	logOffset     int64
+
+	loadBefore, loadAfter string
+	elapsed               time.Duration
+
+	rounds []*roundResult
+	// round is the round being measured.
+	round          int
+	webhookHandler scrape.Histogram
+	steadyWrites   map[string]float64
+	webhookOn      latencies
+	webhookOff     latencies
+	// peakRSS is the highest of the managers' (one per round).
+	peakRSS int64
+	// final is the last manager's metrics; renderFailures sums every
+	// manager's failures.
+	final          scrape.Snapshot
+	renderFailures float64
+
+	phases []*phase
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/persona-operator/persona-operator/test/scrape"
+)
+
+// rows is the table: each measure beside its floor and its target.
+func (r *report) rows() [][]string {
+	rows := [][]string{{"measure", "operator", "floor", "ratio", "target", "met?"}}
+	rows = append(rows, r.timeRows()...)
+	rows = append(rows, r.steadyRow())
+	rows = append(rows, r.webhookRows()...)
+	return append(rows, r.managerRows()...)
+}
+
+// timeRows are convergence's and fan-out's times against their floors.
+func (r *report) timeRows() [][]string {
+	n := r.opts.n
+	convergence := func(rr *roundResult) time.Duration { return rr.convergence }
+	convergenceTimeout := func(rr *roundResult) string { return rr.convergenceTimeout }
+	fanOut := func(rr *roundResult) time.Duration { return rr.fanOut }
+	fanOutTimeout := func(rr *roundResult) string { return rr.fanOutTimeout }
+	rows := [][]string{
+		ratioRow(fmt.Sprintf("convergence: create %d Personas → all Ready", n), r.rounds, convergence,
+			func(rr *roundResult) time.Duration { return rr.convergenceFloor }, convergenceTimeout),
+		ratioRow("  … against the floor with each Rendered Event (personas.md#conditions)", r.rounds, convergence,
+			func(rr *roundResult) time.Duration { return rr.convergenceSpecFloor }, convergenceTimeout),
+	}
+	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.convergenceTimeout != "" }) {
+		return append(rows, []string{"fan-out", "not run (convergence timed out)", "", "", "", ""})
+	}
+	return append(rows,
+		ratioRow(fmt.Sprintf("fan-out: edit 1 PromptLayer → %d ConfigMaps updated", n), r.rounds, fanOut,
+			func(rr *roundResult) time.Duration { return rr.fanOutFloor }, fanOutTimeout),
+		ratioRow("  … against the floor with each status patch and Event", r.rounds, fanOut,
+			func(rr *roundResult) time.Duration { return rr.fanOutSpecFloor }, fanOutTimeout),
+		leastRow("  least any operator can reach: that floor against the bare floor", r.rounds))
+}
+
+// steadyRow is the manager's writes in the steady state, by method.
+func (r *report) steadyRow() []string {
+	var writes float64
+	var methods []string
+	for m, v := range r.steadyWrites {
+		if isWrite(m) {
+			writes += v
+			methods = append(methods, fmt.Sprintf("%s %.0f", m, v))
+		}
+	}
+	sort.Strings(methods)
+	steadyDesc := fmt.Sprintf("%.0f", writes)
+	if len(methods) > 0 {
+		steadyDesc += " (" + strings.Join(methods, ", ") + ")"
+	}
+	return []string{fmt.Sprintf("steady state: manager API writes in %s", r.opts.steady), steadyDesc, "0", "—", "0", yesNo(writes == 0)}
+}
+
+// webhookRows are the create latencies with the webhook against without
+// it, and the handler's own.
+func (r *report) webhookRows() [][]string {
+	on, off := r.webhookOn, r.webhookOff
+	added99 := on.quantile(0.99) - off.quantile(0.99)
+	wh := r.webhookHandler
+	return [][]string{
+		{fmt.Sprintf("Persona create p50, webhook on vs off (%d + %d sequential)", len(on), len(off)), ms(on.quantile(0.5)), ms(off.quantile(0.5)),
+			signedMs(on.quantile(0.5) - off.quantile(0.5)), "—", "—"},
+		{"Persona create p99, webhook on vs off", ms(on.quantile(0.99)), ms(off.quantile(0.99)),
+			signedMs(added99), "≤ +10 ms", yesNo(added99 <= webhookP99AddedLimit)},
+		{"webhook handler alone (server side): mean; p99 within", fmt.Sprintf("%s; ≤ %s", msF(wh.Sum/max(wh.Count, 1)), msF(wh.BucketOf(0.99))), "—", "—", "—", "—"},
+	}
+}
+
+// managerRows are the managers' memory, renders and render failures.
+func (r *report) managerRows() [][]string {
+	h := r.final.Histogram("persona_render_duration_seconds", nil)
+	failures := r.renderFailures
+	return [][]string{
+		{"manager peak RSS (VmHWM), highest of the rounds, before the webhook samples", fmt.Sprintf("%.0f MiB", float64(r.peakRSS)/(1<<20)), "—", "—", "—", "—"},
+		{"renders of the last round's manager, before the webhook samples: count, total time", fmt.Sprintf("%.0f, %.2f s", h.Count, h.Sum), "—", "—", "—", "—"},
+		{"render duration p50 / p99 (from buckets)", fmt.Sprintf("%s / %s", msF(h.Quantile(0.5)), msF(h.Quantile(0.99))), "—", "—", "≤ 250 ms budget", yesNo(h.Count > 0 && h.Quantile(0.99) <= 0.25)},
+		{"render failures (persona_render_failures_total), every round", fmt.Sprintf("%.0f", failures), "—", "—", "0", yesNo(failures == 0)},
+	}
+}
+
+// roundRows is a table of every round's times and ratios.
+func (r *report) roundRows() [][]string {
+	rows := [][]string{{"round", "convergence floor", "… with Events", "convergence", "ratio", "fan-out floor", "… with status and Events", "fan-out", "ratio"}}
+	ratio := func(op, floor time.Duration) string {
+		if op <= 0 || floor <= 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f×", op.Seconds()/floor.Seconds())
+	}
+	for i, rr := range r.rounds {
+		rows = append(rows, []string{fmt.Sprint(i + 1), secs(rr.convergenceFloor), secs(rr.convergenceSpecFloor), secs(rr.convergence), ratio(rr.convergence, rr.convergenceFloor),
+			secs(rr.fanOutFloor), secs(rr.fanOutSpecFloor), secs(rr.fanOut), ratio(rr.fanOut, rr.fanOutFloor)})
+	}
+	return rows
+}
+
+func isWrite(method string) bool {
+	for _, m := range scrape.WriteMethods {
+		if m == method {
+			return true
+		}
+	}
+	return false
+}
