@@ -12,7 +12,8 @@ import (
 
 // costs are the cost functions of the Sprig functions whose result can be
 // much larger than their arguments, which draw on the budget before running,
-// and of those that could make a map contain itself, which refuse to.
+// and of those that could make a map contain itself, which refuse to. The
+// builtin printf has its own, printfCost.
 var costs = map[string]costFunc{
 	"set":                        acyclic,
 	"merge":                      acyclic,
@@ -54,6 +55,29 @@ func addCap(a, b int) int {
 		return math.MaxInt
 	}
 	return a + b
+}
+
+// acyclic refuses set and merge calls that would make a map contain itself
+// (see reaches).
+func acyclic(args []reflect.Value) (int, int, error) {
+	dst := args[0]
+	for dst.Kind() == reflect.Interface && !dst.IsNil() {
+		dst = dst.Elem()
+	}
+	if dst.Kind() != reflect.Map || dst.IsNil() {
+		return 0, 0, nil
+	}
+	nodes := 200_000
+	for _, src := range args[1:] {
+		ok, err := reaches(src, dst.Pointer(), &nodes)
+		if err != nil {
+			return 0, 0, err
+		}
+		if ok {
+			return 0, 0, fmt.Errorf("a map cannot contain itself")
+		}
+	}
+	return 0, 0, nil
 }
 
 // repeat COUNT STRING spends COUNT units and builds COUNT times the string.
@@ -192,85 +216,103 @@ func regexReplaceCost(literal bool) costFunc {
 // printfCost bounds the padding a format asks for: the widths and
 // precisions of its verbs, including those given by * arguments.
 func printfCost(args []reflect.Value) (int, int, error) {
-	format := args[0].String()
-	rest := args[1] // the variadic ...any
-	argAt := func(i int) (int, bool) {
-		if i < 0 || i >= rest.Len() {
-			return 0, false
+	f := &printfFormat{format: args[0].String(), args: args[1]}
+	total := len(f.format)
+	for ; f.i < len(f.format); f.i++ {
+		if f.format[f.i] == '%' {
+			total = addCap(total, f.verbPadding())
 		}
-		v := rest.Index(i)
-		for v.Kind() == reflect.Interface && !v.IsNil() {
-			v = v.Elem()
-		}
-		switch v.Kind() {
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			return int(v.Int()), true
-		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			if v.Uint() > math.MaxInt32 {
-				return math.MaxInt, true
-			}
-			return int(v.Uint()), true
-		}
-		return 0, false
-	}
-	total := len(format)
-	next := 0 // the argument the next verb or * takes
-	for i := 0; i < len(format); i++ {
-		if format[i] != '%' {
-			continue
-		}
-		i++
-		for i < len(format) && strings.IndexByte("+-# 0", format[i]) >= 0 {
-			i++
-		}
-		pad := 0
-		// argIndex reads an explicit argument index [n], which sets the
-		// argument the next * or verb takes.
-		argIndex := func() {
-			if i < len(format) && format[i] == '[' {
-				if j := strings.IndexByte(format[i:], ']'); j > 0 {
-					if n, err := parseDigits(format[i+1 : i+j]); err == nil {
-						next = n - 1
-					}
-					i += j + 1
-				}
-			}
-		}
-		// number reads a width or precision: digits, *, or [n]*.
-		number := func() {
-			argIndex()
-			if i < len(format) && format[i] == '*' {
-				if n, ok := argAt(next); ok {
-					pad = max(pad, abs(n))
-				}
-				next++
-				i++
-				return
-			}
-			start := i
-			for i < len(format) && format[i] >= '0' && format[i] <= '9' {
-				i++
-			}
-			if i > start {
-				n, err := parseDigits(format[start:i])
-				if err != nil {
-					n = math.MaxInt
-				}
-				pad = max(pad, n)
-			}
-		}
-		number()
-		if i < len(format) && format[i] == '.' {
-			i++
-			number()
-		}
-		argIndex()
-		if i < len(format) && format[i] != '%' {
-			next++
-		}
-		total = addCap(total, pad)
 	}
 	return 0, total, nil
+}
+
+// printfFormat reads a printf format the way fmt does, far enough to find
+// the padding of each verb and the argument each * takes.
+type printfFormat struct {
+	format string
+	args   reflect.Value // the variadic ...any
+	i      int           // the byte being read
+	next   int           // the argument the next verb or * takes
+}
+
+// verbPadding reads the verb whose '%' is at i and returns the larger of its
+// width and precision. It leaves i at the verb's letter.
+func (f *printfFormat) verbPadding() int {
+	f.i++
+	for f.i < len(f.format) && strings.IndexByte("+-# 0", f.format[f.i]) >= 0 {
+		f.i++
+	}
+	pad := f.number()
+	if f.at('.') {
+		f.i++
+		pad = max(pad, f.number())
+	}
+	f.argIndex()
+	if f.i < len(f.format) && f.format[f.i] != '%' {
+		f.next++
+	}
+	return pad
+}
+
+func (f *printfFormat) at(c byte) bool { return f.i < len(f.format) && f.format[f.i] == c }
+
+// argIndex reads an explicit argument index [n], which sets the argument
+// the next * or verb takes.
+func (f *printfFormat) argIndex() {
+	if !f.at('[') {
+		return
+	}
+	if j := strings.IndexByte(f.format[f.i:], ']'); j > 0 {
+		if n, err := parseDigits(f.format[f.i+1 : f.i+j]); err == nil {
+			f.next = n - 1
+		}
+		f.i += j + 1
+	}
+}
+
+// number reads a width or precision: digits, *, or [n]*; 0 when there is none.
+func (f *printfFormat) number() int {
+	f.argIndex()
+	if f.at('*') {
+		n := f.intArg(f.next)
+		f.next++
+		f.i++
+		return abs(n)
+	}
+	start := f.i
+	for f.i < len(f.format) && f.format[f.i] >= '0' && f.format[f.i] <= '9' {
+		f.i++
+	}
+	if f.i == start {
+		return 0
+	}
+	n, err := parseDigits(f.format[start:f.i])
+	if err != nil {
+		return math.MaxInt
+	}
+	return n
+}
+
+// intArg is argument i when it is an integer, and 0 otherwise, as when there
+// is no argument i.
+func (f *printfFormat) intArg(i int) int {
+	if i < 0 || i >= f.args.Len() {
+		return 0
+	}
+	v := f.args.Index(i)
+	for v.Kind() == reflect.Interface && !v.IsNil() {
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return int(v.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if v.Uint() > math.MaxInt32 {
+			return math.MaxInt
+		}
+		return int(v.Uint())
+	}
+	return 0
 }
 
 func abs(n int) int {

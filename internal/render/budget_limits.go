@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -38,42 +37,4 @@ var DefaultLimits = Limits{
 	MaxCallDepth:      1000,
 	MaxValueDepth:     100,
 	MaxConfigMapBytes: 900 << 10,
-}
-
-// LimitTime is the Limit of a LimitError for the wall-time budget.
-const LimitTime = "time"
-
-// LimitError reports a render that exceeded one of its limits. Its message
-// names the limit.
-type LimitError struct {
-	// Limit names the limit: "time", "units", "output", "source", "call
-	// depth" or "value depth".
-	Limit string
-	msg   string
-}
-
-func (e *LimitError) Error() string { return e.msg }
-
-func limitErrorf(limit, format string, args ...any) *LimitError {
-	return &LimitError{Limit: limit, msg: fmt.Sprintf(format, args...)}
-}
-
-func (l *Limits) sourceError(size int) *LimitError {
-	return limitErrorf("source", "template source is %d bytes, over the limit of %d bytes", size, l.MaxSourceBytes)
-}
-
-func (l *Limits) unitsError() *LimitError {
-	return limitErrorf("units", "render budget exceeded: more than the limit of %d loop iterations, template calls and list elements", l.MaxUnits)
-}
-
-func (l *Limits) durationError() *LimitError {
-	return limitErrorf(LimitTime, "render budget exceeded: rendering took longer than the limit of %s", l.MaxDuration)
-}
-
-func (l *Limits) outputError(size int) *LimitError {
-	return limitErrorf("output", "render budget exceeded: output of %d bytes is over the limit of %d bytes", size, l.MaxOutputBytes)
-}
-
-func (l *Limits) callDepthError() *LimitError {
-	return limitErrorf("call depth", "render budget exceeded: template calls nested deeper than the limit of %d", l.MaxCallDepth)
 }

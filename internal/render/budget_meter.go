@@ -4,9 +4,10 @@ import (
 	"time"
 )
 
-// budget is the account of one render: every loop iteration, template call,
-// list element and output byte draws on it, and the wall time is checked as
-// it goes. Once exceeded it stays exceeded, so the render fails.
+// budget is the running account of one render against its Limits
+// (personas.md#limits): every loop iteration, template call, list element and
+// output byte draws on it, and the wall time is checked as it goes. Once
+// exceeded it stays exceeded, so the render fails.
 type budget struct {
 	limits   *Limits
 	deadline time.Time
@@ -75,38 +76,3 @@ func (b *budget) enter() error {
 }
 
 func (b *budget) leave() { b.depth-- }
-
-// budgetWriter accounts every byte a template writes before keeping it.
-type budgetWriter struct {
-	budget *budget
-	buf    []byte
-}
-
-func (w *budgetWriter) Write(p []byte) (int, error) {
-	if len(p) == 1 {
-		var err error
-		switch &p[0] {
-		case &tickMark[0]:
-			err = w.budget.spend(1)
-		case &enterMark[0]:
-			err = w.budget.enter()
-		case &leaveMark[0]:
-			w.budget.leave()
-		default:
-			return w.write(p)
-		}
-		if err != nil {
-			return 0, err
-		}
-		return 1, nil
-	}
-	return w.write(p)
-}
-
-func (w *budgetWriter) write(p []byte) (int, error) {
-	if err := w.budget.produce(len(p)); err != nil {
-		return 0, err
-	}
-	w.buf = append(w.buf, p...)
-	return len(p), nil
-}

@@ -27,11 +27,11 @@ func newMeasure(l *Limits) measure {
 
 func (m *measure) value(v reflect.Value, depth int) error {
 	if depth > m.maxDepth {
-		return limitErrorf("value depth", "render budget exceeded: a value nested deeper than the limit of %d levels", m.maxDepth)
+		return valueDepthError(m.maxDepth)
 	}
 	m.nodes++
 	if m.nodes > m.maxNodes {
-		return limitErrorf("units", "render budget exceeded: a value of more than the limit of %d elements", m.maxNodes)
+		return valueElementsError(m.maxNodes)
 	}
 	m.size += nodeOverhead + 2*depth
 	switch v.Kind() {

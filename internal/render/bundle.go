@@ -1,5 +1,14 @@
 package render
 
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	kjson "sigs.k8s.io/json"
+)
+
 // BundleVersion is the version of the bundle.json format this package writes and reads.
 const BundleVersion = 1
 
@@ -20,6 +29,41 @@ type Bundle struct {
 	// template of this bundle includes, directly or through another include.
 	Includes map[string]string `json:"includes,omitempty"`
 	Variants []Variant         `json:"variants,omitempty"`
+}
+
+// MarshalBundle serializes b as bundle.json: indented, HTML characters left
+// as they are, one trailing newline. The same bundle gives the same bytes.
+func MarshalBundle(b *Bundle) ([]byte, error) {
+	out := *b
+	out.Version = BundleVersion
+	if out.Sections == nil {
+		out.Sections = []Section{} // every section removed: [], not null
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(&out); err != nil {
+		return nil, fmt.Errorf("encode bundle: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// UnmarshalBundle reads bundle.json strictly: unknown or differently cased
+// fields, duplicate fields and other versions are errors.
+func UnmarshalBundle(raw []byte) (*Bundle, error) {
+	var b Bundle
+	strict, err := kjson.UnmarshalStrict(raw, &b, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, fmt.Errorf("read bundle: %w", err)
+	}
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("read bundle: %w", errors.Join(strict...))
+	}
+	if b.Version != BundleVersion {
+		return nil, fmt.Errorf("read bundle: version %d is not supported (this build reads version %d)", b.Version, BundleVersion)
+	}
+	return &b, nil
 }
 
 // PersonaFields are the persona's resolved scalar fields.

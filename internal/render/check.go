@@ -75,36 +75,29 @@ func (c *fieldChecker) node(n parse.Node, dot, root typed) error {
 		_, err := c.pipe(n.Pipe, dot, root)
 		return err
 	case *parse.IfNode:
-		if _, err := c.pipe(n.Pipe, dot, root); err != nil {
-			return err
-		}
-		if err := c.list(n.List, dot, root); err != nil {
-			return err
-		}
-		return c.list(n.ElseList, dot, root)
+		return c.branch(&n.BranchNode, dot, root, func(typed) typed { return dot })
 	case *parse.WithNode:
-		t, err := c.pipe(n.Pipe, dot, root)
-		if err != nil {
-			return err
-		}
-		if err := c.list(n.List, t, root); err != nil {
-			return err
-		}
-		return c.list(n.ElseList, dot, root)
+		return c.branch(&n.BranchNode, dot, root, func(value typed) typed { return value })
 	case *parse.RangeNode:
-		t, err := c.pipe(n.Pipe, dot, root)
-		if err != nil {
-			return err
-		}
-		if err := c.list(n.List, elemType(t), root); err != nil {
-			return err
-		}
-		return c.list(n.ElseList, dot, root)
+		return c.branch(&n.BranchNode, dot, root, elemType)
 	case *parse.TemplateNode:
 		_, err := c.pipe(n.Pipe, dot, root)
 		return err
 	}
 	return nil
+}
+
+// branch checks an if, with or range: its pipeline, its body with . of the
+// type body gives for the pipeline's value, and its else with . unchanged.
+func (c *fieldChecker) branch(n *parse.BranchNode, dot, root typed, body func(value typed) typed) error {
+	t, err := c.pipe(n.Pipe, dot, root)
+	if err != nil {
+		return err
+	}
+	if err := c.list(n.List, body(t), root); err != nil {
+		return err
+	}
+	return c.list(n.ElseList, dot, root)
 }
 
 // pipe checks a pipeline and returns the type of its value when it is known.
@@ -130,28 +123,7 @@ func (c *fieldChecker) pipe(p *parse.PipeNode, dot, root typed) (typed, error) {
 func (c *fieldChecker) command(cmd *parse.CommandNode, dot, root typed) (typed, error) {
 	var result typed
 	for _, arg := range cmd.Args {
-		var t typed
-		var err error
-		switch a := arg.(type) {
-		case *parse.DotNode:
-			t = dot
-		case *parse.FieldNode:
-			t, err = c.chain(a, dot, a.Ident)
-		case *parse.VariableNode:
-			if a.Ident[0] == "$" {
-				t, err = c.chain(a, root, a.Ident[1:])
-			}
-		case *parse.ChainNode:
-			var inner typed
-			if pn, ok := a.Node.(*parse.PipeNode); ok {
-				inner, err = c.pipe(pn, dot, root)
-			}
-			if err == nil && inner.t != nil {
-				t, err = c.chain(a, typed{inner.t, "(" + a.Node.String() + ")"}, a.Field)
-			}
-		case *parse.PipeNode:
-			t, err = c.pipe(a, dot, root)
-		}
+		t, err := c.arg(arg, dot, root)
 		if err != nil {
 			return unknown, err
 		}
@@ -160,6 +132,34 @@ func (c *fieldChecker) command(cmd *parse.CommandNode, dot, root typed) (typed, 
 		}
 	}
 	return result, nil
+}
+
+// arg checks one argument of a command and returns its type when it is known:
+// ., a field chain on ., $ or a parenthesized pipeline, or a pipeline.
+func (c *fieldChecker) arg(arg parse.Node, dot, root typed) (typed, error) {
+	switch a := arg.(type) {
+	case *parse.DotNode:
+		return dot, nil
+	case *parse.FieldNode:
+		return c.chain(a, dot, a.Ident)
+	case *parse.VariableNode:
+		if a.Ident[0] == "$" {
+			return c.chain(a, root, a.Ident[1:])
+		}
+	case *parse.ChainNode:
+		var inner typed
+		var err error
+		if pn, ok := a.Node.(*parse.PipeNode); ok {
+			inner, err = c.pipe(pn, dot, root)
+		}
+		if err == nil && inner.t != nil {
+			return c.chain(a, typed{inner.t, "(" + a.Node.String() + ")"}, a.Field)
+		}
+		return unknown, err
+	case *parse.PipeNode:
+		return c.pipe(a, dot, root)
+	}
+	return unknown, nil
 }
 
 // chain follows fields from a value; an unknown type ends the check.

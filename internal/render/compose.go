@@ -58,6 +58,15 @@ type span struct {
 	start, end      int
 }
 
+// appendNonEmpty appends s to spans unless normalizing left it empty: an
+// empty piece is dropped (personas.md#composition).
+func appendNonEmpty(spans []span, s span) []span {
+	if s.start < s.end {
+		return append(spans, s)
+	}
+	return spans
+}
+
 // joinSpans joins the spans of buf with one blank line and ends a non-empty
 // result with one newline: the content of a system-prompt file. The pieces
 // it returns share the result's memory.

@@ -1,14 +1,9 @@
 package render
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
-
-	kjson "sigs.k8s.io/json"
 )
 
 // The keys of the ConfigMap data (personas.md#delivery).
@@ -33,22 +28,27 @@ type Output struct {
 	Pieces []Piece
 }
 
-// TooLargeError reports ConfigMap data over the limit (personas.md#conditions TooLarge).
-type TooLargeError struct {
-	Bytes, Limit int
-}
-
-func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("the rendered ConfigMap data is %d bytes, over the limit of %d bytes", e.Bytes, e.Limit)
-}
-
 // ConfigMap renders every key of the ConfigMap of b: the system prompt, one
-// per variant, persona.md and bundle.json.
+// per variant, persona.md and bundle.json (personas.md#delivery).
 func (e *Engine) ConfigMap(b *Bundle) (*Output, error) {
 	prompt, err := e.Render(b, "")
 	if err != nil {
 		return nil, err
 	}
+	data, err := e.configMapData(b, prompt)
+	if err != nil {
+		return nil, err
+	}
+	size := dataSize(data)
+	if size > e.limits.MaxConfigMapBytes {
+		return nil, &TooLargeError{Bytes: size, Limit: e.limits.MaxConfigMapBytes}
+	}
+	return &Output{Data: data, Hash: ContentHash(data), Bytes: size, Pieces: prompt.Pieces}, nil
+}
+
+// configMapData is the ConfigMap data of b, whose own system prompt is
+// already rendered: it renders the variants' prompts.
+func (e *Engine) configMapData(b *Bundle, prompt *Prompt) (map[string]string, error) {
 	bundle, err := MarshalBundle(b)
 	if err != nil {
 		return nil, err
@@ -65,14 +65,16 @@ func (e *Engine) ConfigMap(b *Bundle) (*Output, error) {
 		}
 		data[VariantKey(v.Name)] = p.Text
 	}
+	return data, nil
+}
+
+// dataSize is what MaxConfigMapBytes bounds: every key and value together.
+func dataSize(data map[string]string) int {
 	size := 0
 	for k, v := range data {
 		size += len(k) + len(v)
 	}
-	if size > e.limits.MaxConfigMapBytes {
-		return nil, &TooLargeError{Bytes: size, Limit: e.limits.MaxConfigMapBytes}
-	}
-	return &Output{Data: data, Hash: ContentHash(data), Bytes: size, Pieces: prompt.Pieces}, nil
+	return size
 }
 
 // ContentHash is sha256:<hex> over the JSON encoding of data, whose keys
@@ -84,39 +86,4 @@ func ContentHash(data map[string]string) string {
 	}
 	sum := sha256.Sum256(raw)
 	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// MarshalBundle serializes b as bundle.json: indented, HTML characters left
-// as they are, one trailing newline. The same bundle gives the same bytes.
-func MarshalBundle(b *Bundle) ([]byte, error) {
-	out := *b
-	out.Version = BundleVersion
-	if out.Sections == nil {
-		out.Sections = []Section{} // every section removed: [], not null
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(&out); err != nil {
-		return nil, fmt.Errorf("encode bundle: %w", err)
-	}
-	return buf.Bytes(), nil
-}
-
-// UnmarshalBundle reads bundle.json strictly: unknown or differently cased
-// fields, duplicate fields and other versions are errors.
-func UnmarshalBundle(raw []byte) (*Bundle, error) {
-	var b Bundle
-	strict, err := kjson.UnmarshalStrict(raw, &b, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
-	if err != nil {
-		return nil, fmt.Errorf("read bundle: %w", err)
-	}
-	if len(strict) > 0 {
-		return nil, fmt.Errorf("read bundle: %w", errors.Join(strict...))
-	}
-	if b.Version != BundleVersion {
-		return nil, fmt.Errorf("read bundle: version %d is not supported (this build reads version %d)", b.Version, BundleVersion)
-	}
-	return &b, nil
 }

@@ -67,52 +67,6 @@ func TestConfigMapEmptyPrompts(t *testing.T) {
 	}
 }
 
-func TestBundleRoundTrip(t *testing.T) {
-	b := bare("A <b> & {{ .Harness }}")
-	b.Sections = render.DefaultSections()
-	b.Layers = []render.Layer{layer("l", "app", "prepend", "L")}
-	b.Includes = map[string]string{"i": "I"}
-	b.Vars = map[string]string{"k": "v"}
-	b.Context = render.Context{Workspace: new("w"), Repos: []render.Repo{{Name: "r", BranchCreated: true}}, Knowledge: &render.Knowledge{Injected: true}, GitHubGateway: new(false)}
-	b.Variants = []render.Variant{{Name: "v", Model: "m"}}
-	raw, err := render.MarshalBundle(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(raw), "A <b> & {{ .Harness }}") {
-		t.Errorf("HTML characters escaped in bundle.json")
-	}
-	got, err := render.UnmarshalBundle(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, b) {
-		t.Errorf("round trip changed the bundle:\n%#v\n%#v", got, b)
-	}
-	again, _ := render.MarshalBundle(got)
-	if string(again) != string(raw) {
-		t.Error("bundle.json is not stable")
-	}
-	if mustRender(t, got, "") != mustRender(t, b, "") {
-		t.Error("a bundle read back renders differently")
-	}
-}
-
-func TestUnmarshalBundleIsStrict(t *testing.T) {
-	for _, raw := range []string{
-		`{"version": 2, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": []}`,
-		`{"version": 1, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": [], "extra": 1}`,
-		`{"version": 1} {}`,
-		`not json`,
-		`{"Version": 1, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": []}`,
-		`{"version": 1, "version": 1, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": []}`,
-	} {
-		if _, err := render.UnmarshalBundle([]byte(raw)); err == nil {
-			t.Errorf("accepted %s", raw)
-		}
-	}
-}
-
 func TestTooLarge(t *testing.T) {
 	limits := render.DefaultLimits
 	limits.MaxConfigMapBytes = 2000

@@ -1,9 +1,7 @@
 package render
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"text/template"
 	"text/template/parse"
@@ -97,53 +95,49 @@ func (x *executor) executeTo(buf []byte, p *parsed, data any) ([]byte, error) {
 	return buf, nil
 }
 
-// cleanError reports a limit or include error by itself, without the
-// text/template call chain that led to it.
-func cleanError(err error) error {
-	var limit *LimitError
-	if errors.As(err, &limit) {
-		return limit
-	}
-	var inc *IncludeError
-	if errors.As(err, &inc) {
-		return inc
-	}
-	return err
-}
-
-// IncludeError reports an include cycle or include nesting over the limit.
-type IncludeError struct {
-	Chain []string
-	Cycle bool
-	Limit int
-}
-
-func (e *IncludeError) Error() string {
-	if e.Cycle {
-		return "include cycle: " + strings.Join(e.Chain, " -> ")
-	}
-	return fmt.Sprintf("include depth exceeds the limit of %d: %s", e.Limit, strings.Join(e.Chain, " -> "))
-}
-
 // include renders the template of the PromptLayer name with data as ., for
 // {{ include "name" DATA }}.
 func (x *executor) include(name string, data any) (string, error) {
 	if err := x.budget.spend(1); err != nil {
 		return "", err
 	}
-	for i, n := range x.chain {
-		if n == name {
-			return "", &IncludeError{Chain: append(append([]string{}, x.chain[i:]...), name), Cycle: true}
-		}
-	}
-	if x.includeDepth >= x.budget.limits.MaxIncludeDepth {
-		return "", &IncludeError{Chain: append(append([]string{}, x.chain...), name), Limit: x.budget.limits.MaxIncludeDepth}
+	if err := x.checkIncludeChain(name); err != nil {
+		return "", err
 	}
 	src, ok := x.includes[name]
 	if !ok {
 		return "", fmt.Errorf("include %q: no PromptLayer %q was resolved for this persona", name, name)
 	}
-	p := x.engine.cache.get(KindLayer, name, src)
+	out, err := x.executeIncluded(name, x.engine.cache.get(KindLayer, name, src), data)
+	if err != nil {
+		if standaloneError(err) != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("include %q: %w", name, err)
+	}
+	// The included text counts as output where the caller writes it, not
+	// twice.
+	x.budget.output -= len(out)
+	return out, nil
+}
+
+// checkIncludeChain refuses to include name when it is already being
+// rendered, or when includes are nested as deep as the limit allows.
+func (x *executor) checkIncludeChain(name string) error {
+	for i, n := range x.chain {
+		if n == name {
+			return &IncludeError{Chain: append(append([]string{}, x.chain[i:]...), name), Cycle: true}
+		}
+	}
+	if x.includeDepth >= x.budget.limits.MaxIncludeDepth {
+		return &IncludeError{Chain: append(append([]string{}, x.chain...), name), Limit: x.budget.limits.MaxIncludeDepth}
+	}
+	return nil
+}
+
+// executeIncluded runs the included layer name, parsed as p, into the
+// reused buffer of its include depth, with name on the include chain.
+func (x *executor) executeIncluded(name string, p *parsed, data any) (string, error) {
 	level := x.includeDepth
 	if level == len(x.buffers) {
 		x.buffers = append(x.buffers, nil)
@@ -155,16 +149,8 @@ func (x *executor) include(name string, data any) (string, error) {
 	x.chain = x.chain[:len(x.chain)-1]
 	x.buffers[level] = buf
 	if err != nil {
-		var inc *IncludeError
-		var limit *LimitError
-		if errors.As(err, &inc) || errors.As(err, &limit) {
-			return "", err
-		}
-		return "", fmt.Errorf("include %q: %w", name, err)
+		return "", err
 	}
-	// The included text counts as output where the caller writes it, not
-	// twice.
-	x.budget.output -= len(buf)
 	return string(buf), nil
 }
 

@@ -43,27 +43,39 @@ func parseTemplate(name, src string, limits *Limits) *parsed {
 		p.err = err
 		return p
 	}
-	p.main = trees[name]
-	for n, t := range trees {
-		if n != name {
-			p.defines = append(p.defines, t)
-		}
+	p.main, p.defines = splitDefines(trees, name)
+	called, err := inspectCalls(trees, &p.includes)
+	if err != nil {
+		p.err = err
+		return p
 	}
-	called := map[string]bool{}
-	for _, t := range trees {
-		if err := inspect(t, trees, called, &p.includes); err != nil {
-			p.err = err
-			return p
-		}
-	}
-	for _, t := range trees {
-		instrumentRanges(t.Root)
-		if called[t.Name] {
-			instrumentCall(t)
-		}
-	}
+	instrument(trees, called)
 	p.empty = parse.IsEmptyTree(p.main.Root)
 	return p
+}
+
+// splitDefines separates the main tree, named after the source, from those
+// of its {{define}} and {{block}} actions.
+func splitDefines(trees map[string]*parse.Tree, name string) (main *parse.Tree, defines []*parse.Tree) {
+	for n, t := range trees {
+		if n != name {
+			defines = append(defines, t)
+		}
+	}
+	return trees[name], defines
+}
+
+// inspectCalls inspects every tree of one source, appending the layers its
+// include calls name to includes, and returns the names of the templates
+// that {{template}} calls.
+func inspectCalls(trees map[string]*parse.Tree, includes *[]string) (map[string]bool, error) {
+	called := map[string]bool{}
+	for _, t := range trees {
+		if err := inspect(t, trees, called, includes); err != nil {
+			return nil, err
+		}
+	}
+	return called, nil
 }
 
 // inspect checks the calls of one tree: a {{template}} must name a template
@@ -115,11 +127,6 @@ func inspectInclude(t *parse.Tree, cmd *parse.CommandNode, piped bool, includes 
 	}
 	*includes = append(*includes, lit.Text)
 	return nil
-}
-
-func nodeError(t *parse.Tree, n parse.Node, msg string) error {
-	loc, _ := t.ErrorContext(n)
-	return fmt.Errorf("template: %s: %s", loc, msg)
 }
 
 // walkNodes calls visit for n and every node below it, depth first, until
@@ -177,91 +184,4 @@ func walkNodes(n parse.Node, visit func(parse.Node) bool) bool {
 
 func walkBranch(b *parse.BranchNode, visit func(parse.Node) bool) bool {
 	return walkNodes(b.Pipe, visit) && walkNodes(b.List, visit) && walkNodes(b.ElseList, visit)
-}
-
-// Budget checks are text nodes whose bytes are one of these sentinels:
-// text/template hands a text node's own slice to the writer, and the
-// budgetWriter recognizes the sentinel by its address and accounts for it
-// instead of writing it. No template can produce these slices, and a check
-// costs an interface call rather than a reflective function call.
-var (
-	tickMark  = []byte{0}
-	enterMark = []byte{0}
-	leaveMark = []byte{0}
-)
-
-// instrumentRanges puts a budget check at the start of every range body, so
-// each iteration draws on the budget, however the range is written.
-func instrumentRanges(n parse.Node) {
-	walkNodes(n, func(n parse.Node) bool {
-		if r, ok := n.(*parse.RangeNode); ok {
-			r.List.Nodes = append([]parse.Node{budgetNode(r.Position(), tickMark)}, r.List.Nodes...)
-		}
-		return true
-	})
-}
-
-// instrumentCall brackets a called template's body with enter and leave, so
-// each call draws on the budget and recursion depth is bounded.
-func instrumentCall(t *parse.Tree) {
-	pos := t.Root.Position()
-	nodes := make([]parse.Node, 0, len(t.Root.Nodes)+2)
-	nodes = append(nodes, budgetNode(pos, enterMark))
-	nodes = append(nodes, t.Root.Nodes...)
-	nodes = append(nodes, budgetNode(pos, leaveMark))
-	t.Root.Nodes = nodes
-}
-
-func budgetNode(pos parse.Pos, mark []byte) *parse.TextNode {
-	return &parse.TextNode{NodeType: parse.NodeText, Pos: pos, Text: mark}
-}
-
-// parseCache holds parsed templates by name and source, so a re-render
-// never re-parses. It keeps two generations and drops the older one when the
-// newer has taken in maxCacheBytes of source, bounding its memory.
-type parseCache struct {
-	limits    *Limits
-	mu        sync.RWMutex
-	current   map[cacheKey]*parsed
-	previous  map[cacheKey]*parsed
-	currBytes int
-	// parses counts parses, for tests.
-	parses int
-}
-
-type cacheKey struct {
-	kind SectionKind
-	name string
-	src  string
-}
-
-func (c *parseCache) get(kind SectionKind, name, src string) *parsed {
-	k := cacheKey{kind, name, src}
-	c.mu.RLock()
-	p := c.current[k]
-	c.mu.RUnlock()
-	if p != nil {
-		return p
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p = c.current[k]; p != nil {
-		return p
-	}
-	if p = c.previous[k]; p == nil {
-		p = parseTemplate(SectionName(kind, name), src, c.limits)
-		c.parses++
-	}
-	if c.currBytes+len(name)+len(src) > maxCacheBytes {
-		c.previous, c.current, c.currBytes = c.current, map[cacheKey]*parsed{}, 0
-	}
-	c.current[k] = p
-	c.currBytes += len(name) + len(src)
-	return p
-}
-
-const maxCacheBytes = 32 << 20
-
-func newParseCache(l *Limits) *parseCache {
-	return &parseCache{limits: l, current: map[cacheKey]*parsed{}}
 }

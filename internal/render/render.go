@@ -43,29 +43,11 @@ const (
 // platform.<key>, extension.<id> or layer.<name> (personas.md#conditions).
 func SectionName(kind SectionKind, name string) string { return string(kind) + "." + name }
 
-// Names of the literal pieces appended last (personas.md#layers step 3).
+// Names of the literal pieces appended last (personas.md#composition).
 const (
 	UserSystemPromptPiece   = "userSystemPrompt"
 	AppendSystemPromptPiece = "appendSystemPrompt"
 )
-
-// RenderError reports a section that does not render (personas.md#conditions RenderFailed).
-type RenderError struct {
-	Persona string
-	Variant string // empty for the persona's own prompt
-	Section string
-	Err     error
-}
-
-func (e *RenderError) Error() string {
-	variant := ""
-	if e.Variant != "" {
-		variant = "variant " + e.Variant + ": "
-	}
-	return fmt.Sprintf("the system prompt of persona %q does not render: %srender system prompt section %s: %v", e.Persona, variant, e.Section, e.Err)
-}
-
-func (e *RenderError) Unwrap() error { return e.Err }
 
 // Prompt is one rendered system prompt.
 type Prompt struct {
@@ -79,16 +61,9 @@ type Prompt struct {
 // Render renders the system prompt of b, or of its variant when variant is
 // not empty.
 func (e *Engine) Render(b *Bundle, variant string) (*Prompt, error) {
-	var v *Variant
-	if variant != "" {
-		for i := range b.Variants {
-			if b.Variants[i].Name == variant {
-				v = &b.Variants[i]
-			}
-		}
-		if v == nil {
-			return nil, fmt.Errorf("persona %q has no variant %q", b.Persona.Name, variant)
-		}
+	v, err := findVariant(b, variant)
+	if err != nil {
+		return nil, err
 	}
 	x := e.pool.get(e)
 	defer e.pool.put(x)
@@ -96,12 +71,31 @@ func (e *Engine) Render(b *Bundle, variant string) (*Prompt, error) {
 	x.includes = b.Includes
 	r := renderer{x: x, bundle: b, variant: variant, data: newData(b, v), out: x.out[:0]}
 	spans, err := r.spans()
-	x.out = r.out
+	x.out = r.out // keep the grown buffer for the executor's next render
 	if err != nil {
 		return nil, err
 	}
 	text, pieces := joinSpans(r.out, spans)
 	return &Prompt{Text: text, Pieces: pieces}, nil
+}
+
+// findVariant returns the variant of b named variant, or nil for the
+// persona's own prompt when variant is empty. Of variants with the same
+// name, the last one wins.
+func findVariant(b *Bundle, variant string) (*Variant, error) {
+	if variant == "" {
+		return nil, nil
+	}
+	var v *Variant
+	for i := range b.Variants {
+		if b.Variants[i].Name == variant {
+			v = &b.Variants[i]
+		}
+	}
+	if v == nil {
+		return nil, fmt.Errorf("persona %q has no variant %q", b.Persona.Name, variant)
+	}
+	return v, nil
 }
 
 // renderer is one render in progress. Every piece is rendered into out and
@@ -141,48 +135,71 @@ func (r *renderer) literal(section, origin string, start int) span {
 func (r *renderer) spans() ([]span, error) {
 	b := r.bundle
 	spans := make([]span, 0, len(b.Sections)+len(b.Extensions)+len(b.Layers)+2)
-	keep := func(s span) {
-		if s.start < s.end {
-			spans = append(spans, s)
-		}
-	}
+	var err error
 	for _, s := range b.Sections {
-		p, err := r.piece(KindPlatform, s.Key, s.Origin, s.Template)
-		if err != nil {
+		if spans, err = r.appendPiece(spans, KindPlatform, s.Key, s.Origin, s.Template); err != nil {
 			return nil, err
 		}
-		keep(p)
 	}
 	for _, ext := range b.Extensions {
-		p, err := r.piece(KindExtension, ext.ID, ext.Origin, ext.Template)
-		if err != nil {
+		if spans, err = r.appendPiece(spans, KindExtension, ext.ID, ext.Origin, ext.Template); err != nil {
 			return nil, err
 		}
-		keep(p)
 	}
-	for _, l := range sortedLayers(b.Layers) {
+	if spans, err = r.applyLayers(spans); err != nil {
+		return nil, err
+	}
+	return r.appendCallerPrompts(spans), nil
+}
+
+// appendPiece renders one template and appends it to spans unless it is empty
+// (personas.md#composition).
+func (r *renderer) appendPiece(spans []span, kind SectionKind, name, origin, src string) ([]span, error) {
+	p, err := r.piece(kind, name, origin, src)
+	if err != nil {
+		return nil, err
+	}
+	return appendNonEmpty(spans, p), nil
+}
+
+// applyLayers renders the layers in rank order and applies each by its mode
+// to the spans so far (personas.md#layers). A disable layer is not rendered.
+func (r *renderer) applyLayers(spans []span) ([]span, error) {
+	for _, l := range sortedLayers(r.bundle.Layers) {
 		var p span
 		if l.Mode != ModeDisable {
 			var err error
-			r.x.chain = append(r.x.chain[:0], l.Name)
-			p, err = r.piece(KindLayer, l.Name, "layer/"+l.Name, l.Template)
-			r.x.chain = r.x.chain[:0]
-			if err != nil {
+			if p, err = r.layerPiece(l); err != nil {
 				return nil, err
 			}
 		}
 		spans = applyLayer(spans, l.Mode, p)
 	}
-	origin := "persona/" + b.Persona.Name
+	return spans, nil
+}
+
+// layerPiece renders a layer with the include chain starting at it, so that
+// a layer that includes itself is a cycle.
+func (r *renderer) layerPiece(l Layer) (span, error) {
+	r.x.chain = append(r.x.chain[:0], l.Name)
+	p, err := r.piece(KindLayer, l.Name, "layer/"+l.Name, l.Template)
+	r.x.chain = r.x.chain[:0]
+	return p, err
+}
+
+// appendCallerPrompts appends the user and appended system prompts as
+// literal text, never executed as templates (personas.md#composition).
+func (r *renderer) appendCallerPrompts(spans []span) []span {
+	origin := "persona/" + r.bundle.Persona.Name
 	for _, lit := range []struct{ name, text string }{
 		{UserSystemPromptPiece, r.data.UserSystemPrompt},
 		{AppendSystemPromptPiece, r.data.AppendSystemPrompt},
 	} {
 		start := len(r.out)
 		r.out = append(r.out, lit.text...)
-		keep(r.literal(lit.name, origin, start))
+		spans = appendNonEmpty(spans, r.literal(lit.name, origin, start))
 	}
-	return spans, nil
+	return spans
 }
 
 // Includes returns the layer names that a template's include calls name,

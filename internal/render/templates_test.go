@@ -363,17 +363,3 @@ func TestVariants(t *testing.T) {
 		t.Error("unknown variant rendered")
 	}
 }
-
-func TestTurnOverridesWhatItSets(t *testing.T) {
-	b := bare(`{{ .Harness }} {{ .Model }} {{ .Streaming }} {{ len .Repos }} {{ .WorkspaceDir }}`)
-	b.Persona.Model = "m"
-	b.Context.Repos = []render.Repo{{Name: "a"}}
-	b.Context.WorkspaceDir = new("/static")
-	turn := &render.Turn{Harness: new("opencode"), Streaming: new(true), Context: render.Context{Repos: []render.Repo{}, WorkspaceDir: new("/turn")}}
-	if got := mustRender(t, b.WithTurn(turn), ""); got != "opencode m true 0 /turn\n" {
-		t.Errorf("got %q", got)
-	}
-	if got := mustRender(t, b, ""); got != "claude m false 1 /static\n" {
-		t.Errorf("WithTurn modified the bundle: %q", got)
-	}
-}

@@ -1,0 +1,56 @@
+package render
+
+import "sync"
+
+// parseCache holds parsed templates by name and source, so a re-render
+// never re-parses. It keeps two generations and drops the older one when the
+// newer has taken in maxCacheBytes of source, bounding its memory.
+type parseCache struct {
+	limits    *Limits
+	mu        sync.RWMutex
+	current   map[cacheKey]*parsed
+	previous  map[cacheKey]*parsed
+	currBytes int
+	// parses counts parses, for tests.
+	parses int
+}
+
+const maxCacheBytes = 32 << 20
+
+func newParseCache(l *Limits) *parseCache {
+	return &parseCache{limits: l, current: map[cacheKey]*parsed{}}
+}
+
+type cacheKey struct {
+	kind SectionKind
+	name string
+	src  string
+}
+
+// get returns src parsed under its section name. A source in the current
+// generation costs a read lock; one in the previous generation is promoted
+// to the current one rather than parsed again.
+func (c *parseCache) get(kind SectionKind, name, src string) *parsed {
+	k := cacheKey{kind, name, src}
+	c.mu.RLock()
+	p := c.current[k]
+	c.mu.RUnlock()
+	if p != nil {
+		return p
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p = c.current[k]; p != nil {
+		return p
+	}
+	if p = c.previous[k]; p == nil {
+		p = parseTemplate(SectionName(kind, name), src, c.limits)
+		c.parses++
+	}
+	if c.currBytes+len(name)+len(src) > maxCacheBytes {
+		c.previous, c.current, c.currBytes = c.current, map[cacheKey]*parsed{}, 0
+	}
+	c.current[k] = p
+	c.currBytes += len(name) + len(src)
+	return p
+}
