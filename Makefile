@@ -1,10 +1,32 @@
 # persona-operator
 
+# The release: the version of the images, of dist/install.yaml and of the
+# Helm chart (make chart writes it into dist/chart/Chart.yaml).
+VERSION ?= 0.1.0
+IMAGE_REGISTRY ?= ghcr.io/persona-operator
+# The manager's image.
+IMG ?= $(IMAGE_REGISTRY)/persona-operator:v$(VERSION)
+# The image that holds only /kubectl-persona, for agent images to COPY --from.
+CLI_IMG ?= $(IMAGE_REGISTRY)/kubectl-persona:v$(VERSION)
+
+# CONTAINER_TOOL builds and pushes the images (docker, or e.g. podman).
+CONTAINER_TOOL ?= docker
+KUBECTL ?= kubectl
+
 LOCALBIN ?= $(shell pwd)/bin
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+KUSTOMIZE_VERSION ?= v5.8.2
+KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+HELM_VERSION ?= v4.3.1
+HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 GO_TEST_FLAGS ?=
 BENCH_COUNT ?= 5
+
+# The Helm release of helm-deploy.
+HELM_RELEASE ?= persona-operator
+HELM_NAMESPACE ?= persona-operator-system
+HELM_EXTRA_ARGS ?=
 
 .PHONY: all
 all: build
@@ -28,13 +50,13 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: verify-generated
-verify-generated: manifests generate ## Fail when generated files are not committed.
-	@git diff --exit-code -- api config/crd || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+verify-generated: manifests generate chart ## Fail when generated files are not committed.
+	@git diff --exit-code -- api config/crd dist/chart/crds dist/chart/Chart.yaml || { echo "generated files are stale: run 'make manifests generate chart' and commit"; exit 1; }
 
 .PHONY: test
-test: manifests generate vet ## Run every test: unit tests, and envtest suites with the real kube-apiserver and the webhook.
+test: manifests generate vet chart-lint ## Run every test: unit tests, envtest suites with the real kube-apiserver and the webhook, and the chart and installer checks.
 	assets="$$(hack/envtest-binaries.sh)" && \
-	KUBEBUILDER_ASSETS="$$assets" PERSONA_REQUIRE_ENVTEST=1 go test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS="$$assets" PERSONA_REQUIRE_ENVTEST=1 PERSONA_HELM="$(HELM)" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: envtest
 envtest: ## Build kube-apiserver and etcd from the Go module proxy into the envtest cache (idempotent).
@@ -59,6 +81,101 @@ build: manifests generate fmt vet ## Build the manager and the kubectl-persona C
 	go build -o $(LOCALBIN)/manager ./cmd
 	go build -o $(LOCALBIN)/kubectl-persona ./cmd/kubectl-persona
 
+# The Dockerfile's default target is the manager's image; its target
+# kubectl-persona is an image that holds only /kubectl-persona. To build for
+# another platform: make docker-build CONTAINER_BUILD_ARGS=--platform=linux/arm64
+.PHONY: docker-build
+docker-build: ## Build the manager's image IMG.
+	$(CONTAINER_TOOL) build $(CONTAINER_BUILD_ARGS) -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the manager's image IMG.
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: docker-build-cli
+docker-build-cli: ## Build the image CLI_IMG that holds only /kubectl-persona (for COPY --from in agent images).
+	$(CONTAINER_TOOL) build $(CONTAINER_BUILD_ARGS) --target kubectl-persona -t $(CLI_IMG) .
+
+.PHONY: docker-push-cli
+docker-push-cli: ## Push the image CLI_IMG.
+	$(CONTAINER_TOOL) push $(CLI_IMG)
+
+# PLATFORMS are the platforms docker-buildx builds both images for, and pushes.
+# As kubebuilder's: Dockerfile.cross builds the binaries on the build platform
+# (cross-compiling to each target) rather than under emulation.
+PLATFORMS ?= linux/amd64,linux/arm64
+.PHONY: docker-buildx
+docker-buildx: ## Build and push IMG and CLI_IMG for PLATFORMS with docker buildx.
+	sed -e '1 s/\(^FROM\)/FROM --platform=\$$\{BUILDPLATFORM\}/; t' -e ' 1,// s//FROM --platform=\$$\{BUILDPLATFORM\}/' Dockerfile > Dockerfile.cross
+	- $(CONTAINER_TOOL) buildx create --name persona-operator-builder
+	$(CONTAINER_TOOL) buildx use persona-operator-builder
+	- $(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) --tag $(IMG) -f Dockerfile.cross . && \
+	  $(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) --target kubectl-persona --tag $(CLI_IMG) -f Dockerfile.cross .
+	- $(CONTAINER_TOOL) buildx rm persona-operator-builder
+	rm Dockerfile.cross
+
+# kustomize-default prints config/default with the manager's image set to IMG.
+# kubebuilder runs 'kustomize edit set image' in config/manager, which leaves
+# config/manager/kustomization.yaml changed; this runs it in a throw-away
+# overlay of config/default under bin/ instead, so config/ is never written.
+define kustomize-default
+overlay="$$(mktemp -d "$(LOCALBIN)/overlay.XXXXXX")" && trap 'rm -rf "$$overlay"' EXIT && \
+printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../config/default\n' >"$$overlay/kustomization.yaml" && \
+(cd "$$overlay" && "$(KUSTOMIZE)" edit set image controller=$(IMG)) && \
+"$(KUSTOMIZE)" build "$$overlay"
+endef
+
+.PHONY: build-installer
+build-installer: manifests chart kustomize ## Write dist/install.yaml (everything, for one 'kubectl apply -f') with the image IMG, and the chart's CRDs.
+	@mkdir -p dist
+	@$(kustomize-default) >dist/install.yaml.tmp
+	@grep -q 'image: $(IMG)$$' dist/install.yaml.tmp || { rm -f dist/install.yaml.tmp; echo "dist/install.yaml: the Deployment's image is not $(IMG): does config/manager still name it 'controller'?" >&2; exit 1; }
+	@mv dist/install.yaml.tmp dist/install.yaml
+	@echo "wrote dist/install.yaml (image $(IMG))"
+
+.PHONY: chart
+chart: manifests ## Copy the CRDs into the Helm chart (dist/chart/crds) and set its version to VERSION.
+	rm -f dist/chart/crds/*.yaml
+	cp config/crd/bases/*.yaml dist/chart/crds/
+	sed -e 's/^version: .*/version: $(VERSION)/' -e 's/^appVersion: .*/appVersion: "v$(VERSION)"/' dist/chart/Chart.yaml >dist/chart/Chart.yaml.tmp
+	mv dist/chart/Chart.yaml.tmp dist/chart/Chart.yaml
+
+.PHONY: chart-lint
+chart-lint: helm ## Lint the Helm chart, with its default values and each of dist/chart/ci/*-values.yaml.
+	$(HELM) lint --strict dist/chart
+	@for f in dist/chart/ci/*-values.yaml; do \
+		echo "$(HELM) lint --strict dist/chart -f $$f"; \
+		$(HELM) lint --strict dist/chart -f "$$f" || exit 1; \
+	done
+
+##@ Deployment
+
+.PHONY: install
+install: manifests kustomize ## Install the CRDs into the cluster of the current kubeconfig.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: manifests kustomize ## Delete the CRDs, and with them every Persona and PromptLayer, from the cluster.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found -f -
+
+.PHONY: deploy
+deploy: manifests kustomize ## Deploy config/default, with the image IMG, to the cluster of the current kubeconfig.
+	$(kustomize-default) | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: kustomize ## Delete what deploy installed, CRDs included.
+	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -
+
+.PHONY: helm-deploy
+helm-deploy: helm ## Install or upgrade the chart, with the image IMG, as release HELM_RELEASE in HELM_NAMESPACE.
+	img="$(IMG)" && $(HELM) upgrade --install $(HELM_RELEASE) dist/chart --namespace $(HELM_NAMESPACE) --create-namespace \
+		--set image.repository="$${img%:*}" --set image.tag="$${img##*:}" \
+		--wait --timeout 5m $(HELM_EXTRA_ARGS)
+
+.PHONY: helm-uninstall
+helm-uninstall: helm ## Uninstall the release HELM_RELEASE (the CRDs stay).
+	$(HELM) uninstall $(HELM_RELEASE) --namespace $(HELM_NAMESPACE)
+
 ##@ Tools
 
 $(LOCALBIN):
@@ -69,6 +186,18 @@ controller-gen: $(CONTROLLER_GEN)
 $(CONTROLLER_GEN): | $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)
+
+.PHONY: kustomize
+kustomize: $(KUSTOMIZE)
+$(KUSTOMIZE): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	mv $(LOCALBIN)/kustomize $(KUSTOMIZE)
+
+.PHONY: helm
+helm: $(HELM)
+$(HELM): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+	mv $(LOCALBIN)/helm $(HELM)
 
 .PHONY: help
 help: ## Show this help.

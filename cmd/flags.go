@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -16,9 +17,11 @@ type managerFlags struct {
 	secureMetrics, enableHTTP2        bool
 	leaderElect                       bool
 
-	webhookCertPath, webhookCertName, webhookCertKey string
-	webhookPort                                      int
+	webhookCertPath, webhookCertName, webhookCertKey         string
+	webhookPort                                              int
+	webhookSecretName, webhookServiceName, webhookConfigName string
 
+	watchNamespaces      []string
 	personaWorkers       int
 	referenceGracePeriod time.Duration
 	apiQPS               float64
@@ -26,25 +29,47 @@ type managerFlags struct {
 }
 
 func parseFlags() (*managerFlags, *zap.Options) {
-	f := &managerFlags{}
-	flag.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it.")
-	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "The address Go's pprof endpoints (/debug/pprof) bind to, e.g. 127.0.0.1:8082; 0 disables them.")
-	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
-	flag.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one manager replica is active.")
-	flag.BoolVar(&f.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
-	flag.StringVar(&f.webhookCertPath, "webhook-cert-path", "", "The directory holding the webhook certificate; empty uses the webhook server's default.")
-	flag.StringVar(&f.webhookCertName, "webhook-cert-name", "tls.crt", "The webhook certificate's file name.")
-	flag.StringVar(&f.webhookCertKey, "webhook-cert-key", "tls.key", "The webhook key's file name.")
-	flag.IntVar(&f.webhookPort, "webhook-port", 9443, "The port the webhook server listens on.")
-	flag.IntVar(&f.personaWorkers, "persona-workers", 16, "Concurrent Persona reconciles.")
-	flag.Float64Var(&f.apiQPS, "kube-api-qps", 300, "Queries per second the manager may make to the API server, sustained, for each kind of object (controller-runtime keeps one rate limiter per kind).")
-	flag.IntVar(&f.apiBurst, "kube-api-burst", 600, "Queries the manager may make to the API server in a burst, for each kind of object.")
-	flag.DurationVar(&f.referenceGracePeriod, "reference-grace-period", status.DefaultReferenceGracePeriod,
-		"How long a missing reference is awaited (Reconciling) before the object is stalled (Stalled), so that objects applied in any order, or in the next sync, are not reported as failed.")
-	flag.BoolVar(&f.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
-	// --kubeconfig is registered by controller-runtime's config package.
-	logOpts := &zap.Options{}
-	logOpts.BindFlags(flag.CommandLine)
+	f, logOpts := registerFlags(flag.CommandLine)
 	flag.Parse()
 	return f, logOpts
+}
+
+// registerFlags defines the manager's flags on fs.
+func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
+	f := &managerFlags{}
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 (HTTP); 0 disables it.")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "The address Go's pprof endpoints (/debug/pprof) bind to, e.g. 127.0.0.1:8082; 0 disables them.")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
+	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one manager replica is active.")
+	fs.BoolVar(&f.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
+	fs.StringVar(&f.webhookCertPath, "webhook-cert-path", "", "The directory holding a webhook certificate to serve, e.g. cert-manager's; empty: the manager makes, injects and rotates its own, in the Secret --webhook-secret-name of its namespace (POD_NAMESPACE), mounted at "+managedCertDir+".")
+	fs.StringVar(&f.webhookCertName, "webhook-cert-name", "tls.crt", "The webhook certificate's file name.")
+	fs.StringVar(&f.webhookCertKey, "webhook-cert-key", "tls.key", "The webhook key's file name.")
+	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "The port the webhook server listens on.")
+	fs.StringVar(&f.webhookSecretName, "webhook-secret-name", "persona-operator-webhook-server-cert", "The Secret holding the webhook certificate the manager makes (without --webhook-cert-path).")
+	fs.StringVar(&f.webhookServiceName, "webhook-service-name", "persona-operator-webhook-service", "The webhook's Service, whose DNS name the certificate the manager makes is for.")
+	fs.StringVar(&f.webhookConfigName, "webhook-config-name", "persona-operator-validating-webhook-configuration", "The ValidatingWebhookConfiguration the manager injects its CA into.")
+	fs.Func("watch-namespaces", "Comma-separated namespaces whose Personas, PromptLayers and ConfigMaps the manager reads, caches and writes; empty: all.",
+		func(v string) error { f.watchNamespaces = splitList(v); return nil })
+	fs.IntVar(&f.personaWorkers, "persona-workers", 16, "Concurrent Persona reconciles.")
+	fs.Float64Var(&f.apiQPS, "kube-api-qps", 300, "Queries per second the manager may make to the API server, sustained, for each kind of object (controller-runtime keeps one rate limiter per kind).")
+	fs.IntVar(&f.apiBurst, "kube-api-burst", 600, "Queries the manager may make to the API server in a burst, for each kind of object.")
+	fs.DurationVar(&f.referenceGracePeriod, "reference-grace-period", status.DefaultReferenceGracePeriod,
+		"How long a missing reference is awaited (Reconciling) before the object is stalled (Stalled), so that objects applied in any order, or in the next sync, are not reported as failed.")
+	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
+	// --kubeconfig is registered by controller-runtime's config package.
+	logOpts := &zap.Options{}
+	logOpts.BindFlags(fs)
+	return f, logOpts
+}
+
+// splitList splits a comma-separated flag value, dropping empty entries.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -29,14 +29,19 @@ func main() {
 	ctx := ctrl.SetupSignalHandler()
 	if err := controllers.Setup(ctx, mgr, controllers.Options{
 		PersonaWorkers: flags.personaWorkers, ReferenceGracePeriod: flags.referenceGracePeriod,
+		WatchNamespaces: flags.watchNamespaces,
 	}); err != nil {
 		fail(err, "set up the controllers")
 	}
 	personawebhook.Register(mgr)
+	certReady, err := manageWebhookCertificate(mgr, flags)
+	if err != nil {
+		fail(err, "manage the webhook certificate")
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		fail(err, "add the health check")
 	}
-	if err := mgr.AddReadyzCheck("readyz", mgr.GetWebhookServer().StartedChecker()); err != nil {
+	if err := mgr.AddReadyzCheck("webhook", webhookReady(certReady, mgr.GetWebhookServer().StartedChecker())); err != nil {
 		fail(err, "add the readiness check")
 	}
 	log.Info("starting the manager")

@@ -3,17 +3,12 @@ package main
 import (
 	"crypto/tls"
 	"fmt"
-	"path/filepath"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -23,7 +18,7 @@ import (
 )
 
 // newManager creates the manager: its API client, cache, metrics and
-// webhook servers, and the watch of a webhook certificate given by path.
+// webhook servers, and the watch of the webhook certificate (certs.go).
 func newManager(f *managerFlags) (ctrl.Manager, error) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -43,13 +38,8 @@ func newManager(f *managerFlags) (ctrl.Manager, error) {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	mgr, err := ctrl.NewManager(restConfig(f), ctrl.Options{
-		Scheme: scheme,
-		// Nothing reads managedFields, nor the data of the ConfigMaps the
-		// operator writes: the cache keeps neither (controllers.TrimConfigMaps).
-		Cache: cache.Options{
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject:         map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Transform: controllers.TrimConfigMaps}},
-		},
+		Scheme:                 scheme,
+		Cache:                  controllers.CacheOptions(f.watchNamespaces),
 		Metrics:                metricsOpts,
 		WebhookServer:          webhook.NewServer(webhookOpts),
 		HealthProbeBindAddress: f.probeAddr,
@@ -75,19 +65,6 @@ func serverTLS(f *managerFlags) []func(*tls.Config) {
 		return nil
 	}
 	return []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
-}
-
-// webhookCertificate watches the certificate files --webhook-cert-path
-// names; nil when none is given.
-func webhookCertificate(f *managerFlags) (*certwatcher.CertWatcher, error) {
-	if f.webhookCertPath == "" {
-		return nil, nil
-	}
-	w, err := certwatcher.New(filepath.Join(f.webhookCertPath, f.webhookCertName), filepath.Join(f.webhookCertPath, f.webhookCertKey))
-	if err != nil {
-		return nil, fmt.Errorf("load the webhook certificate: %w", err)
-	}
-	return w, nil
 }
 
 func restConfig(f *managerFlags) *rest.Config {

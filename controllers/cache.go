@@ -1,10 +1,7 @@
 package controllers
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
@@ -14,11 +11,11 @@ import (
 // content hash of a managed ConfigMap's data, which the cache does not keep.
 const observedHashAnnotation = "prompts.persona-operator.dev/cached-data-hash"
 
-// TrimConfigMaps is the cache transform of ConfigMaps. The ConfigMaps the
-// operator writes are most of what it caches, and it only needs to know
-// whether their data is what it rendered: it keeps their data's hash in
-// place of the data. Every ConfigMap loses its managedFields.
-func TrimConfigMaps(obj any) (any, error) {
+// trimConfigMaps is the cache transform of the operator's own ConfigMaps,
+// the only ones the manager's cache holds: it only needs to know whether
+// their data is what it rendered, so it keeps their data's hash in place of
+// the data. Every ConfigMap loses its managedFields.
+func trimConfigMaps(obj any) (any, error) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok {
 		return obj, nil
@@ -42,24 +39,4 @@ func dataHash(cm *corev1.ConfigMap) string {
 		return h
 	}
 	return render.ContentHash(cm.Data)
-}
-
-// untrimmed is what the controllers read objects through: the cache, and
-// for a ConfigMap the cache trimmed (a template may read another persona's
-// rendered prompt through templateFrom), the API server.
-type untrimmed struct {
-	cached client.Reader
-	live   client.Reader
-}
-
-func (u untrimmed) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if err := u.cached.Get(ctx, key, obj, opts...); err != nil {
-		return err
-	}
-	if cm, ok := obj.(*corev1.ConfigMap); ok && u.live != nil {
-		if _, trimmed := cm.Annotations[observedHashAnnotation]; trimmed {
-			return u.live.Get(ctx, key, obj, opts...)
-		}
-	}
-	return nil
 }

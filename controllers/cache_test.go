@@ -16,7 +16,7 @@ func TestTrimConfigMaps(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "persona-p", Labels: delivery.Labels("p"), ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
 		Data:       map[string]string{"system-prompt.md": "A\n"},
 	}
-	out, _ := TrimConfigMaps(managed)
+	out, _ := trimConfigMaps(managed)
 	cm := out.(*corev1.ConfigMap)
 	if cm.Data != nil || cm.ManagedFields != nil {
 		t.Errorf("managed ConfigMap kept data or managedFields: %+v", cm)
@@ -35,7 +35,7 @@ func TestTrimConfigMaps(t *testing.T) {
 	}
 
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "agents"}, Data: map[string]string{"AGENTS.md": "x"}}
-	out, _ = TrimConfigMaps(foreign)
+	out, _ = trimConfigMaps(foreign)
 	if out.(*corev1.ConfigMap).Data["AGENTS.md"] != "x" {
 		t.Error("a ConfigMap the operator does not write lost its data")
 	}

@@ -101,3 +101,22 @@ var _ = Describe("Reconciles", func() {
 		Consistently(personaReconciles, 2*time.Second).Should(BeNumerically("<=", before+n+1))
 	})
 })
+
+var _ = Describe("ConfigMap labels", func() {
+	It("takes back its ConfigMap when a hand edit removes the label the manager selects its ConfigMaps by", func() {
+		ns := newNamespace()
+		apply(ns, barePersona("p", "First"))
+		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
+		cm := configMap(ns, "p")
+		delete(cm.Labels, "app.kubernetes.io/managed-by")
+		cm.Data["system-prompt.md"] = "edited by hand\n"
+		Expect(k8s.Update(ctx, cm)).To(Succeed())
+		Eventually(func() map[string]string { return configMap(ns, "p").Labels }, 5*time.Second).
+			Should(HaveKeyWithValue("app.kubernetes.io/managed-by", "persona-operator"))
+		Expect(prompt(ns, "p")()).To(Equal("First\n"))
+		By("rendering the next edit into it as before")
+		apply(ns, barePersona("p", "Second"))
+		Eventually(prompt(ns, "p")).Should(Equal("Second\n"))
+		Expect(ready(ns, "p")()).To(Equal("Rendered"))
+	})
+})

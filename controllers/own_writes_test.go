@@ -22,7 +22,7 @@ func TestOwnWrites(t *testing.T) {
 	}
 	// watched is the ConfigMap as the cache hands it to event handlers.
 	watched := func(cm *corev1.ConfigMap) *corev1.ConfigMap {
-		out, _ := TrimConfigMaps(cm.DeepCopy())
+		out, _ := trimConfigMaps(cm.DeepCopy())
 		return out.(*corev1.ConfigMap)
 	}
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -40,7 +41,9 @@ type PersonaReconciler struct {
 	Recorder events.EventRecorder
 	// Engine renders; nil means render.Default().
 	Engine *render.Engine
-	// APIReader reads what the cache trims; nil reads the cache only.
+	// APIReader reads the Persona's ConfigMap when the cache does not hold
+	// it: the label the cache selects by was taken off, or another owner's
+	// ConfigMap has its name.
 	APIReader client.Reader
 	// MaxConcurrentReconciles is the number of workers; 0 means 1.
 	MaxConcurrentReconciles int
@@ -54,6 +57,8 @@ type PersonaReconciler struct {
 	waiting *awaiting
 	// overruns counts each Persona's renders in a row out of wall time.
 	overruns *overruns
+	// configMaps reads the ConfigMaps templateFrom names.
+	configMaps *templateSources
 }
 
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas,verbs=get;list;watch
@@ -160,7 +165,7 @@ const rereads = 4
 // that read, and one that arrives after finds p waiting for it (personas.md#conditions,
 // order never matters).
 func (r *PersonaReconciler) resolve(ctx context.Context, p *v1alpha1.Persona) (*resolve.Result, error) {
-	lookup := untrimmed{cached: r.Client, live: r.APIReader}
+	lookup := lookup{cached: r.Client, configMaps: r.configMaps}
 	res, err := resolve.Resolve(ctx, lookup, p)
 	for range rereads {
 		missing := missingReferences(err)
@@ -211,15 +216,19 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	}
 	var current corev1.ConfigMap
 	err := r.Get(ctx, client.ObjectKeyFromObject(desired), &current)
-	switch {
-	case apierrors.IsNotFound(err):
+	if apierrors.IsNotFound(err) {
 		r.writes.record(desired)
-		if err := r.Create(ctx, desired); err != nil {
+		switch err = r.Create(ctx, desired); {
+		case err == nil:
+			result.wrote = true
+			return result, nil
+		case !apierrors.IsAlreadyExists(err):
 			return outcome{}, fmt.Errorf("create ConfigMap %s: %w", desired.Name, err)
 		}
-		result.wrote = true
-		return result, nil
-	case err != nil:
+		// It exists without the label the cache selects by.
+		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), &current)
+	}
+	if err != nil {
 		return outcome{}, fmt.Errorf("get ConfigMap %s: %w", desired.Name, err)
 	}
 	if !metav1.IsControlledBy(&current, p) {
@@ -300,8 +309,8 @@ func (r *PersonaReconciler) gracePeriod() time.Duration {
 // SetupWithManager registers the controller and the watches that bring a
 // Persona back when anything its render reads changes or arrives. The field
 // indexes must be registered first (Setup does both).
-func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.writes, r.waiting, r.overruns = newOwnWrites(), newAwaiting(), newOverruns()
+func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.Cache, sources *templateSources) error {
+	r.writes, r.waiting, r.overruns, r.configMaps = newOwnWrites(), newAwaiting(), newOverruns(), sources
 	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	// A ConfigMap event of the controller's own write needs no render; a
 	// deletion always does, even of a ConfigMap that held the last write.
@@ -314,7 +323,7 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}, changedByOthers).
 		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(v1alpha1.PersonaKind)), specChanged).
 		Watches(&v1alpha1.PromptLayer{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(v1alpha1.PromptLayerKind)), specChanged).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.configMapDependents)).
+		WatchesRawSource(watchConfigMapMetadata(configMaps, r.configMapDependents)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Named("persona").
 		Complete(r)
@@ -331,7 +340,7 @@ func (r *PersonaReconciler) dependentsOf(kind string) handler.MapFunc {
 // does not control it (a Persona that controls it is its owner, which the
 // owner watch enqueues), so that a Persona in conflict retries once the
 // foreign ConfigMap is gone.
-func (r *PersonaReconciler) configMapDependents(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *PersonaReconciler) configMapDependents(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
 	reqs := r.dependentsOf(v1alpha1.ConfigMapKind)(ctx, obj)
 	if name, ok := personaOfConfigMap(obj.GetName()); ok && !controlledByPersona(obj, name) {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}})

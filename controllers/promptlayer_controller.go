@@ -5,11 +5,11 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -23,8 +23,8 @@ import (
 // template parses and its templateFrom resolves.
 type PromptLayerReconciler struct {
 	client.Client
-	// APIReader reads what the cache trims; nil reads the cache only.
-	APIReader client.Reader
+	// configMaps reads the ConfigMaps templateFrom names.
+	configMaps *templateSources
 	// ReferenceGracePeriod is how long a missing templateFrom ConfigMap is
 	// awaited before the layer is stalled; 0 means status.DefaultReferenceGracePeriod.
 	ReferenceGracePeriod time.Duration
@@ -69,7 +69,7 @@ func (r *PromptLayerReconciler) template(ctx context.Context, l *v1alpha1.Prompt
 	case l.Spec.TemplateFrom == nil:
 		return "", nil, nil // a disable layer without a template
 	}
-	text, missing, err := resolve.TemplateFrom(ctx, untrimmed{cached: r.Client, live: r.APIReader}, l.Namespace, l)
+	text, missing, err := resolve.TemplateFrom(ctx, lookup{cached: r.Client, configMaps: r.configMaps}, l.Namespace, l)
 	switch {
 	case err != nil:
 		return "", nil, err
@@ -81,15 +81,16 @@ func (r *PromptLayerReconciler) template(ctx context.Context, l *v1alpha1.Prompt
 
 // SetupWithManager registers the controller; a ConfigMap change re-checks
 // the layers whose templateFrom names it.
-func (r *PromptLayerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *PromptLayerReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.Cache, sources *templateSources) error {
+	r.configMaps = sources
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PromptLayer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.layersReading)).
+		WatchesRawSource(watchConfigMapMetadata(configMaps, r.layersReading)).
 		Named("promptlayer").
 		Complete(r)
 }
 
-func (r *PromptLayerReconciler) layersReading(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *PromptLayerReconciler) layersReading(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
 	names := listNames(ctx, r.Client, &v1alpha1.PromptLayerList{}, obj.GetNamespace(), referenceIndex, dependencyKey(v1alpha1.ConfigMapKind, obj.GetName()))
 	reqs := make([]reconcile.Request, len(names))
 	for i, name := range names {

@@ -1,0 +1,149 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/persona-operator/persona-operator/internal/delivery"
+)
+
+// A cluster can hold hundreds of MiB of ConfigMaps that are none of the
+// operator's business, so it holds the data of two kinds only: its own
+// ConfigMaps, in the manager's cache selected by label (with their data
+// reduced to its hash), and those a templateFrom names, read by name.
+// Every other ConfigMap it knows by metadata only, to learn of a
+// templateFrom ConfigMap's arrival or change and of a foreign ConfigMap in
+// the way of a Persona's.
+
+// CacheOptions are the manager's cache options: the watched namespaces
+// (none: all), and ConfigMaps limited to the operator's own.
+func CacheOptions(namespaces []string) cache.Options {
+	return cache.Options{
+		DefaultNamespaces: namespaceConfigs(namespaces),
+		DefaultTransform:  cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
+			Label:     labels.SelectorFromSet(labels.Set{delivery.ManagedByLabel: delivery.ManagedBy}),
+			Transform: trimConfigMaps,
+		}},
+	}
+}
+
+func namespaceConfigs(namespaces []string) map[string]cache.Config {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	out := make(map[string]cache.Config, len(namespaces))
+	for _, ns := range namespaces {
+		out[ns] = cache.Config{}
+	}
+	return out
+}
+
+// newConfigMapMetadataCache is a cache of every ConfigMap's metadata in
+// namespaces, reduced to what the watches read: name, version and owners.
+func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string) (cache.Cache, error) {
+	return cache.New(mgr.GetConfig(), cache.Options{
+		Scheme:            mgr.GetScheme(),
+		Mapper:            mgr.GetRESTMapper(),
+		DefaultNamespaces: namespaceConfigs(namespaces),
+		DefaultTransform: func(obj any) (any, error) {
+			if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+				m.ObjectMeta = metav1.ObjectMeta{
+					Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+					OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp,
+				}
+			}
+			return obj, nil
+		},
+	})
+}
+
+func configMapMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	return m
+}
+
+// watchConfigMapMetadata is a source of the metadata cache's ConfigMap
+// events for fn.
+func watchConfigMapMetadata(c cache.Cache, fn handler.TypedMapFunc[*metav1.PartialObjectMetadata, reconcile.Request]) source.Source {
+	return source.Kind(c, configMapMetadata(), handler.TypedEnqueueRequestsFromMapFunc(fn))
+}
+
+// templateSources reads the ConfigMaps that templateFrom names: whether one
+// exists from the metadata cache, its data from the API server, kept per
+// resourceVersion so that the Personas of a fan-out read it once.
+type templateSources struct {
+	metadata client.Reader
+	live     client.Reader
+	mu       sync.Mutex
+	data     map[types.NamespacedName]versionedData
+}
+
+type versionedData struct {
+	resourceVersion string
+	data            map[string]string
+}
+
+func newTemplateSources(metadata, live client.Reader) *templateSources {
+	return &templateSources{metadata: metadata, live: live, data: map[types.NamespacedName]versionedData{}}
+}
+
+// get reads the ConfigMap key into cm; its data is shared, not to be modified.
+func (s *templateSources) get(ctx context.Context, key types.NamespacedName, cm *corev1.ConfigMap) error {
+	m := configMapMetadata()
+	if err := s.metadata.Get(ctx, key, m); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.forget(key)
+		}
+		return err
+	}
+	s.mu.Lock()
+	held, ok := s.data[key]
+	s.mu.Unlock()
+	if ok && held.resourceVersion == m.ResourceVersion {
+		cm.ObjectMeta = metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, ResourceVersion: held.resourceVersion}
+		cm.Data = held.data
+		return nil
+	}
+	if err := s.live.Get(ctx, key, cm); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.data[key] = versionedData{resourceVersion: cm.ResourceVersion, data: cm.Data}
+	s.mu.Unlock()
+	return nil
+}
+
+// forget drops the data held for a ConfigMap that is gone.
+func (s *templateSources) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.data, key)
+}
+
+// lookup is what the controllers resolve through: the manager's cache, and
+// for ConfigMaps the template sources.
+type lookup struct {
+	cached     client.Reader
+	configMaps *templateSources
+}
+
+func (l lookup) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		return l.configMaps.get(ctx, key, cm)
+	}
+	return l.cached.Get(ctx, key, obj, opts...)
+}

@@ -1,0 +1,63 @@
+package controllers_test
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// managerRSS is the manager process's resident memory, in bytes.
+func managerRSS() int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", manager.PID()))
+	Expect(err).NotTo(HaveOccurred())
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			Expect(err).NotTo(HaveOccurred())
+			return kb << 10
+		}
+	}
+	Fail("no VmRSS in /proc/PID/status")
+	return 0
+}
+
+var _ = Describe("Memory against the cluster", func() {
+	It("holds no data of ConfigMaps that are none of its business: 180 MiB of them move its RSS by at most 20 MiB", func() {
+		const (
+			perConfigMap = 900 << 10
+			count        = 205 // 180 MiB
+			limit        = 20 << 20
+		)
+		// A Persona and a templateFrom layer in use, so that the watches
+		// of ConfigMaps are running.
+		ns := newNamespace()
+		apply(ns, agentsLayer(`{AGENTS.md: "Be brief."}`))
+		apply(ns, barePersona("p", "P", "layers: [{name: agents-md}]"))
+		Eventually(prompt(ns, "p")).Should(Equal("P\n\nBe brief.\n"))
+
+		before := managerRSS()
+		other := newNamespace()
+		payload := strings.Repeat("x", perConfigMap)
+		for i := range count {
+			Expect(k8s.Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bulk-%03d", i), Namespace: other},
+				Data:       map[string]string{"data": payload},
+			})).To(Succeed())
+		}
+		// The operator still works, and has seen every one of them.
+		apply(ns, agentsLayer(`{AGENTS.md: "Be briefer."}`))
+		Eventually(prompt(ns, "p")).Should(Equal("P\n\nBe briefer.\n"))
+		time.Sleep(2 * time.Second)
+		after := managerRSS()
+		AddReportEntry("manager RSS", fmt.Sprintf("%.1f MiB before, %.1f MiB after %d MiB of unrelated ConfigMaps",
+			float64(before)/(1<<20), float64(after)/(1<<20), count*perConfigMap>>20))
+		Expect(after-before).To(BeNumerically("<=", limit), "RSS went from %d to %d bytes", before, after)
+	})
+})
