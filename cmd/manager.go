@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/tls"
 	"fmt"
+	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -46,6 +47,10 @@ func newManager(f *managerFlags) (ctrl.Manager, error) {
 		PprofBindAddress:       f.pprofAddr,
 		LeaderElection:         f.leaderElect,
 		LeaderElectionID:       "persona-operator.prompts.persona-operator.dev",
+		// The manager's namespace, from the downward API; empty falls back
+		// to the in-cluster ServiceAccount's (which a manager run outside
+		// the cluster lacks).
+		LeaderElectionNamespace: os.Getenv("POD_NAMESPACE"),
 	})
 	if err != nil {
 		return nil, err
