@@ -147,3 +147,7 @@ func (l lookup) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 	}
 	return l.cached.Get(ctx, key, obj, opts...)
 }
+
+func (l lookup) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return l.cached.List(ctx, list, opts...)
+}

@@ -117,6 +117,6 @@ var _ = Describe("ConfigMap labels", func() {
 		By("rendering the next edit into it as before")
 		apply(ns, barePersona("p", "Second"))
 		Eventually(prompt(ns, "p")).Should(Equal("Second\n"))
-		Expect(ready(ns, "p")()).To(Equal("Rendered"))
+		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
 	})
 })

@@ -29,6 +29,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/promptdiff"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/resolve"
 	"github.com/persona-operator/persona-operator/internal/status"
@@ -79,6 +80,9 @@ type outcome struct {
 	retryAfter time.Duration
 	// wrote is set when the ConfigMap was created or updated.
 	wrote bool
+	// previous is the data an update replaced, for the Rendered Event to
+	// say what changed; nil when the ConfigMap was created.
+	previous map[string]string
 }
 
 func failed(reason string, err error) outcome { return outcome{reason: reason, message: err.Error()} }
@@ -237,6 +241,9 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	if isCurrent(&current, desired) {
 		return result, nil
 	}
+	if dataHash(&current) != desired.Annotations[delivery.ContentHashAnnotation] {
+		result.previous = r.previousData(ctx, &current)
+	}
 	// current is this reconcile's own copy of the cached object.
 	delete(current.Annotations, observedHashAnnotation)
 	current.Data = desired.Data
@@ -253,6 +260,21 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	}
 	result.wrote = true
 	return result, nil
+}
+
+// previousData is the data of the ConfigMap an update is about to replace.
+// The cache keeps only its hash, so it is read once from the API server,
+// and only when the content changes; nil when it cannot be read, which
+// only makes the Event say less.
+func (r *PersonaReconciler) previousData(ctx context.Context, current *corev1.ConfigMap) map[string]string {
+	if current.Data != nil {
+		return current.Data
+	}
+	var cm corev1.ConfigMap
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(current), &cm); err != nil {
+		return nil
+	}
+	return cm.Data
 }
 
 // isCurrent reports whether the ConfigMap holds the desired data (compared
@@ -288,8 +310,11 @@ func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.Persona
 		status.SetRendered(p, out)
 		// One Event per change of the ConfigMap's content: a reconcile that
 		// read a stale Persona from the cache writes nothing and tells nothing.
+		// The note also says what the render changed, so that kubectl
+		// describe persona answers what an edit did.
 		if result.wrote && before.ContentHash != out.Hash {
-			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, v1alpha1.RenderedReason, "Render", "%s", status.RenderedNote(p, out))
+			change := promptdiff.Changes(result.previous, before.Sections, out)
+			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, v1alpha1.RenderedReason, "Render", "%s: %s", status.RenderedNote(p, out), change)
 		}
 		return 0
 	}
@@ -312,6 +337,8 @@ func (r *PersonaReconciler) gracePeriod() time.Duration {
 func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.Cache, sources *templateSources) error {
 	r.writes, r.waiting, r.overruns, r.configMaps = newOwnWrites(), newAwaiting(), newOverruns(), sources
 	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	// A Persona's labels select ClusterPromptLayers.
+	specOrLabelsChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
 	// A ConfigMap event of the controller's own write needs no render; a
 	// deletion always does, even of a ConfigMap that held the last write.
 	changedByOthers := builder.WithPredicates(predicate.Funcs{
@@ -319,11 +346,13 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.
 		UpdateFunc: func(e event.UpdateEvent) bool { return !r.writes.holds(e.ObjectNew) },
 	})
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.Persona{}, specChanged).
+		For(&v1alpha1.Persona{}, specOrLabelsChanged).
 		Owns(&corev1.ConfigMap{}, changedByOthers).
 		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(v1alpha1.PersonaKind)), specChanged).
 		Watches(&v1alpha1.PromptLayer{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(v1alpha1.PromptLayerKind)), specChanged).
 		WatchesRawSource(watchConfigMapMetadata(configMaps, r.configMapDependents)).
+		WatchesRawSource(r.watchClusterLayers(mgr)).
+		WatchesRawSource(r.watchNamespaceLabels(mgr)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Named("persona").
 		Complete(r)

@@ -55,5 +55,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr, configMaps, sources); err != nil {
 		return fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
+	if err := (&ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
+	}
 	return nil
 }

@@ -1,11 +1,14 @@
 package v1alpha1
 
-// Kinds of this API, and the core kind a PromptLayer's templateFrom reads:
-// the kinds a Persona's status.dependencies names.
+// Kinds of this API, and the core kinds a render reads (a PromptLayer's
+// templateFrom ConfigMap, the labels of a Persona's Namespace): the kinds a
+// Persona's status.dependencies names.
 const (
-	PersonaKind     = "Persona"
-	PromptLayerKind = "PromptLayer"
-	ConfigMapKind   = "ConfigMap"
+	PersonaKind            = "Persona"
+	PromptLayerKind        = "PromptLayer"
+	ClusterPromptLayerKind = "ClusterPromptLayer"
+	ConfigMapKind          = "ConfigMap"
+	NamespaceKind          = "Namespace"
 )
 
 // Condition types of every kind of this API, kstatus-compatible: Ready=False

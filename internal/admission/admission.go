@@ -22,8 +22,8 @@ import (
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
 
-// Validate dispatches on obj["kind"] to ValidatePersona or
-// ValidatePromptLayer. Objects of other kinds are not ours: nil.
+// Validate dispatches on obj["kind"] to ValidatePersona, ValidatePromptLayer
+// or ValidateClusterPromptLayer. Objects of other kinds are not ours: nil.
 func Validate(obj map[string]any) field.ErrorList {
 	kind, _ := obj["kind"].(string)
 	switch kind {
@@ -31,11 +31,13 @@ func Validate(obj map[string]any) field.ErrorList {
 		return ValidatePersona(obj)
 	case v1alpha1.PromptLayerKind:
 		return ValidatePromptLayer(obj)
+	case v1alpha1.ClusterPromptLayerKind:
+		return ValidateClusterPromptLayer(obj)
 	}
 	return nil
 }
 
-// topLevelKeys are the keys a Persona or PromptLayer object may have.
+// topLevelKeys are the keys an object of this API may have.
 var topLevelKeys = []string{"apiVersion", "kind", "metadata", "spec", "status"}
 
 // validateEnvelope checks everything around spec: unknown top-level keys (the

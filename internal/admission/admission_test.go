@@ -134,7 +134,7 @@ func TestValidateDispatch(t *testing.T) {
 	if errs := Validate(nil); errs != nil {
 		t.Errorf("nil object: %v", errs)
 	}
-	for _, kind := range []string{v1alpha1.PersonaKind, v1alpha1.PromptLayerKind} {
+	for _, kind := range []string{v1alpha1.PersonaKind, v1alpha1.PromptLayerKind, v1alpha1.ClusterPromptLayerKind} {
 		obj := map[string]any{"kind": kind, "metadata": bad["metadata"], "spec": bad["spec"]}
 		if errs := Validate(obj); len(errs) == 0 {
 			t.Errorf("kind %s: a bad object passed", kind)

@@ -59,6 +59,7 @@ func at(t *testing.T, s apiextensionsv1.JSONSchemaProps, path string) apiextensi
 func TestCRDLimitsMatchAdmission(t *testing.T) {
 	persona := crdSpec(t, "prompts.persona-operator.dev_personas.yaml")
 	layer := crdSpec(t, "prompts.persona-operator.dev_promptlayers.yaml")
+	guardrail := crdSpec(t, "prompts.persona-operator.dev_clusterpromptlayers.yaml")
 	source := int64(render.Default().Limits().MaxSourceBytes)
 	for _, tc := range []struct {
 		path string
@@ -73,6 +74,8 @@ func TestCRDLimitsMatchAdmission(t *testing.T) {
 		{"spec.systemPrompt.platform.replace maxLength", at(t, persona, "spec.systemPrompt.platform.{}.replace").MaxLength, source},
 		{"spec.systemPrompt.extensions.template maxLength", at(t, persona, "spec.systemPrompt.extensions.[].template").MaxLength, source},
 		{"PromptLayer spec.template maxLength", at(t, layer, "spec.template").MaxLength, source},
+		{"ClusterPromptLayer spec.description maxLength", at(t, guardrail, "spec.description").MaxLength, maxDescriptionBytes},
+		{"ClusterPromptLayer spec.template maxLength", at(t, guardrail, "spec.template").MaxLength, source},
 	} {
 		if tc.got == nil || *tc.got != tc.want {
 			t.Errorf("%s: the CRD has %v, admission %d", tc.path, tc.got, tc.want)

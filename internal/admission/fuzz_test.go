@@ -9,7 +9,7 @@ import (
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
 
-// FuzzValidate feeds arbitrary JSON objects to Validate as both kinds: it
+// FuzzValidate feeds arbitrary JSON objects to Validate as every kind: it
 // must never panic, and every error must carry a path and render.
 func FuzzValidate(f *testing.F) {
 	seeds := []string{
@@ -21,6 +21,7 @@ func FuzzValidate(f *testing.F) {
 		layer("  mode: disable\n"),
 		layer("  template: x\n  templateFrom: {configMapKeyRef: {name: c, key: k}}\n"),
 		layer("  source: Bad_Source\n  mode: merge\n  templateFrom: {configMapKeyRef: {nme: c}}\n"),
+		guardrail("  position: up\n  template: '{{ include \"a\" . }}'\n  namespaceSelector: {matchLabels: {'a b': c}, matchExpressions: [{key: k, operator: In}, 1]}\n"),
 	}
 	for _, file := range systemPromptSamples {
 		seeds = append(seeds, sample(f, file))
@@ -42,7 +43,7 @@ func FuzzValidate(f *testing.F) {
 		if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
 			return // not an object
 		}
-		for _, kind := range []string{v1alpha1.PersonaKind, v1alpha1.PromptLayerKind} {
+		for _, kind := range []string{v1alpha1.PersonaKind, v1alpha1.PromptLayerKind, v1alpha1.ClusterPromptLayerKind} {
 			obj["kind"] = kind
 			errs := Validate(obj)
 			for _, e := range errs {

@@ -12,7 +12,8 @@ import (
 	"github.com/persona-operator/persona-operator/internal/suggest"
 )
 
-// Limits of a Persona spec (personas.md#writing-a-persona-spec).
+// Limits of a Persona spec (personas.md#writing-a-persona-spec); the
+// description's is a ClusterPromptLayer's too.
 const (
 	maxDescriptionBytes = 1024
 	maxInherit          = 16

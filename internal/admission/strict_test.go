@@ -23,6 +23,11 @@ func TestStructKeysFollowJSONTags(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("PromptLayerSpec keys = %v, want %v", got, want)
 	}
+	got = structOf(reflect.TypeFor[v1alpha1.ClusterPromptLayerSpec]()).names
+	want = []string{"description", "position", "template", "namespaceSelector", "personaSelector"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ClusterPromptLayerSpec keys = %v, want %v", got, want)
+	}
 }
 
 // shapeTest exercises the walk on types the API does not use today:

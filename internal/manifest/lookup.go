@@ -23,8 +23,12 @@ func (s *Set) Get(_ context.Context, k client.ObjectKey, obj client.Object, _ ..
 		kind, gr = v1alpha1.PersonaKind, v1alpha1.GroupVersion.WithResource("personas").GroupResource()
 	case *v1alpha1.PromptLayer:
 		kind, gr = v1alpha1.PromptLayerKind, v1alpha1.GroupVersion.WithResource("promptlayers").GroupResource()
+	case *v1alpha1.ClusterPromptLayer:
+		kind, gr = v1alpha1.ClusterPromptLayerKind, v1alpha1.GroupVersion.WithResource("clusterpromptlayers").GroupResource()
 	case *corev1.ConfigMap:
 		kind, gr = v1alpha1.ConfigMapKind, corev1.Resource("configmaps")
+	case *corev1.Namespace:
+		kind, gr = v1alpha1.NamespaceKind, corev1.Resource("namespaces")
 	default:
 		return fmt.Errorf("manifest: lookup of %T is not supported", obj)
 	}
@@ -33,6 +37,24 @@ func (s *Set) Get(_ context.Context, k client.ObjectKey, obj client.Object, _ ..
 		return apierrors.NewNotFound(gr, k.Name)
 	}
 	return o.Decode(obj)
+}
+
+// List implements resolve.Lookup for the ClusterPromptLayers among the
+// manifests, in name order.
+func (s *Set) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	l, ok := list.(*v1alpha1.ClusterPromptLayerList)
+	if !ok {
+		return fmt.Errorf("manifest: list of %T is not supported", list)
+	}
+	l.Items = nil
+	for _, o := range s.Sorted(v1alpha1.ClusterPromptLayerKind) {
+		var c v1alpha1.ClusterPromptLayer
+		if err := o.Decode(&c); err != nil {
+			return err
+		}
+		l.Items = append(l.Items, c)
+	}
+	return nil
 }
 
 // Decode converts the raw object into a typed one (such as

@@ -388,7 +388,7 @@ func (s *Set) addDocument(o Origin, doc document) {
 		group = ""
 	}
 	ours := group == Group
-	if !ours && !(apiVersion == "v1" && (kind == v1alpha1.ConfigMapKind || kind == "List" || kind == "ConfigMapList")) {
+	if !ours && !(apiVersion == "v1" && (coreKinds[kind] || kind == "List" || kind == "ConfigMapList" || kind == "NamespaceList")) {
 		return
 	}
 	if strictErr != nil {
@@ -412,7 +412,7 @@ func (s *Set) addObject(o Origin, obj map[string]any, top bool) {
 			s.problem(o, "", "items", "must be a list")
 			return
 		}
-		if group == Group && kind != "PersonaList" && kind != "PromptLayerList" {
+		if group == Group && !ourKinds[strings.TrimSuffix(kind, "List")] {
 			s.problem(o, "", "kind", unknownKind(kind))
 			return
 		}
@@ -434,18 +434,23 @@ func (s *Set) addObject(o Origin, obj map[string]any, top bool) {
 			s.problem(o, "", "apiVersion", fmt.Sprintf("Unsupported value: %q: supported values: %q", apiVersion, APIVersion))
 			return
 		}
-		if kind != v1alpha1.PersonaKind && kind != v1alpha1.PromptLayerKind {
+		if !ourKinds[kind] {
 			s.problem(o, "", "kind", unknownKind(kind))
 			return
 		}
-	case apiVersion == "v1" && kind == v1alpha1.ConfigMapKind:
+	case apiVersion == "v1" && coreKinds[kind]:
 	default:
 		return
 	}
 	meta, _ := obj["metadata"].(map[string]any)
 	name, _ := meta["name"].(string)
 	ns, _ := meta["namespace"].(string)
-	object := &Object{Origin: o, Kind: kind, Name: name, Namespace: cmp.Or(ns, s.ns), Raw: obj}
+	if clusterScoped[kind] {
+		ns = ""
+	} else {
+		ns = cmp.Or(ns, s.ns)
+	}
+	object := &Object{Origin: o, Kind: kind, Name: name, Namespace: ns, Raw: obj}
 	s.objects = append(s.objects, object)
 	if name == "" {
 		return
@@ -459,8 +464,16 @@ func (s *Set) addObject(o Origin, obj map[string]any, top bool) {
 	s.index[k] = object
 }
 
+// The kinds a Set keeps: this API's, and the core kinds a render reads.
+var (
+	ourKinds      = map[string]bool{v1alpha1.PersonaKind: true, v1alpha1.PromptLayerKind: true, v1alpha1.ClusterPromptLayerKind: true}
+	coreKinds     = map[string]bool{v1alpha1.ConfigMapKind: true, v1alpha1.NamespaceKind: true}
+	clusterScoped = map[string]bool{v1alpha1.ClusterPromptLayerKind: true, v1alpha1.NamespaceKind: true}
+)
+
 func unknownKind(kind string) string {
-	return fmt.Sprintf("Unsupported value: %q: %s has the kinds %q and %q", kind, APIVersion, v1alpha1.PersonaKind, v1alpha1.PromptLayerKind)
+	return fmt.Sprintf("Unsupported value: %q: %s has the kinds %q, %q and %q", kind, APIVersion,
+		v1alpha1.PersonaKind, v1alpha1.PromptLayerKind, v1alpha1.ClusterPromptLayerKind)
 }
 
 // Objects returns every kept object in the order read, duplicates included.
@@ -468,10 +481,14 @@ func (s *Set) Objects() []*Object { return s.objects }
 
 // Personas returns the Personas that lookups find (the first of duplicates),
 // sorted by namespace and name.
-func (s *Set) Personas() []*Object {
+func (s *Set) Personas() []*Object { return s.Sorted(v1alpha1.PersonaKind) }
+
+// Sorted returns the objects of kind that lookups find (the first of
+// duplicates), sorted by namespace and name.
+func (s *Set) Sorted(kind string) []*Object {
 	var out []*Object
 	for k, o := range s.index {
-		if k.kind == v1alpha1.PersonaKind {
+		if k.kind == kind {
 			out = append(out, o)
 		}
 	}

@@ -28,7 +28,10 @@ type Bundle struct {
 	// Includes maps a PromptLayer name to its template, for every layer a
 	// template of this bundle includes, directly or through another include.
 	Includes map[string]string `json:"includes,omitempty"`
-	Variants []Variant         `json:"variants,omitempty"`
+	// ClusterLayers are the ClusterPromptLayers selected for the persona,
+	// in name order.
+	ClusterLayers []ClusterLayer `json:"clusterLayers,omitempty"`
+	Variants      []Variant      `json:"variants,omitempty"`
 }
 
 // MarshalBundle serializes b as bundle.json: indented, HTML characters left
@@ -91,6 +94,21 @@ type Extension struct {
 	Origin   string `json:"origin"`
 	Template string `json:"template"`
 }
+
+// ClusterLayer is a ClusterPromptLayer selected for the persona: a
+// guardrail placed after every other step of composition has acted.
+type ClusterLayer struct {
+	Name string `json:"name"`
+	// Position is PositionFirst or PositionLast.
+	Position string `json:"position"`
+	Template string `json:"template,omitempty"`
+}
+
+// Positions of a ClusterLayer: before the text composed so far, or after it.
+const (
+	PositionFirst = "first"
+	PositionLast  = "last"
+)
 
 // Layer is a PromptLayer listed by the persona.
 type Layer struct {

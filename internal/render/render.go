@@ -1,7 +1,9 @@
 package render
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -37,10 +39,13 @@ const (
 	KindPlatform  SectionKind = "platform"
 	KindExtension SectionKind = "extension"
 	KindLayer     SectionKind = "layer"
+	// KindClusterLayer is a ClusterPromptLayer's template.
+	KindClusterLayer SectionKind = "clusterlayer"
 )
 
 // SectionName is the name a template is parsed and reported under:
-// platform.<key>, extension.<id> or layer.<name> (personas.md#conditions).
+// platform.<key>, extension.<id>, layer.<name> or clusterlayer.<name>
+// (personas.md#conditions).
 func SectionName(kind SectionKind, name string) string { return string(kind) + "." + name }
 
 // Names of the literal pieces appended last (personas.md#composition).
@@ -130,8 +135,9 @@ func (r *renderer) literal(section, origin string, start int) span {
 	return span{section: section, origin: origin, start: start + from, end: start + to}
 }
 
-// spans composes the prompt (personas.md#layers): platform sections, extensions,
-// layers by rank and mode, then the literal user and appended prompts.
+// spans composes the prompt (personas.md#composition): platform sections,
+// extensions, layers by rank and mode, the guardrails around the result,
+// then the literal user and appended prompts.
 func (r *renderer) spans() ([]span, error) {
 	b := r.bundle
 	spans := make([]span, 0, len(b.Sections)+len(b.Extensions)+len(b.Layers)+2)
@@ -147,6 +153,9 @@ func (r *renderer) spans() ([]span, error) {
 		}
 	}
 	if spans, err = r.applyLayers(spans); err != nil {
+		return nil, err
+	}
+	if spans, err = r.placeClusterLayers(spans); err != nil {
 		return nil, err
 	}
 	return r.appendCallerPrompts(spans), nil
@@ -189,6 +198,34 @@ func (r *renderer) layerPiece(l Layer) (span, error) {
 
 // appendCallerPrompts appends the user and appended system prompts as
 // literal text, never executed as templates (personas.md#composition).
+// placeClusterLayers puts the selected ClusterPromptLayers around the text
+// composed so far, in name order: first ones before it, last ones after.
+// Nothing a Persona or PromptLayer does acts after this step, so none can
+// remove or reorder them (clusterpromptlayers.md).
+func (r *renderer) placeClusterLayers(spans []span) ([]span, error) {
+	var first []span
+	for _, c := range sortedClusterLayers(r.bundle.ClusterLayers) {
+		p, err := r.piece(KindClusterLayer, c.Name, "clusterlayer/"+c.Name, c.Template)
+		if err != nil {
+			return nil, err
+		}
+		if c.Position == PositionFirst {
+			first = appendNonEmpty(first, p)
+		} else {
+			spans = appendNonEmpty(spans, p)
+		}
+	}
+	return append(first, spans...), nil
+}
+
+func sortedClusterLayers(layers []ClusterLayer) []ClusterLayer {
+	byName := func(a, b ClusterLayer) int { return cmp.Compare(a.Name, b.Name) }
+	if slices.IsSortedFunc(layers, byName) {
+		return layers
+	}
+	return slices.SortedFunc(slices.Values(layers), byName)
+}
+
 func (r *renderer) appendCallerPrompts(spans []span) []span {
 	origin := "persona/" + r.bundle.Persona.Name
 	for _, lit := range []struct{ name, text string }{

@@ -11,8 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Lookup reads one object by key; a missing object is a NotFound error
-// (apierrors.IsNotFound). controller-runtime's client.Reader satisfies it.
+// Lookup reads one object by key (a missing object is a NotFound error,
+// apierrors.IsNotFound) and lists the ClusterPromptLayers.
+// controller-runtime's client.Reader satisfies it.
 type Lookup interface {
 	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
+	List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error
 }

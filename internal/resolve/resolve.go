@@ -34,7 +34,8 @@ type resolver struct {
 }
 
 // Resolve resolves p: its inheritance chain (personas.md#inheritance), layers (personas.md#layers),
-// included layers (personas.md#functions) and templateFrom ConfigMaps. The error is a
+// included layers (personas.md#functions), templateFrom ConfigMaps and the
+// selected ClusterPromptLayers (clusterpromptlayers.md). The error is a
 // *CycleError, a *NotFoundError or a lookup failure.
 func Resolve(ctx context.Context, lookup Lookup, p *v1alpha1.Persona) (*Result, error) {
 	r := &resolver{ctx: ctx, lookup: lookup, engine: render.Default(), ns: p.Namespace, deps: map[v1alpha1.Dependency]bool{}}
@@ -59,6 +60,9 @@ func (r *resolver) bundle(p *v1alpha1.Persona) (*render.Bundle, error) {
 	}
 	b.Layers = layers
 	if err := r.includes(b); err != nil {
+		return nil, err
+	}
+	if b.ClusterLayers, err = r.clusterLayers(p); err != nil {
 		return nil, err
 	}
 	if len(r.missing) > 0 {

@@ -3,6 +3,7 @@ package resolve_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -32,10 +33,24 @@ func (o *objects) Get(_ context.Context, key client.ObjectKey, obj client.Object
 	o.reads++
 	kind := reflect.TypeOf(obj).Elem().Name()
 	src, ok := o.items[kind+"/"+key.Name]
-	if !ok || key.Namespace != "ns" {
+	clusterScoped := kind == "Namespace" || kind == "ClusterPromptLayer"
+	if !ok || (key.Namespace != "ns" && !clusterScoped) {
 		return apierrors.NewNotFound(schema.GroupResource{Resource: kind}, key.Name)
 	}
 	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(src).Elem())
+	return nil
+}
+
+func (o *objects) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	l, ok := list.(*v1alpha1.ClusterPromptLayerList)
+	if !ok {
+		return fmt.Errorf("list of %T is not supported", list)
+	}
+	for _, obj := range o.items {
+		if c, ok := obj.(*v1alpha1.ClusterPromptLayer); ok {
+			l.Items = append(l.Items, *c)
+		}
+	}
 	return nil
 }
 

@@ -1,5 +1,5 @@
 // Package webhook serves the validating admission webhook of personas.md#validating-before-apply for
-// Personas and PromptLayers.
+// Personas, PromptLayers and ClusterPromptLayers.
 package webhook
 
 import (
@@ -25,10 +25,14 @@ import (
 const (
 	PersonaPath     = "/validate-prompts-persona-operator-dev-v1alpha1-persona"
 	PromptLayerPath = "/validate-prompts-persona-operator-dev-v1alpha1-promptlayer"
+	// ClusterPromptLayerPath serves a cluster-scoped kind: config/webhook
+	// scopes its rule to Cluster, which the marker cannot say.
+	ClusterPromptLayerPath = "/validate-prompts-persona-operator-dev-v1alpha1-clusterpromptlayer"
 )
 
 // +kubebuilder:webhook:path=/validate-prompts-persona-operator-dev-v1alpha1-persona,mutating=false,failurePolicy=fail,sideEffects=None,groups=prompts.persona-operator.dev,resources=personas,verbs=create;update,versions=v1alpha1,name=vpersona.persona-operator.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-prompts-persona-operator-dev-v1alpha1-promptlayer,mutating=false,failurePolicy=fail,sideEffects=None,groups=prompts.persona-operator.dev,resources=promptlayers,verbs=create;update,versions=v1alpha1,name=vpromptlayer.persona-operator.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-prompts-persona-operator-dev-v1alpha1-clusterpromptlayer,mutating=false,failurePolicy=fail,sideEffects=None,groups=prompts.persona-operator.dev,resources=clusterpromptlayers,verbs=create;update,versions=v1alpha1,name=vclusterpromptlayer.persona-operator.dev,admissionReviewVersions=v1
 
 // Validator validates the raw object of an admission request, so that keys
 // the typed API would drop are seen and refused.
@@ -37,12 +41,13 @@ type Validator struct {
 	Reader client.Reader
 }
 
-// Register serves the webhook for both kinds on the manager's webhook server.
+// Register serves the webhook for every kind on the manager's webhook server.
 func Register(mgr ctrl.Manager) {
 	v := &Validator{Reader: mgr.GetClient()}
 	server := mgr.GetWebhookServer()
 	server.Register(PersonaPath, &webhook.Admission{Handler: v})
 	server.Register(PromptLayerPath, &webhook.Admission{Handler: v})
+	server.Register(ClusterPromptLayerPath, &webhook.Admission{Handler: v})
 }
 
 // Handle implements admission.Handler.

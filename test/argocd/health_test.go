@@ -112,7 +112,7 @@ conditions:
 - {type: Ready, status: Unknown, observedGeneration: 3, reason: Pending, message: not rendered yet}`,
 		wantStatus: "Progressing", wantMsg: "not rendered yet",
 	}}
-	for _, kind := range []string{"Persona", "PromptLayer"} {
+	for _, kind := range []string{"Persona", "PromptLayer", "ClusterPromptLayer"} {
 		for _, tc := range cases {
 			t.Run(kind+"/"+tc.name, func(t *testing.T) {
 				status, msg, err := Health(script, object(t, kind, tc.status))
@@ -152,8 +152,9 @@ func TestPatchKeys(t *testing.T) {
 	}
 	want := map[string]string{
 		"url": "https://argocd.example.com", // from the base: merged, not replaced
-		"resource.customizations.health.prompts.persona-operator.dev_Persona":     script,
-		"resource.customizations.health.prompts.persona-operator.dev_PromptLayer": script,
+		"resource.customizations.health.prompts.persona-operator.dev_Persona":            script,
+		"resource.customizations.health.prompts.persona-operator.dev_PromptLayer":        script,
+		"resource.customizations.health.prompts.persona-operator.dev_ClusterPromptLayer": script,
 	}
 	if !maps.Equal(data, want) {
 		t.Errorf("argocd-cm data keys %v, want %v (each health key equal to health.lua)",

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
 // parallel runs do(0..n-1) on at most workers goroutines and returns the
@@ -37,10 +38,15 @@ func parallel(ctx context.Context, workers, n int, do func(ctx context.Context, 
 // world is the objects of one measured namespace and what the controller
 // would write for them, rendered offline.
 type world struct {
-	ns       string
-	parent   *v1alpha1.Persona
-	layers   []*v1alpha1.PromptLayer
-	personas []*v1alpha1.Persona
+	ns string
+	// namespace is ns's Namespace, labelled so that guardrail selects it.
+	namespace *corev1.Namespace
+	// guardrail is the round's ClusterPromptLayer, which selects every
+	// persona of the world.
+	guardrail *v1alpha1.ClusterPromptLayer
+	parent    *v1alpha1.Persona
+	layers    []*v1alpha1.PromptLayer
+	personas  []*v1alpha1.Persona
 	// renders[i] is the render of personas[i]; parentRender the parent's.
 	renders      []*rendered
 	parentRender *rendered
@@ -49,17 +55,29 @@ type world struct {
 	cms  []*corev1.ConfigMap
 }
 
-// newWorld builds the objects of namespace ns; with renders, it renders
-// them offline, the edited layer at revision version.
-func newWorld(ns string, n int, withRenders bool, version int) (*world, error) {
-	w := &world{ns: ns, parent: parentPersona(ns), layers: layers(ns, sharedTemplate(version))}
+// revision is the revision of each edited template of a world.
+type revision struct {
+	// layer is the shared PromptLayer's, guardrail the ClusterPromptLayer's.
+	layer, guardrail int
+}
+
+// newWorld builds the objects of namespace ns in round; with renders, it
+// renders them offline, the edited templates at rev.
+func newWorld(ns string, round, n int, withRenders bool, rev revision) (*world, error) {
+	w := &world{
+		ns:        ns,
+		namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: roundLabels(round)}},
+		guardrail: guardrail(round, guardrailTemplate(rev.guardrail)),
+		parent:    parentPersona(ns),
+		layers:    layers(ns, sharedTemplate(rev.layer)),
+	}
 	for i := range n {
 		w.personas = append(w.personas, persona(ns, i))
 	}
 	if !withRenders {
 		return w, nil
 	}
-	objs := []client.Object{w.parent}
+	objs := []client.Object{w.namespace, w.guardrail, w.parent}
 	for _, l := range w.layers {
 		objs = append(objs, l)
 	}
@@ -77,6 +95,21 @@ func newWorld(ns string, n int, withRenders bool, version int) (*world, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// renderedHashes renders the personas of namespace ns in round offline,
+// the edited templates at rev, and returns only their ConfigMaps' content
+// hashes, by ConfigMap name: what the controller writes for that revision.
+func renderedHashes(ns string, round, n int, rev revision) (map[string]string, error) {
+	w, err := newWorld(ns, round, n, true, rev)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(w.renders))
+	for _, r := range w.renders {
+		out[r.configMap.Name] = r.configMap.Annotations[delivery.ContentHashAnnotation]
+	}
+	return out, nil
 }
 
 // createShared creates the layers and the parent persona, in that order.
@@ -214,12 +247,49 @@ func fanOutFloor(ctx context.Context, c client.Client, w *world, to []*rendered,
 }
 
 // deleteAll deletes every Persona, PromptLayer, ConfigMap and Event of ns:
-// envtest runs no garbage collector or namespace controller.
+// envtest runs no garbage collector or namespace controller. The round's
+// ClusterPromptLayer, cluster-scoped, is deleted by deleteGuardrail.
 func deleteAll(ctx context.Context, c client.Client, ns string) error {
 	for _, obj := range []client.Object{&v1alpha1.Persona{}, &v1alpha1.PromptLayer{}, &corev1.ConfigMap{}, &eventsv1.Event{}} {
 		if err := c.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {
 			return fmt.Errorf("delete every %T of %s: %w", obj, ns, err)
 		}
+	}
+	return nil
+}
+
+// createGuardrail creates the round's ClusterPromptLayer and waits until
+// the manager has reported it Ready for its generation, so that its status
+// write falls before the phase that follows.
+func createGuardrail(ctx context.Context, c client.Client, l *v1alpha1.ClusterPromptLayer) error {
+	obj := l.DeepCopy()
+	if err := c.Create(ctx, obj); err != nil {
+		return fmt.Errorf("create ClusterPromptLayer %s: %w", l.Name, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return fmt.Errorf("get ClusterPromptLayer %s: %w", l.Name, err)
+		}
+		ready := meta.FindStatusCondition(obj.Status.Conditions, "Ready")
+		if ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == obj.Generation {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ClusterPromptLayer %s is not Ready after a minute (conditions: %v)", l.Name, obj.Status.Conditions)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// deleteGuardrail deletes the round's ClusterPromptLayer, if it exists.
+func deleteGuardrail(ctx context.Context, c client.Client, l *v1alpha1.ClusterPromptLayer) error {
+	if err := c.Delete(ctx, &v1alpha1.ClusterPromptLayer{ObjectMeta: metav1.ObjectMeta{Name: l.Name}}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete ClusterPromptLayer %s: %w", l.Name, err)
 	}
 	return nil
 }

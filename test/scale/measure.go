@@ -58,9 +58,11 @@ func personaReady(obj client.Object) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == p.Generation && p.Status.ObservedGeneration == p.Generation
 }
 
-// fanOut edits the shared layer's template and returns the time until
-// every measured persona's ConfigMap has a new content hash.
-func fanOut(ctx context.Context, c client.WithWatch, w *world, version int, timeout time.Duration) (time.Duration, error) {
+// fanOut makes edit and returns the time until every measured persona's
+// ConfigMap carries a new content hash: with want, the hash want names
+// (rendered offline, as the controller renders), else any other than it
+// had before the edit. what names the phase in progress and errors.
+func fanOut(ctx context.Context, c client.WithWatch, w *world, what string, edit func(context.Context) error, want map[string]string, timeout time.Duration) (time.Duration, error) {
 	var cms corev1.ConfigMapList
 	if err := c.List(ctx, &cms, client.InNamespace(w.ns)); err != nil {
 		return 0, err
@@ -76,31 +78,93 @@ func fanOut(ctx context.Context, c client.WithWatch, w *world, version int, time
 		}
 	}
 	if len(before) != len(w.personas) {
-		return 0, fmt.Errorf("fan-out: %d of the %d ConfigMaps exist before the edit", len(before), len(w.personas))
+		return 0, fmt.Errorf("%s: %d of the %d ConfigMaps exist before the edit", what, len(before), len(w.personas))
 	}
-	t, err := track(ctx, c, w.ns, "fan-out: updated ConfigMaps", func() client.ObjectList { return &corev1.ConfigMapList{} },
-		len(before), func(obj client.Object) bool {
-			old, ok := before[obj.GetName()]
-			return ok && obj.GetAnnotations()[delivery.ContentHashAnnotation] != old
-		})
+	for name, hash := range before {
+		if want != nil && want[name] == hash {
+			return 0, fmt.Errorf("%s: ConfigMap %s has the hash of the edit before it", what, name)
+		}
+	}
+	done := func(obj client.Object) bool {
+		old, ok := before[obj.GetName()]
+		hash := obj.GetAnnotations()[delivery.ContentHashAnnotation]
+		if want != nil {
+			return ok && hash == want[obj.GetName()]
+		}
+		return ok && hash != old
+	}
+	t, err := track(ctx, c, w.ns, what+": updated ConfigMaps", func() client.ObjectList { return &corev1.ConfigMapList{} },
+		len(before), done)
 	if err != nil {
 		return 0, err
 	}
 	defer t.stop()
 	start := time.Now()
-	var layer v1alpha1.PromptLayer
-	if err := c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: sharedLayer}, &layer); err != nil {
-		return 0, fmt.Errorf("fan-out: get PromptLayer %s: %w", sharedLayer, err)
-	}
-	layer.Spec.Template = new(sharedTemplate(version))
-	if err := c.Update(ctx, &layer); err != nil {
-		return 0, fmt.Errorf("fan-out: update PromptLayer %s: %w", sharedLayer, err)
+	if err := edit(ctx); err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	doneAt, err := t.wait(ctx, start, timeout)
 	if err != nil {
+		var te *timeoutError
+		if want != nil && errors.As(err, &te) {
+			te.detail = unexpectedHashes(ctx, c, w.ns, before, want)
+		}
 		return 0, err
 	}
 	return doneAt.Sub(start), nil
+}
+
+// unexpectedHashes says how many measured ConfigMaps changed to a hash
+// other than the offline render's, for a fan-out that timed out.
+func unexpectedHashes(ctx context.Context, c client.Client, ns string, before, want map[string]string) string {
+	var cms corev1.ConfigMapList
+	if err := c.List(ctx, &cms, client.InNamespace(ns)); err != nil {
+		return fmt.Sprintf("list the ConfigMaps: %v", err)
+	}
+	var names []string
+	for _, cm := range cms.Items {
+		old, ok := before[cm.Name]
+		hash := cm.Annotations[delivery.ContentHashAnnotation]
+		if ok && hash != old && hash != want[cm.Name] {
+			names = append(names, cm.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	return fmt.Sprintf("%d ConfigMaps changed to a hash other than the offline render's, e.g. %s", len(names), names[0])
+}
+
+// editLayer sets the shared PromptLayer's template to its revision version.
+func editLayer(c client.Client, w *world, version int) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var layer v1alpha1.PromptLayer
+		if err := c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: sharedLayer}, &layer); err != nil {
+			return fmt.Errorf("get PromptLayer %s: %w", sharedLayer, err)
+		}
+		layer.Spec.Template = new(sharedTemplate(version))
+		if err := c.Update(ctx, &layer); err != nil {
+			return fmt.Errorf("update PromptLayer %s: %w", sharedLayer, err)
+		}
+		return nil
+	}
+}
+
+// editGuardrail sets the round's ClusterPromptLayer's template to its
+// revision version.
+func editGuardrail(c client.Client, w *world, version int) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var l v1alpha1.ClusterPromptLayer
+		if err := c.Get(ctx, client.ObjectKey{Name: w.guardrail.Name}, &l); err != nil {
+			return fmt.Errorf("get ClusterPromptLayer %s: %w", w.guardrail.Name, err)
+		}
+		l.Spec.Template = guardrailTemplate(version)
+		if err := c.Update(ctx, &l); err != nil {
+			return fmt.Errorf("update ClusterPromptLayer %s: %w", w.guardrail.Name, err)
+		}
+		return nil
+	}
 }
 
 // settle waits until the manager is idle: its work queues are empty and it

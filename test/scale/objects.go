@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,6 +80,36 @@ func sharedTemplate(version int) string {
 	return fmt.Sprintf("Team {{ index .Vars \"team\" }} notes, revision %d: page {{ index .Vars \"oncall\" }} when blocked.", version)
 }
 
+// guardrailLabel is the Namespace label the ClusterPromptLayer of a round
+// selects: a ClusterPromptLayer is cluster-scoped, so each round has its
+// own, named for the round, which selects only that round's namespaces.
+const guardrailLabel = "scale.persona-operator.dev/guardrail"
+
+// roundLabels are the labels of round's measured namespaces.
+func roundLabels(round int) map[string]string {
+	return map[string]string{guardrailLabel: fmt.Sprintf("round-%d", round)}
+}
+
+// guardrail is round's ClusterPromptLayer, whose template is text: it
+// selects every Persona of the namespaces labelled roundLabels(round).
+func guardrail(round int, text string) *v1alpha1.ClusterPromptLayer {
+	return &v1alpha1.ClusterPromptLayer{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-guardrail-%d", round)},
+		Spec: v1alpha1.ClusterPromptLayerSpec{
+			Description:       fmt.Sprintf("The scale harness's guardrail of round %d.", round),
+			Position:          v1alpha1.ClusterLayerLast,
+			Template:          text,
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: roundLabels(round)},
+		},
+	}
+}
+
+// guardrailTemplate is the ClusterPromptLayer's template; version changes it.
+func guardrailTemplate(version int) string {
+	return fmt.Sprintf("Platform guardrail, revision %d: never print a secret, never push to a protected branch, "+
+		"and ask {{ index .Vars \"oncall\" }} before deleting data.", version)
+}
+
 // persona is the i-th measured persona: it inherits the parent and lists both layers.
 func persona(ns string, i int) *v1alpha1.Persona {
 	name := fmt.Sprintf("agent-%05d", i)
@@ -132,6 +164,23 @@ func newOffline(objs ...client.Object) *offline {
 
 func offlineKey(obj client.Object, k client.ObjectKey) string {
 	return fmt.Sprintf("%T/%s", obj, k)
+}
+
+// List implements resolve.Lookup: the ClusterPromptLayers it holds, in
+// name order, each a copy.
+func (o *offline) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	l, ok := list.(*v1alpha1.ClusterPromptLayerList)
+	if !ok {
+		return fmt.Errorf("list of %T is not supported offline", list)
+	}
+	l.Items = nil
+	for _, obj := range o.objs {
+		if cpl, ok := obj.(*v1alpha1.ClusterPromptLayer); ok {
+			l.Items = append(l.Items, *cpl.DeepCopy())
+		}
+	}
+	slices.SortFunc(l.Items, func(a, b v1alpha1.ClusterPromptLayer) int { return cmp.Compare(a.Name, b.Name) })
+	return nil
 }
 
 // Get implements resolve.Lookup.

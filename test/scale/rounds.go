@@ -18,6 +18,9 @@ import (
 // webhookNamespace holds the webhook probes and latency samples.
 const webhookNamespace = "scale-webhook"
 
+// clusterFanOutPhase names the phase that edits the ClusterPromptLayer.
+const clusterFanOutPhase = "ClusterPromptLayer fan-out"
+
 // harness is what the rounds share: the control plane, the harness's
 // client and the manager, which each round starts and all but the last stop.
 type harness struct {
@@ -35,13 +38,19 @@ type harness struct {
 type roundResult struct {
 	convergenceFloor, convergenceSpecFloor, fanOutFloor, fanOutSpecFloor time.Duration
 	convergence, convergenceCreates, fanOut                              time.Duration
-	convergenceTimeout, fanOutTimeout                                    string
+	// clusterFanOut is the fan-out of the ClusterPromptLayer edit; its
+	// floors are fan-out's: the same writes.
+	clusterFanOut                                           time.Duration
+	convergenceTimeout, fanOutTimeout, clusterFanOutTimeout string
 }
 
-func (rr *roundResult) timeout() bool { return rr.convergenceTimeout != "" || rr.fanOutTimeout != "" }
+func (rr *roundResult) timeout() bool {
+	return rr.convergenceTimeout != "" || rr.fanOutTimeout != "" || rr.clusterFanOutTimeout != ""
+}
 
-func (h *harness) createNamespace(ctx context.Context, ns string) error {
-	if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+// createNamespace creates namespace ns with labels.
+func (h *harness) createNamespace(ctx context.Context, ns string, labels map[string]string) error {
+	if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil {
 		return fmt.Errorf("create namespace %s: %w", ns, err)
 	}
 	return nil
@@ -64,12 +73,22 @@ func (h *harness) measureRounds(ctx context.Context) error {
 }
 
 // round measures the floors with the manager stopped, then starts the
-// manager and measures convergence and fan-out. Every round but the last
-// (or one that timed out) stops the manager and deletes what it measured.
+// manager and measures convergence, the fan-out of a PromptLayer edit and
+// that of a ClusterPromptLayer edit. The round's ClusterPromptLayer, which
+// selects the round's namespace by its label, is created before
+// convergence, so every Persona renders with it throughout. Every round but
+// the last (or one that timed out) stops the manager and deletes what it
+// measured, the ClusterPromptLayer too.
 func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	rr := &roundResult{}
 	h.r.round = i
 	if err := h.floors(ctx, i, rr); err != nil {
+		return nil, err
+	}
+	ns := fmt.Sprintf("scale-converge-%d", i)
+	step("round %d: rendering %d personas offline as the ClusterPromptLayer's edit will render them", i, h.o.n)
+	guardrailHashes, err := renderedHashes(ns, i, h.o.n, revision{layer: 2, guardrail: 2})
+	if err != nil {
 		return nil, err
 	}
 
@@ -85,12 +104,15 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 		return nil, err
 	}
 	last := i == h.o.rounds
-	ns := fmt.Sprintf("scale-converge-%d", i)
-	if err := h.createNamespace(ctx, ns); err != nil {
+	if err := h.createNamespace(ctx, ns, roundLabels(i)); err != nil {
 		return nil, err
 	}
-	world, err := newWorld(ns, h.o.n, false, 1)
+	world, err := newWorld(ns, i, h.o.n, false, revision{layer: 1, guardrail: 1})
 	if err != nil {
+		return nil, err
+	}
+	step("round %d: creating ClusterPromptLayer %s, which selects namespace %s by its label %s, until it is Ready", i, world.guardrail.Name, ns, guardrailLabel)
+	if err := createGuardrail(ctx, h.c, world.guardrail); err != nil {
 		return nil, err
 	}
 
@@ -127,7 +149,7 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 		if last {
 			h.prof.start(ctx, "fan-out")
 		}
-		rr.fanOut, err = fanOut(ctx, h.c, world, 2, fanOutTimeout)
+		rr.fanOut, err = fanOut(ctx, h.c, world, "fan-out", editLayer(h.c, world, 2), nil, fanOutTimeout)
 		if isTimeout(err) {
 			rr.fanOutTimeout = err.Error()
 			step("  %v", err)
@@ -144,6 +166,33 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 			return nil, err
 		}
 	}
+	if rr.convergenceTimeout == "" && rr.fanOutTimeout == "" {
+		step("round %d: ClusterPromptLayer fan-out: edit ClusterPromptLayer %s until all %d ConfigMaps have the hash rendered offline", i, world.guardrail.Name, h.o.n)
+		if ph, err = h.r.beginManaged(clusterFanOutPhase, h.procs, h.metricsURL); err != nil {
+			return nil, err
+		}
+		if last {
+			h.prof.start(ctx, clusterFanOutPhase)
+		}
+		rr.clusterFanOut, err = fanOut(ctx, h.c, world, clusterFanOutPhase, editGuardrail(h.c, world, 2), guardrailHashes, fanOutTimeout)
+		if isTimeout(err) {
+			rr.clusterFanOutTimeout = err.Error()
+			step("  %v", err)
+		} else if err != nil {
+			return nil, err
+		} else {
+			step("  %s", rr.clusterFanOut.Round(time.Millisecond))
+		}
+		if err := h.r.endManaged(ctx, ph, h.metricsURL); err != nil {
+			return nil, err
+		}
+		step("waiting until the manager has written nothing for %s", settleQuiet)
+		if err := h.r.settleManaged(ctx, ph, h.metricsURL, settleQuiet); err != nil {
+			return nil, err
+		}
+	}
+	// The last round's ClusterPromptLayer stays, with its Personas, for the
+	// steady state: deleting it would re-render them all.
 	if last || rr.timeout() {
 		return rr, nil
 	}
@@ -156,6 +205,9 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 		return nil, fmt.Errorf("stop the manager: %w", err)
 	}
 	h.procs.manager = 0
+	if err := deleteGuardrail(ctx, h.c, world.guardrail); err != nil {
+		return nil, err
+	}
 	return rr, deleteAll(ctx, h.c, ns)
 }
 
@@ -164,25 +216,27 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 // bare client writes.
 func (h *harness) floors(ctx context.Context, i int, rr *roundResult) error {
 	floorNS, specNS := fmt.Sprintf("scale-floor-%d", i), fmt.Sprintf("scale-floor-spec-%d", i)
+	// Labelled as the round's measured namespace, and rendered with its
+	// ClusterPromptLayer, so the floors write what the operator writes.
 	for _, ns := range []string{floorNS, specNS} {
-		if err := h.createNamespace(ctx, ns); err != nil {
+		if err := h.createNamespace(ctx, ns, roundLabels(i)); err != nil {
 			return err
 		}
 	}
 	step("round %d: rendering %d personas offline for the floors", i, h.o.n)
-	floor, err := newWorld(floorNS, h.o.n, true, 1)
+	floor, err := newWorld(floorNS, i, h.o.n, true, revision{layer: 1, guardrail: 1})
 	if err != nil {
 		return err
 	}
-	floorEdited, err := newWorld(floorNS, h.o.n, true, 2)
+	floorEdited, err := newWorld(floorNS, i, h.o.n, true, revision{layer: 2, guardrail: 1})
 	if err != nil {
 		return err
 	}
-	spec, err := newWorld(specNS, h.o.n, true, 1)
+	spec, err := newWorld(specNS, i, h.o.n, true, revision{layer: 1, guardrail: 1})
 	if err != nil {
 		return err
 	}
-	specEdited, err := newWorld(specNS, h.o.n, true, 2)
+	specEdited, err := newWorld(specNS, i, h.o.n, true, revision{layer: 2, guardrail: 1})
 	if err != nil {
 		return err
 	}

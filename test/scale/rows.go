@@ -35,12 +35,24 @@ func (r *report) timeRows() [][]string {
 	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.convergenceTimeout != "" }) {
 		return append(rows, []string{"fan-out", "not run (convergence timed out)", "", "", "", ""})
 	}
-	return append(rows,
+	rows = append(rows,
 		ratioRow(fmt.Sprintf("fan-out: edit 1 PromptLayer → %d ConfigMaps updated", n), r.rounds, fanOut,
 			func(rr *roundResult) time.Duration { return rr.fanOutFloor }, fanOutTimeout),
 		ratioRow("  … against the floor with each status patch and Event", r.rounds, fanOut,
 			func(rr *roundResult) time.Duration { return rr.fanOutSpecFloor }, fanOutTimeout),
 		leastRow("  least any operator can reach: that floor against the bare floor", r.rounds))
+	clusterMeasure := fmt.Sprintf("fan-out: edit 1 ClusterPromptLayer → %d ConfigMaps updated", n)
+	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.fanOutTimeout != "" }) {
+		return append(rows, []string{clusterMeasure, "not run (the PromptLayer fan-out timed out)", "", "", "", ""})
+	}
+	// The same floors as the PromptLayer's: the same writes.
+	clusterFanOut := func(rr *roundResult) time.Duration { return rr.clusterFanOut }
+	clusterFanOutTimeout := func(rr *roundResult) string { return rr.clusterFanOutTimeout }
+	return append(rows,
+		ratioRow(clusterMeasure, r.rounds, clusterFanOut,
+			func(rr *roundResult) time.Duration { return rr.fanOutFloor }, clusterFanOutTimeout),
+		ratioRow("  … against the floor with each status patch and Event", r.rounds, clusterFanOut,
+			func(rr *roundResult) time.Duration { return rr.fanOutSpecFloor }, clusterFanOutTimeout))
 }
 
 // steadyRow is the manager's writes in the steady state, by method.
@@ -90,7 +102,8 @@ func (r *report) managerRows() [][]string {
 
 // roundRows is a table of every round's times and ratios.
 func (r *report) roundRows() [][]string {
-	rows := [][]string{{"round", "convergence floor", "… with Events", "convergence", "ratio", "fan-out floor", "… with status and Events", "fan-out", "ratio"}}
+	rows := [][]string{{"round", "convergence floor", "… with Events", "convergence", "ratio", "fan-out floor", "… with status and Events", "fan-out", "ratio",
+		"ClusterPromptLayer fan-out", "ratio"}}
 	ratio := func(op, floor time.Duration) string {
 		if op <= 0 || floor <= 0 {
 			return "—"
@@ -99,7 +112,8 @@ func (r *report) roundRows() [][]string {
 	}
 	for i, rr := range r.rounds {
 		rows = append(rows, []string{fmt.Sprint(i + 1), secs(rr.convergenceFloor), secs(rr.convergenceSpecFloor), secs(rr.convergence), ratio(rr.convergence, rr.convergenceFloor),
-			secs(rr.fanOutFloor), secs(rr.fanOutSpecFloor), secs(rr.fanOut), ratio(rr.fanOut, rr.fanOutFloor)})
+			secs(rr.fanOutFloor), secs(rr.fanOutSpecFloor), secs(rr.fanOut), ratio(rr.fanOut, rr.fanOutFloor),
+			secs(rr.clusterFanOut), ratio(rr.clusterFanOut, rr.fanOutFloor)})
 	}
 	return rows
 }

@@ -70,7 +70,7 @@ func newHarness(ctx context.Context, o options, r *report, plane *controlplane.P
 	if h.c, err = client.NewWithWatch(h.cfg, client.Options{Scheme: controlplane.Scheme}); err != nil {
 		return nil, err
 	}
-	if err := h.createNamespace(ctx, webhookNamespace); err != nil {
+	if err := h.createNamespace(ctx, webhookNamespace, nil); err != nil {
 		return nil, err
 	}
 	return h, nil

@@ -210,10 +210,16 @@ type timeoutError struct {
 	done, want int
 	after      time.Duration
 	pending    []string
+	// detail, when set, says more about why.
+	detail string
 }
 
 func (e *timeoutError) Error() string {
-	return fmt.Sprintf("%s: timed out after %s with %d of %d done (still pending: %v)", e.what, e.after, e.done, e.want, e.pending)
+	msg := fmt.Sprintf("%s: timed out after %s with %d of %d done (still pending: %v)", e.what, e.after, e.done, e.want, e.pending)
+	if e.detail != "" {
+		msg += "; " + e.detail
+	}
+	return msg
 }
 
 func isTimeout(err error) bool {

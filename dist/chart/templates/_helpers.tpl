@@ -113,9 +113,34 @@ ClusterRole, or with rbac.namespaced in a Role in each watched namespace.
 
 {{/*
 The manager's rights on cluster-scoped objects, from config/rbac/role.yaml:
-always in its ClusterRole. None yet.
+always in its ClusterRole. ClusterPromptLayers, and the Namespaces whose
+labels their namespaceSelector reads.
 */}}
 {{- define "persona-operator.managerClusterRules" -}}
+- apiGroups:
+  - ""
+  resources:
+  - namespaces
+  verbs:
+  - get
+  - list
+  - watch
+- apiGroups:
+  - prompts.persona-operator.dev
+  resources:
+  - clusterpromptlayers
+  verbs:
+  - get
+  - list
+  - watch
+- apiGroups:
+  - prompts.persona-operator.dev
+  resources:
+  - clusterpromptlayers/status
+  verbs:
+  - get
+  - patch
+  - update
 {{- end }}
 
 {{/*

@@ -1,0 +1,95 @@
+package admission
+
+import (
+	"encoding/json"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+var clusterLayerPositions = []v1alpha1.ClusterLayerPosition{v1alpha1.ClusterLayerFirst, v1alpha1.ClusterLayerLast}
+
+var clusterPromptLayerSpecType = reflect.TypeFor[v1alpha1.ClusterPromptLayerSpec]()
+
+// ValidateClusterPromptLayer validates a ClusterPromptLayer object against
+// clusterpromptlayers.md#writing-a-clusterpromptlayer-spec: the rules of a
+// PromptLayer's name and template, no include, and valid selectors. It
+// returns every problem found.
+func ValidateClusterPromptLayer(obj map[string]any) field.ErrorList {
+	name, errs := validateEnvelope(obj, validateSubdomain)
+	specPath := field.NewPath("spec")
+	errs = append(errs, checkShape(specPath, obj["spec"], clusterPromptLayerSpecType)...)
+	spec, state := getMap(obj, "spec")
+	if state == wrongType {
+		return errs
+	}
+	// A missing spec is an empty one: it still needs a template.
+
+	if d, state := getString(spec, "description"); state == present && len(d) > maxDescriptionBytes {
+		errs = append(errs, field.TooLong(specPath.Child("description"), nil, maxDescriptionBytes))
+	}
+	if pos, state := getString(spec, "position"); state == present && !slices.Contains(clusterLayerPositions, v1alpha1.ClusterLayerPosition(pos)) {
+		errs = append(errs, field.NotSupported(specPath.Child("position"), truncate(pos), clusterLayerPositions))
+	}
+	tp := specPath.Child("template")
+	switch tmpl, state := getString(spec, "template"); state {
+	case absent:
+		errs = append(errs, field.Required(tp, "the guardrail's Go template"))
+	case present:
+		// An empty template is allowed: it adds nothing.
+		errs = append(errs, checkTemplate(tp, render.KindClusterLayer, name, tmpl)...)
+		errs = append(errs, checkNoInclude(tp, name, tmpl)...)
+	}
+	for _, key := range []string{"namespaceSelector", "personaSelector"} {
+		errs = append(errs, validateSelector(specPath.Child(key), spec[key])...)
+	}
+	return errs
+}
+
+// checkNoInclude refuses include calls: the PromptLayers they name differ per
+// namespace, and a guardrail is the same text everywhere. A non-literal
+// include does not parse, and checkTemplate reports it.
+func checkNoInclude(p *field.Path, name, src string) field.ErrorList {
+	names := render.Default().Includes(render.KindClusterLayer, name, src)
+	if len(names) == 0 {
+		return nil
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(truncate(n))
+	}
+	return field.ErrorList{field.Forbidden(p, "include is not allowed in a ClusterPromptLayer (it includes "+
+		strings.Join(quoted, ", ")+"): PromptLayers differ per namespace; put the text in the template")}
+}
+
+// validateSelector checks a label selector as the API server checks its own:
+// operators, values and label syntax. A value of the wrong shape is
+// checkShape's to report, and skipped here. matchLabels are checked one key
+// at a time, in order, so that each error names its key.
+func validateSelector(p *field.Path, v any) field.ErrorList {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var sel metav1.LabelSelector
+	raw, err := json.Marshal(m)
+	if err != nil || json.Unmarshal(raw, &sel) != nil {
+		return nil
+	}
+	var errs field.ErrorList
+	lp := p.Child("matchLabels")
+	for _, k := range slices.Sorted(maps.Keys(sel.MatchLabels)) {
+		errs = append(errs, metav1validation.ValidateLabels(map[string]string{k: sel.MatchLabels[k]}, KeyPath(lp, k))...)
+	}
+	sel.MatchLabels = nil
+	return append(errs, metav1validation.ValidateLabelSelector(&sel, metav1validation.LabelSelectorValidationOptions{}, p)...)
+}

@@ -1,0 +1,84 @@
+package resolve
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+// clusterLayers are the ClusterPromptLayers that select p, in name order.
+// The Namespace's labels are read once any exists; they and each selected
+// layer are dependencies.
+func (r *resolver) clusterLayers(p *v1alpha1.Persona) ([]render.ClusterLayer, error) {
+	var list v1alpha1.ClusterPromptLayerList
+	if err := r.lookup.List(r.ctx, &list); err != nil {
+		return nil, fmt.Errorf("list %s: %w", v1alpha1.ClusterPromptLayerKind, err)
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	r.deps[v1alpha1.Dependency{Kind: v1alpha1.NamespaceKind, Name: r.ns}] = true
+	nsLabels, err := NamespaceLabels(r.ctx, r.lookup, r.ns)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(list.Items, func(a, b v1alpha1.ClusterPromptLayer) int { return cmp.Compare(a.Name, b.Name) })
+	var out []render.ClusterLayer
+	for i := range list.Items {
+		l := &list.Items[i]
+		if !Selects(l, nsLabels, p.Labels) {
+			continue
+		}
+		r.deps[v1alpha1.Dependency{Kind: v1alpha1.ClusterPromptLayerKind, Name: l.Name}] = true
+		out = append(out, render.ClusterLayer{
+			Name:     l.Name,
+			Position: string(cmp.Or(l.Spec.Position, v1alpha1.ClusterLayerLast)),
+			Template: l.Spec.Template,
+		})
+	}
+	return out, nil
+}
+
+// NamespaceLabels are the labels of namespace: its Namespace object's, with
+// kubernetes.io/metadata.name, which the API server sets on every
+// Namespace, also when no Namespace object is at hand (offline).
+func NamespaceLabels(ctx context.Context, lookup Lookup, namespace string) (labels.Set, error) {
+	var ns corev1.Namespace
+	err := lookup.Get(ctx, client.ObjectKey{Name: namespace}, &ns)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("get %s %s: %w", v1alpha1.NamespaceKind, namespace, err)
+	}
+	out := labels.Set(maps.Clone(ns.Labels))
+	if out == nil {
+		out = labels.Set{}
+	}
+	out[corev1.LabelMetadataName] = namespace
+	return out, nil
+}
+
+// Selects reports whether l selects a Persona labelled personaLabels in a
+// namespace labelled nsLabels: both selectors match, an empty or unset one
+// matching everything. A selector that does not parse selects nothing; the
+// ClusterPromptLayer reports it.
+func Selects(l *v1alpha1.ClusterPromptLayer, nsLabels, personaLabels labels.Set) bool {
+	return matches(l.Spec.NamespaceSelector, nsLabels) && matches(l.Spec.PersonaSelector, personaLabels)
+}
+
+func matches(selector *metav1.LabelSelector, set labels.Set) bool {
+	if selector == nil {
+		return true
+	}
+	s, err := metav1.LabelSelectorAsSelector(selector)
+	return err == nil && s.Matches(set)
+}
