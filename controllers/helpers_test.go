@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,6 +142,19 @@ var bare = fixtures.RemoveAllSections
 
 // barePersona is a persona whose prompt is its one extension's text, with more spec lines.
 func barePersona(name, text string, more ...string) string {
+	return bareManifest(name, []extension{{"text", text}}, more...)
+}
+
+// extension is one entry of spec.systemPrompt.extensions.
+type extension struct{ id, template string }
+
+// bareManifest is a Persona with every platform section removed, so its
+// prompt is exactly its extensions and layers, plus more spec lines.
+func bareManifest(name string, exts []extension, more ...string) string {
+	var list strings.Builder
+	for _, e := range exts {
+		fmt.Fprintf(&list, "\n      - id: %s\n        template: %s", e.id, fixtures.Quote(e.template))
+	}
 	return `
 apiVersion: prompts.persona-operator.dev/v1alpha1
 kind: Persona
@@ -148,9 +162,7 @@ metadata:
   name: ` + name + `
 spec:
   systemPrompt:` + bare + `
-    extensions:
-      - id: text
-        template: ` + fixtures.Quote(text) + "\n" + indentLines(strings.Join(more, "\n"), "  ")
+    extensions:` + list.String() + "\n" + indentLines(strings.Join(more, "\n"), "  ")
 }
 
 func layerManifest(name, source, mode, template string) string {

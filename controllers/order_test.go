@@ -20,7 +20,6 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/test/controlplane"
-	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // GitOps tools and `kubectl apply -f DIR` create a whole set of objects
@@ -279,12 +278,9 @@ func wantChild(ns, child string) string {
 		"Shared layer in " + ns + "\n"
 }
 
-// extension is one entry of spec.systemPrompt.extensions.
-type extension struct{ id, template string }
-
-// personaManifest is a Persona like barePersona, every platform section
-// removed, with parents, layers and several extensions of distinct ids (an
-// extension of a parent's id would replace the parent's in place).
+// personaManifest is a bare Persona (bareManifest) with parents, layers and
+// several extensions of distinct ids (an extension of a parent's id would
+// replace the parent's in place).
 func personaManifest(name string, inherit, layers []string, exts ...extension) string {
 	var more []string
 	if len(inherit) > 0 {
@@ -297,18 +293,7 @@ func personaManifest(name string, inherit, layers []string, exts ...extension) s
 		}
 		more = append(more, "layers: ["+strings.Join(refs, ", ")+"]")
 	}
-	var list strings.Builder
-	for _, e := range exts {
-		fmt.Fprintf(&list, "\n    - id: %s\n      template: %s", e.id, fixtures.Quote(e.template))
-	}
-	return `
-apiVersion: prompts.persona-operator.dev/v1alpha1
-kind: Persona
-metadata:
-  name: ` + name + `
-spec:
-  systemPrompt:` + bare + `
-    extensions:` + list.String() + "\n" + indentLines(strings.Join(more, "\n"), "  ")
+	return bareManifest(name, exts, more...)
 }
 
 // agentsObjects is agentsLayer's ConfigMap agents and PromptLayer agents-md, apart.

@@ -1,13 +1,11 @@
 package controllers_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +28,7 @@ var (
 	k8s     client.Client
 	ctx     context.Context
 	cancel  context.CancelFunc
-	logs    = &syncBuffer{}
+	logs    = &controlplane.LogBuffer{}
 	// metricsURL is the manager's metrics endpoint.
 	metricsURL string
 )
@@ -87,31 +85,9 @@ var _ = AfterSuite(func() {
 
 var _ = ReportAfterEach(func(r SpecReport) {
 	if r.Failed() {
-		AddReportEntry("manager log (last 20 KB)", logs.tail(20<<10))
+		AddReportEntry("manager log (last 20 KB)", logs.Tail(20<<10))
 	}
 })
-
-// syncBuffer collects the manager's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) tail(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.buf.String()
-	if len(s) > n {
-		s = s[len(s)-n:]
-	}
-	return s
-}
 
 // referenceGracePeriod is the manager's: short, so that specs see a missing
 // reference go from awaited to stalled, yet longer than the order specs'

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,7 +77,7 @@ func checkBundle(t *testing.T, binary string, bundle objects) {
 	ctx := t.Context()
 	installBundle(ctx, t, p, bundle)
 
-	log := &lockedBuffer{}
+	log := &controlplane.LogBuffer{}
 	t.Setenv("POD_NAMESPACE", namespace)
 	m, err := p.NewManagerAs(binary, log, serviceAccountUser, serviceAccountGroups, "--leader-elect")
 	if err != nil {
@@ -87,7 +86,7 @@ func checkBundle(t *testing.T, binary string, bundle objects) {
 	t.Cleanup(func() {
 		_ = m.Stop()
 		if t.Failed() {
-			t.Logf("manager log (tail):\n%s", log.tail(20<<10))
+			t.Logf("manager log (tail):\n%s", log.Tail(20<<10))
 		}
 	})
 	if err := m.Start(ctx); err != nil {
@@ -304,30 +303,4 @@ func checkRights(ctx context.Context, t *testing.T, admin, sa client.Client) {
 			t.Errorf("%s: want forbidden, got %v", c.what, err)
 		}
 	}
-}
-
-// lockedBuffer collects the manager's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *lockedBuffer) tail(n int) string {
-	s := b.String()
-	if len(s) > n {
-		s = s[len(s)-n:]
-	}
-	return s
 }
