@@ -77,9 +77,9 @@ func configMapMetadata() *metav1.PartialObjectMetadata {
 }
 
 // watchConfigMapMetadata is a source of the metadata cache's ConfigMap
-// events for fn.
-func watchConfigMapMetadata(c cache.Cache, fn handler.TypedMapFunc[*metav1.PartialObjectMetadata, reconcile.Request]) source.Source {
-	return source.Kind(c, configMapMetadata(), handler.TypedEnqueueRequestsFromMapFunc(fn))
+// events for h.
+func watchConfigMapMetadata(c cache.Cache, h handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request]) source.Source {
+	return source.Kind(c, configMapMetadata(), h)
 }
 
 // templateSources reads the ConfigMaps that templateFrom names: whether one

@@ -32,25 +32,30 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // it is created or deleted, and those its old or new spec selects when its
 // spec changes.
 func (r *PersonaReconciler) watchClusterLayers(mgr ctrl.Manager) source.Source {
-	enqueue := func(ctx context.Context, q queue, layers ...*v1alpha1.ClusterPromptLayer) {
-		for _, req := range r.selectedPersonas(ctx, "", func(p *v1alpha1.Persona, nsLabels labels.Set) bool {
+	enqueue := func(ctx context.Context, q queue, layers ...*v1alpha1.ClusterPromptLayer) int {
+		reqs := r.selectedPersonas(ctx, "", func(p *v1alpha1.Persona, nsLabels labels.Set) bool {
 			for _, l := range layers {
 				if resolve.Selects(l, nsLabels, p.Labels) {
 					return true
 				}
 			}
 			return false
-		}) {
+		})
+		for _, req := range reqs {
 			q.Add(req)
 		}
+		return len(reqs)
 	}
 	return source.Kind(mgr.GetCache(), &v1alpha1.ClusterPromptLayer{}, handler.TypedFuncs[*v1alpha1.ClusterPromptLayer, reconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*v1alpha1.ClusterPromptLayer], q queue) {
-			enqueue(ctx, q, e.Object)
+			n := enqueue(ctx, q, e.Object)
+			if !e.IsInInitialList {
+				r.propagated(e.Object, n)
+			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*v1alpha1.ClusterPromptLayer], q queue) {
 			if e.ObjectOld.Generation != e.ObjectNew.Generation {
-				enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+				r.propagated(e.ObjectNew, enqueue(ctx, q, e.ObjectOld, e.ObjectNew))
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*v1alpha1.ClusterPromptLayer], q queue) {

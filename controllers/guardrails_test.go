@@ -86,6 +86,8 @@ var _ = Describe("Guardrails (ClusterPromptLayer)", func() {
 		Expect(k8s.Update(ctx, g)).To(Succeed())
 		Eventually(prompt(ns, "p"), 5*time.Second).Should(Equal("Rule v2.\n\nP\n"))
 		Expect(resourceVersion(other, "q")).To(Equal(untouched))
+		Eventually(eventsOf("default", "ClusterPromptLayer", g.Name, "Propagated")).Should(
+			ContainElement(HaveField("Note", "the change re-renders 1 Persona")))
 	})
 
 	It("re-renders a namespace's Personas when its labels select or deselect a guardrail", func() {

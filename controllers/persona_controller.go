@@ -99,20 +99,56 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := p.Status.DeepCopy()
-	defer func() { patchStatus(ctx, r.Client, &p, before, &p.Status, &err) }()
+	deferStatus := false
+	defer func() {
+		if !deferStatus {
+			patchStatus(ctx, r.Client, &p, before, &p.Status, &err)
+		}
+	}()
 
 	result, err := r.render(ctx, &p)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	own := ownChange(&p, before)
 	if result.reason == v1alpha1.RenderedReason {
-		if result, err = r.deliver(ctx, &p, result); err != nil {
+		if result, err = r.deliver(ctx, &p, result, own); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	// Any other failure waits for a change to the persona or what it
 	// reads: the watches bring it back.
-	return ctrl.Result{RequeueAfter: r.report(&p, before, result)}, nil
+	requeue := ctrl.Result{RequeueAfter: r.report(&p, before, result, own)}
+	if result.wrote && !own && renderedBefore(&p, before) {
+		// Delivery first: in a fan-out the new content's status follows in
+		// a pass of low priority, after the ConfigMaps of every dependent;
+		// the delay lets the cache see this write first.
+		deferStatus = true
+		return ctrl.Result{RequeueAfter: statusDelay, Priority: new(statusPriority)}, nil
+	}
+	return requeue, nil
+}
+
+// A pass that only brings a Persona's status up to date with its delivered
+// ConfigMap runs at low priority, after a delay.
+const (
+	statusPriority = handler.LowPriority
+	statusDelay    = time.Second
+)
+
+// ownChange reports whether this render is the Persona's own news: its
+// first render, or one of a generation its status has not described yet.
+// Any other render is caused by another object's change.
+func ownChange(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus) bool {
+	return before.ContentHash == "" || before.ObservedGeneration != p.Generation
+}
+
+// renderedBefore reports whether the Persona was Ready at this generation
+// before this render: a change of its status that is not only the new
+// content's fields (a recovery, say) is written at once.
+func renderedBefore(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus) bool {
+	ready := meta.FindStatusCondition(before.Conditions, v1alpha1.ReadyCondition)
+	return ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == p.Generation
 }
 
 // forget drops what the controller holds about a deleted Persona.
@@ -213,7 +249,7 @@ func (r *PersonaReconciler) engine() *render.Engine {
 // deliver makes persona-<name> hold the render: created when missing,
 // updated when it differs, left alone when it is current, and never touched
 // when another owner controls it.
-func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, result outcome) (outcome, error) {
+func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, result outcome, announce bool) (outcome, error) {
 	desired := delivery.ConfigMap(p.Name, p.Namespace, result.output)
 	if err := controllerutil.SetControllerReference(p, desired, r.Scheme); err != nil {
 		return outcome{}, fmt.Errorf("own ConfigMap: %w", err)
@@ -241,7 +277,7 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	if isCurrent(&current, desired) {
 		return result, nil
 	}
-	if dataHash(&current) != desired.Annotations[delivery.ContentHashAnnotation] {
+	if announce && dataHash(&current) != desired.Annotations[delivery.ContentHashAnnotation] {
 		result.previous = r.previousData(ctx, &current)
 	}
 	// current is this reconcile's own copy of the cached object.
@@ -301,18 +337,20 @@ func isCurrent(current, desired *corev1.ConfigMap) bool {
 // and returns when the Persona must be reconciled again by itself: a render
 // out of wall time is retried, an awaited reference becomes stalled. A
 // failure keeps the last good render's fields: the ConfigMap still holds it.
-func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus, result outcome) time.Duration {
+func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus, result outcome, own bool) time.Duration {
 	st := &p.Status
 	st.ObservedGeneration = p.Generation
 	previous := meta.FindStatusCondition(before.Conditions, v1alpha1.ReadyCondition)
 	if result.reason == v1alpha1.RenderedReason {
 		out := result.output
 		status.SetRendered(p, out)
-		// One Event per change of the ConfigMap's content: a reconcile that
-		// read a stale Persona from the cache writes nothing and tells nothing.
-		// The note also says what the render changed, so that kubectl
-		// describe persona answers what an edit did.
-		if result.wrote && before.ContentHash != out.Hash {
+		// One Event per change of the ConfigMap's content that is the
+		// Persona's own news: a reconcile that read a stale Persona from
+		// the cache writes nothing and tells nothing, and a change another
+		// object caused is told on that object (Propagated). The note also
+		// says what the render changed, so that kubectl describe persona
+		// answers what an edit did.
+		if own && result.wrote && before.ContentHash != out.Hash {
 			change := promptdiff.Changes(result.previous, before.Sections, out)
 			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, v1alpha1.RenderedReason, "Render", "%s: %s", status.RenderedNote(p, out), change)
 		}
@@ -348,20 +386,16 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Persona{}, specOrLabelsChanged).
 		Owns(&corev1.ConfigMap{}, changedByOthers).
-		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(v1alpha1.PersonaKind)), specChanged).
-		Watches(&v1alpha1.PromptLayer{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(v1alpha1.PromptLayerKind)), specChanged).
-		WatchesRawSource(watchConfigMapMetadata(configMaps, r.configMapDependents)).
+		Watches(&v1alpha1.Persona{}, r.propagating(v1alpha1.PersonaKind), specChanged).
+		Watches(&v1alpha1.PromptLayer{}, r.propagating(v1alpha1.PromptLayerKind), specChanged).
+		WatchesRawSource(watchConfigMapMetadata(configMaps, r.configMapPropagating())).
 		WatchesRawSource(r.watchClusterLayers(mgr)).
 		WatchesRawSource(r.watchNamespaceLabels(mgr)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
+		// The priority queue lets the status passes of a fan-out wait
+		// behind its deliveries.
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1), UsePriorityQueue: new(true)}).
 		Named("persona").
 		Complete(r)
-}
-
-func (r *PersonaReconciler) dependentsOf(kind string) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		return dependents(ctx, r.Client, r.waiting, objectRef{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()})
-	}
 }
 
 // configMapDependents enqueues the Personas that read a ConfigMap through
@@ -370,7 +404,7 @@ func (r *PersonaReconciler) dependentsOf(kind string) handler.MapFunc {
 // owner watch enqueues), so that a Persona in conflict retries once the
 // foreign ConfigMap is gone.
 func (r *PersonaReconciler) configMapDependents(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
-	reqs := r.dependentsOf(v1alpha1.ConfigMapKind)(ctx, obj)
+	reqs := dependents(ctx, r.Client, r.waiting, objectRef{Kind: v1alpha1.ConfigMapKind, Namespace: obj.GetNamespace(), Name: obj.GetName()})
 	if name, ok := personaOfConfigMap(obj.GetName()); ok && !controlledByPersona(obj, name) {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}})
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -85,7 +86,7 @@ func (r *PromptLayerReconciler) SetupWithManager(mgr ctrl.Manager, configMaps ca
 	r.configMaps = sources
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PromptLayer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(watchConfigMapMetadata(configMaps, r.layersReading)).
+		WatchesRawSource(watchConfigMapMetadata(configMaps, handler.TypedEnqueueRequestsFromMapFunc(r.layersReading))).
 		Named("promptlayer").
 		Complete(r)
 }

@@ -1,6 +1,7 @@
-// Command kubectl-persona renders, validates and imports persona-operator
-// Personas offline. Installed on the PATH it is also a kubectl plugin:
-// kubectl persona ...
+// Command kubectl-persona renders, validates, diffs and imports
+// persona-operator Personas offline; only diff --live reads the cluster, and
+// only the personas' ConfigMaps. Installed on the PATH it is also a kubectl
+// plugin: kubectl persona ... (docs/cli.md).
 package main
 
 import (

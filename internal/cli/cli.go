@@ -1,10 +1,12 @@
-// Package cli implements kubectl-persona (docs/cli.md): rendering, validating
-// and importing personas offline, with the operator's own packages so that
-// its output equals the operator's byte for byte.
+// Package cli implements kubectl-persona (docs/cli.md): rendering,
+// validating, diffing and importing personas offline, with the operator's
+// own packages so that its output equals the operator's byte for byte. Only
+// diff --live reads a cluster, and only the personas' ConfigMaps.
 //
 // Run executes a command line in-process against the given streams and
 // returns the exit status: 0 success, 1 invalid input or render failure, 2
-// usage (bad flags, missing or conflicting arguments).
+// usage (bad flags, missing or conflicting arguments). diff has the
+// statuses of kubectl diff: 0 no differences, 1 differences, 2 any error.
 package cli
 
 import (
@@ -43,6 +45,8 @@ type Streams struct {
 type exitError struct {
 	code int
 	msg  string
+	// usage points to the command's --help after the message.
+	usage bool
 }
 
 func (e *exitError) Error() string { return e.msg }
@@ -54,7 +58,7 @@ func failed(format string, args ...any) error {
 
 // usageError is a usage error (status 2).
 func usageError(format string, args ...any) error {
-	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, args...)}
+	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, args...), usage: true}
 }
 
 // reported ends a command whose problems are already printed.
@@ -82,7 +86,7 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 	var ee *exitError
 	if !errors.As(err, &ee) {
 		// Cobra's own errors: unknown commands, flags and arguments.
-		ee = &exitError{code: ExitUsage, msg: err.Error()}
+		ee = &exitError{code: ExitUsage, msg: err.Error(), usage: true}
 	}
 	if ee.msg != "" {
 		for line := range strings.Lines(ee.msg) {
@@ -92,7 +96,7 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 			fmt.Fprintln(errOut)
 		}
 	}
-	if ee.code == ExitUsage && cmd != nil && !strings.Contains(ee.msg, "--help") {
+	if ee.usage && cmd != nil && !strings.Contains(ee.msg, "--help") {
 		fmt.Fprintf(errOut, "See '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return ee.code
@@ -102,7 +106,7 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 func NewCommand(s *Streams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   Name,
-		Short: "Render, validate and import persona-operator Personas offline",
+		Short: "Render, validate, diff and import persona-operator Personas offline",
 		Long: `kubectl-persona works with the Persona and PromptLayer manifests of
 persona-operator (prompts.persona-operator.dev/v1alpha1) without a cluster.
 It uses the operator's own resolution and rendering, so what it prints is
@@ -110,19 +114,24 @@ byte for byte what the operator writes to a persona's ConfigMap.
 
 Installed on the PATH it is also a kubectl plugin: 'kubectl persona ...'.
 
-Exit status: 0 success, 1 invalid input or render failure, 2 usage error.`,
+Exit status: 0 success, 1 invalid input or render failure, 2 usage error;
+diff exits 0 without differences, 1 with differences, 2 on any error.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		// No completion command: a kubectl plugin completes through kubectl.
+		// completion is the command of its own, for bash, zsh and fish.
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		if strings.Contains(err.Error(), "unknown flag: --context") {
+			return usageError("%v: the turn context is --turn FILE; --context is a kubeconfig context, which only diff --live reads", err)
+		}
 		return usageError("%v", err)
 	})
-	root.AddCommand(newRenderCommand(s), newValidateCommand(s), newImportCommand(s), newVersionCommand(s))
+	root.AddCommand(newRenderCommand(s), newValidateCommand(s), newDiffCommand(s), newImportCommand(s),
+		newCompletionCommand(s), newVersionCommand(s))
 	return root
 }
 
@@ -154,8 +163,6 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	}
 	return nil
 }
-
-const filenameUsage = "manifest file or directory `PATH`, - for standard input (repeatable; a,b for several)"
 
 // splitPaths splits each value that is not an existing path at commas, as
 // kubectl's -f does, so that -f a.yaml,b.yaml reads two files while a path

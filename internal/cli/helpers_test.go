@@ -71,5 +71,18 @@ func layer(name, source, mode, template string) string {
 	return s
 }
 
+// guardrail is a ClusterPromptLayer manifest selecting the namespaces
+// labelled nsLabel (a "key: value" flow entry).
+func guardrail(name, position, template, nsLabel string) string {
+	return "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: ClusterPromptLayer\nmetadata:\n  name: " + name +
+		"\nspec:\n  position: " + position + "\n  template: " + fixtures.Quote(template) +
+		"\n  namespaceSelector: {matchLabels: {" + nsLabel + "}}\n"
+}
+
+// namespace is a Namespace manifest with the labels of a flow mapping's entries.
+func namespace(name, labels string) string {
+	return "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + name + "\n  labels: {" + labels + "}\n"
+}
+
 // docs joins manifests into one multi-document YAML file.
 func docs(manifests ...string) string { return strings.Join(manifests, "---\n") }

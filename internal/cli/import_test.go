@@ -100,11 +100,11 @@ spec:
 	}
 
 	out := fixtures.WriteFile(t, dir, "out.yaml", r.stdout)
-	run(t, "", "validate", "-f", out).expect(t, 0, "")
+	run(t, "", "validate", "-f", out).expect(t, 0, "1 Persona, 0 PromptLayers, 0 ConfigMaps: valid\n")
 	// As Codex with one repo, the renders of the persona's own templates:
 	// the workspace line and the harness note (the rest are the defaults).
 	turn := fixtures.WriteFile(t, dir, "turn.yaml", "harness: codex\nrepos: [{name: o/r, dir: /w/r, branch: main}]\n")
-	r = run(t, "", "render", "-f", out, "--context", turn)
+	r = run(t, "", "render", "-f", out, "--turn", turn)
 	if r.code != 0 || !strings.Contains(r.stdout, "Repos: o/r at /w/r (main);") || !strings.Contains(r.stdout, "Run the test suite before every commit.") {
 		t.Errorf("render: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -134,7 +134,7 @@ func TestImportAura(t *testing.T) {
 		t.Errorf("no note on the renamed persona: %s", r.stderr)
 	}
 	out := fixtures.WriteFile(t, dir, "out.yaml", r.stdout)
-	run(t, "", "validate", "-f", out).expect(t, 0, "")
+	run(t, "", "validate", "-f", out).expect(t, 0, "2 Personas, 0 PromptLayers, 0 ConfigMaps: valid\n")
 	// Aura's result: the Base body, a blank line, the Agentic body
 	// (persona.md is .Persona.Prompt plus one newline, personas.md#delivery).
 	cm := run(t, "", "render", "-f", out, "--persona", "agentic", "-o", "configmap")
@@ -171,7 +171,7 @@ func TestImportBodies(t *testing.T) {
 			if got := readPersonas(t, r.stdout)[0].Spec.Prompt; got != body {
 				t.Errorf("prompt = %q, want %q\n%s", got, body, r.stdout)
 			}
-			run(t, "", "validate", "-f", fixtures.WriteFile(t, dir, "out.yaml", r.stdout)).expect(t, 0, "")
+			run(t, "", "validate", "-f", fixtures.WriteFile(t, dir, "out.yaml", r.stdout)).expect(t, 0, "1 Persona, 0 PromptLayers, 0 ConfigMaps: valid\n")
 
 			// Without front matter the whole file is the body.
 			g := fixtures.WriteFile(t, dir, "whole.md", "x"+body)
@@ -231,7 +231,7 @@ func TestImportFrontMatter(t *testing.T) {
 			if p.Name != tt.stderr || p.Spec.Prompt != tt.prompt {
 				t.Errorf("persona %q with prompt %q, want %q with %q", p.Name, p.Spec.Prompt, tt.stderr, tt.prompt)
 			}
-			run(t, "", "validate", "-f", fixtures.WriteFile(t, dir, "out.yaml", r.stdout), "-f", fixtures.WriteFile(t, dir, "l.yaml", layer("l", "", "", "L"))).expect(t, 0, "")
+			run(t, "", "validate", "-f", fixtures.WriteFile(t, dir, "out.yaml", r.stdout), "-f", fixtures.WriteFile(t, dir, "l.yaml", layer("l", "", "", "L"))).expect(t, 0, "1 Persona, 1 PromptLayer, 0 ConfigMaps: valid\n")
 		})
 	}
 }

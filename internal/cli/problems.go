@@ -25,12 +25,17 @@ func (ps *problems) add(o *manifest.Object, fld, msg string) {
 	*ps = append(*ps, manifest.Problem{Origin: o.Origin, Object: o.Ref(), Field: fld, Message: msg})
 }
 
-// write prints the problems ordered by file, document and item; the
-// problems of one document keep the order they were found in.
-func (ps problems) write(w io.Writer) {
+// sorted orders the problems by file, document and item; the problems of
+// one document keep the order they were found in.
+func (ps problems) sorted() problems {
 	sorted := slices.Clone(ps)
 	slices.SortStableFunc(sorted, func(a, b manifest.Problem) int { return a.Origin.Compare(b.Origin) })
-	for _, p := range sorted {
+	return sorted
+}
+
+// write prints the problems in order, one a line.
+func (ps problems) write(w io.Writer) {
+	for _, p := range ps.sorted() {
 		fmt.Fprintln(w, oneLine(p.String()))
 	}
 }
@@ -67,26 +72,30 @@ func admit(set *manifest.Set, ps *problems) map[*manifest.Object]bool {
 
 // checkPersona resolves and renders a Persona the way the operator does:
 // every ReferenceNotFound, InheritanceCycle, RenderFailed and TooLarge
-// problem is reported with the field it is closest to.
-func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps *problems) {
+// problem is reported with the field it is closest to. It returns the
+// render, nil when there was a problem.
+func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps *problems) *render.Output {
 	var p v1alpha1.Persona
 	if err := o.Decode(&p); err != nil {
 		ps.add(o, "spec", err.Error())
-		return
+		return nil
 	}
 	res, err := resolve.Resolve(ctx, set, &p)
 	if err != nil {
 		reportResolveError(&p, o, err, ps)
-		return
+		return nil
 	}
-	if _, err := render.Default().ConfigMap(res.Bundle); err != nil {
+	out, err := render.Default().ConfigMap(res.Bundle)
+	if err != nil {
 		var re *render.RenderError
 		if errors.As(err, &re) {
 			ps.add(o, renderErrorField(&p, re), err.Error())
-			return
+			return nil
 		}
 		ps.add(o, "spec", err.Error())
+		return nil
 	}
+	return out
 }
 
 func reportResolveError(p *v1alpha1.Persona, o *manifest.Object, err error, ps *problems) {

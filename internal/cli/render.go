@@ -25,11 +25,11 @@ const (
 )
 
 type renderOptions struct {
-	files     []string
+	source    source
 	bundle    string
 	persona   string
 	variant   string
-	context   string
+	turn      string
 	output    string
 	namespace string
 }
@@ -37,7 +37,7 @@ type renderOptions struct {
 func newRenderCommand(s *Streams) *cobra.Command {
 	o := &renderOptions{}
 	cmd := &cobra.Command{
-		Use:   "render (-f PATH... | --bundle FILE) [flags]",
+		Use:   "render (-f PATH... | -k DIR | --bundle FILE) [flags]",
 		Short: "Print a persona's system prompt, ConfigMap or bundle",
 		Long: `Render a persona as the operator does and print its system prompt (the
 content of system-prompt.md), the ConfigMap the operator would write, or the
@@ -45,15 +45,17 @@ resolved bundle (bundle.json).
 
 With -f, render reads manifests (files, directories searched recursively for
 *.yaml, *.yml and *.json, or - for standard input; multi-document YAML is
-fine, and kinds other than Persona, PromptLayer and ConfigMap are ignored),
-checks every Persona and PromptLayer as the admission webhook would, and
-resolves the persona's parents, layers, includes and templateFrom
-ConfigMaps among them.
+fine, and kinds other than Persona, PromptLayer and ConfigMap are ignored);
+with -k, what the kustomization in a directory builds. It checks every
+Persona and PromptLayer as the admission webhook would, and resolves the
+persona's parents, layers, includes and templateFrom ConfigMaps among them.
+With several Personas, --persona selects one; without it render lists them
+and exits 2.
 
 With --bundle, render reads a mounted bundle.json instead: the per-turn
 render inside an agent pod.
 
---context applies a turn context, a JSON or YAML object with the context keys
+--turn applies a turn context, a JSON or YAML object with the context keys
 of spec.context (workspace, slug, workspaceDir, repos, gitHubGateway,
 hasResultSchema, flightMessages, knowledge, expectedOutput, tasks,
 userSystemPrompt, appendSystemPrompt) plus harness, model, reasoningEffort
@@ -64,23 +66,24 @@ and streaming. Every field it sets overrides the persona's.`,
   # One persona of a GitOps directory, as Codex would get it
   kubectl persona render -f deploy/ --persona reviewer --variant codex
 
-  # Every persona's ConfigMap, ready for a diff against the cluster
-  kubectl persona render -f deploy/ -o configmap
+  # A persona's ConfigMap, from a kustomize overlay
+  kubectl persona render -k overlays/prod --persona reviewer -o configmap
 
   # Inside the agent pod, per turn
-  kubectl-persona render --bundle /etc/persona/bundle.json --context turn.json`,
+  kubectl-persona render --bundle /etc/persona/bundle.json --turn turn.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, s, args)
 		},
 	}
+	o.source.addFlags(cmd)
 	f := cmd.Flags()
-	f.StringArrayVarP(&o.files, "filename", "f", nil, filenameUsage)
 	f.StringVar(&o.bundle, "bundle", "", "render from a bundle.json `FILE` (- for standard input) instead of manifests")
 	f.StringVar(&o.persona, "persona", "", "the persona to render, `NAME` or NAMESPACE/NAME (needed when the manifests hold several)")
 	f.StringVar(&o.variant, "variant", "", "render the persona's variant `NAME` (with -o prompt)")
-	f.StringVar(&o.context, "context", "", "turn context `FILE`, JSON or YAML (- for standard input)")
+	f.StringVar(&o.turn, "turn", "", "turn context `FILE`, JSON or YAML (- for standard input)")
 	f.StringVarP(&o.output, "output", "o", outputPrompt, "output `FORMAT`: prompt, configmap or bundle")
 	f.StringVarP(&o.namespace, "namespace", "n", manifest.DefaultNamespace, "the `NAMESPACE` of manifests that set none")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputPrompt, outputConfigMap, outputBundle}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -89,8 +92,8 @@ func (o *renderOptions) run(cmd *cobra.Command, s *Streams, args []string) error
 		return err
 	}
 	var turn *render.Turn
-	if o.context != "" {
-		raw, name, err := readInput(o.context, s.In)
+	if o.turn != "" {
+		raw, name, err := readInput(o.turn, s.In)
 		if err != nil {
 			return failed("read turn context: %v", err)
 		}
@@ -98,29 +101,32 @@ func (o *renderOptions) run(cmd *cobra.Command, s *Streams, args []string) error
 			return failed("turn context %s: %v", name, err)
 		}
 	}
-	var bundles []*render.Bundle
+	var b *render.Bundle
 	if o.bundle != "" {
 		raw, name, err := readInput(o.bundle, s.In)
 		if err != nil {
 			return failed("read bundle: %v", err)
 		}
-		b, err := render.UnmarshalBundle(raw)
-		if err != nil {
+		if b, err = render.UnmarshalBundle(raw); err != nil {
 			return failed("%s: %v", name, err)
 		}
-		bundles = append(bundles, b)
 	} else {
 		var err error
-		if bundles, err = o.resolve(cmd.Context(), s); err != nil {
+		if b, err = o.resolve(cmd.Context(), s); err != nil {
 			return err
 		}
 	}
 	if turn != nil {
-		for i, b := range bundles {
-			bundles[i] = b.WithTurn(turn)
-		}
+		b = b.WithTurn(turn)
 	}
-	return o.write(s, bundles)
+	out, err := o.render(b)
+	if err != nil {
+		return failed("%s", renderFailure(b, err))
+	}
+	if _, err := s.Out.Write(out); err != nil {
+		return failed("write output: %v", err)
+	}
+	return nil
 }
 
 // check rejects flag combinations that make no sense (status 2).
@@ -135,8 +141,8 @@ func (o *renderOptions) check(cmd *cobra.Command, args []string) error {
 		return usageError("--variant renders one variant's prompt; it needs -o prompt, not -o %s (-o configmap holds every variant)", o.output)
 	}
 	if o.bundle != "" {
-		if len(o.files) > 0 {
-			return usageError("-f and --bundle are mutually exclusive: render either manifests or a bundle")
+		if !o.source.empty() {
+			return usageError("-f, -k and --bundle are mutually exclusive: render either manifests or a bundle")
 		}
 		if len(args) > 0 {
 			return usageError("unexpected arguments %q: a bundle is read with --bundle FILE", args)
@@ -147,33 +153,28 @@ func (o *renderOptions) check(cmd *cobra.Command, args []string) error {
 		if changed("namespace") {
 			return usageError("--namespace applies to manifests; a bundle records its persona's namespace")
 		}
-		if o.bundle == manifest.Stdin && o.context == manifest.Stdin {
-			return usageError("--bundle and --context cannot both read standard input")
+		if o.bundle == manifest.Stdin && o.turn == manifest.Stdin {
+			return usageError("--bundle and --turn cannot both read standard input")
 		}
 		return nil
 	}
-	if len(o.files) == 0 {
-		if len(args) > 0 {
-			return usageError("unexpected arguments %q: give manifests with -f PATH (and select a persona with --persona NAME)", args)
-		}
-		return usageError("one of -f PATH and --bundle FILE is required")
+	if o.source.empty() && len(args) == 0 {
+		return usageError("one of -f PATH, -k DIR and --bundle FILE is required")
 	}
 	// Paths after -f, as a shell glob expands them: -f deploy/*.yaml.
-	o.files = append(splitPaths(o.files), args...)
-	if o.context == manifest.Stdin {
-		for _, f := range o.files {
-			if f == manifest.Stdin {
-				return usageError("-f - and --context - cannot both read standard input")
-			}
-		}
+	if err := o.source.check("-f", "-k", args); err != nil {
+		return err
+	}
+	if o.turn == manifest.Stdin && o.source.readsStdin() {
+		return usageError("-f - and --turn - cannot both read standard input")
 	}
 	return nil
 }
 
 // resolve reads the manifests, admits every Persona and PromptLayer, selects
-// the personas to render and resolves them.
-func (o *renderOptions) resolve(ctx context.Context, s *Streams) ([]*render.Bundle, error) {
-	set, err := manifest.Read(o.files, manifest.Options{Namespace: o.namespace, Stdin: s.In})
+// the persona to render and resolves it.
+func (o *renderOptions) resolve(ctx context.Context, s *Streams) (*render.Bundle, error) {
+	set, err := o.source.read(o.namespace, s.In)
 	if err != nil {
 		return nil, failed("%v", err)
 	}
@@ -183,34 +184,25 @@ func (o *renderOptions) resolve(ctx context.Context, s *Streams) ([]*render.Bund
 		ps.write(s.Err)
 		return nil, failed("the manifests are not valid (%s); run '%s validate' on them for every problem", plural(len(ps), "problem"), Name)
 	}
-	selected, err := o.selectPersonas(set)
+	obj, err := o.selectPersona(set)
 	if err != nil {
 		return nil, err
 	}
-	var bundles []*render.Bundle
-	var errs []string
-	for _, obj := range selected {
-		var p v1alpha1.Persona
-		if err := obj.Decode(&p); err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		res, err := resolve.Resolve(ctx, set, &p)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("persona %q: %v", p.Name, err))
-			continue
-		}
-		bundles = append(bundles, res.Bundle)
+	var p v1alpha1.Persona
+	if err := obj.Decode(&p); err != nil {
+		return nil, failed("%v", err)
 	}
-	if len(errs) > 0 {
-		return nil, failed("%s", strings.Join(errs, "\n"))
+	res, err := resolve.Resolve(ctx, set, &p)
+	if err != nil {
+		return nil, failed("persona %q: %v", p.Name, err)
 	}
-	return bundles, nil
+	return res.Bundle, nil
 }
 
-// selectPersonas picks the personas to render: the one --persona names, the only
-// one, or (for -o configmap) all of them.
-func (o *renderOptions) selectPersonas(set *manifest.Set) ([]*manifest.Object, error) {
+// selectPersona picks the persona to render: the one --persona names or the
+// only one. With several and no --persona, it lists them (status 2), for
+// every output format.
+func (o *renderOptions) selectPersona(set *manifest.Set) (*manifest.Object, error) {
 	all := set.Personas()
 	if o.persona != "" {
 		ns, name, qualified := strings.Cut(o.persona, "/")
@@ -230,15 +222,15 @@ func (o *renderOptions) selectPersonas(set *manifest.Set) ([]*manifest.Object, e
 			}
 			return nil, failed("persona %q not found; the manifests hold %s", o.persona, personaNames(all))
 		case 1:
-			return found, nil
+			return found[0], nil
 		}
 		return nil, usageError("persona %q is in several namespaces: %s; select one with --persona NAMESPACE/NAME", name, personaNames(found))
 	}
 	switch {
 	case len(all) == 0:
 		return nil, failed("the manifests hold no Persona")
-	case len(all) == 1 || o.output == outputConfigMap:
-		return all, nil
+	case len(all) == 1:
+		return all[0], nil
 	}
 	return nil, usageError("the manifests hold %d personas: %s; select one with --persona NAME", len(all), personaNames(all))
 }
@@ -262,32 +254,6 @@ func personaNames(ps []*manifest.Object) string {
 	return strings.Join(names, ", ")
 }
 
-// write renders every bundle and prints them all, or nothing when one fails.
-func (o *renderOptions) write(s *Streams, bundles []*render.Bundle) error {
-	outs := make([][]byte, 0, len(bundles))
-	var errs []string
-	for _, b := range bundles {
-		out, err := o.output1(b)
-		if err != nil {
-			errs = append(errs, renderFailure(b, err))
-			continue
-		}
-		outs = append(outs, out)
-	}
-	if len(errs) > 0 {
-		return failed("%s", strings.Join(errs, "\n"))
-	}
-	for i, out := range outs {
-		if i > 0 {
-			fmt.Fprint(s.Out, "---\n")
-		}
-		if _, err := s.Out.Write(out); err != nil {
-			return failed("write output: %v", err)
-		}
-	}
-	return nil
-}
-
 // renderFailure is the one-line message of a failed render: a RenderError
 // names the persona itself (personas.md#conditions RenderFailed); anything else is
 // prefixed with the persona.
@@ -303,7 +269,8 @@ func renderFailure(b *render.Bundle, err error) string {
 	return oneLine(msg)
 }
 
-func (o *renderOptions) output1(b *render.Bundle) ([]byte, error) {
+// render renders b in the output format.
+func (o *renderOptions) render(b *render.Bundle) ([]byte, error) {
 	switch o.output {
 	case outputBundle:
 		return render.MarshalBundle(b)

@@ -123,7 +123,7 @@ func TestRenderPrompt(t *testing.T) {
 			dir := t.TempDir()
 			args := append([]string{"render", "-f", fixtures.WriteFile(t, dir, "manifests.yaml", tt.manifests)}, tt.args...)
 			if tt.context != "" {
-				args = append(args, "--context", fixtures.WriteFile(t, dir, "turn.yaml", tt.context))
+				args = append(args, "--turn", fixtures.WriteFile(t, dir, "turn.yaml", tt.context))
 			}
 			run(t, "", args...).expect(t, 0, tt.want)
 		})
@@ -156,7 +156,7 @@ func TestRenderInputs(t *testing.T) {
 	run(t, string(manifests), "render", "-f", "-", "-f", l).expect(t, 0, "A\n\nLAYER\n")
 
 	// The turn context from standard input.
-	run(t, "userSystemPrompt: U\n", "render", "-f", p, "-f", l, "--context", "-").expect(t, 0, "A\n\nLAYER\n\nU\n")
+	run(t, "userSystemPrompt: U\n", "render", "-f", p, "-f", l, "--turn", "-").expect(t, 0, "A\n\nLAYER\n\nU\n")
 }
 
 func TestRenderSelectsPersona(t *testing.T) {
@@ -232,21 +232,11 @@ func TestRenderConfigMap(t *testing.T) {
 		t.Errorf("content-hash = %s, want %s", got, want)
 	}
 
-	// Without --persona: every persona's ConfigMap, sorted by name.
+	// Without --persona, -o configmap too lists the personas and exits 2.
 	all := run(t, "", "render", "-f", f, "-o", "configmap", "-n", "agents")
-	if all.code != 0 {
-		t.Fatalf("exit status %d: %s", all.code, all.stderr)
-	}
-	parts := strings.Split(all.stdout, "\n---\n")
-	if len(parts) != 2 || parts[0]+"\n" != r.stdout {
-		t.Fatalf("multi-document output:\n%s", all.stdout)
-	}
-	var q corev1.ConfigMap
-	if err := yaml.UnmarshalStrict([]byte(parts[1]), &q); err != nil {
-		t.Fatal(err)
-	}
-	if q.Name != "persona-q" || q.Data["system-prompt.md"] != "Q\n" {
-		t.Errorf("second ConfigMap: %s %q", q.Name, q.Data["system-prompt.md"])
+	all.expect(t, 2, "")
+	if !strings.Contains(all.stderr, "the manifests hold 2 personas: p, q; select one with --persona NAME") {
+		t.Errorf("stderr = %s", all.stderr)
 	}
 }
 
@@ -280,15 +270,15 @@ func TestRenderBundle(t *testing.T) {
 	withTurn := "opencode ws\n\nfragment of p\n\n1 repos\n\nU\n"
 	run(t, "", "render", "-f", f).expect(t, 0, plain)
 	run(t, "", "render", "--bundle", bundle).expect(t, 0, plain)
-	run(t, "", "render", "-f", f, "--context", turn).expect(t, 0, withTurn)
-	run(t, "", "render", "--bundle", bundle, "--context", turn).expect(t, 0, withTurn)
-	run(t, b.stdout, "render", "--bundle", "-", "--context", turn).expect(t, 0, withTurn)
+	run(t, "", "render", "-f", f, "--turn", turn).expect(t, 0, withTurn)
+	run(t, "", "render", "--bundle", bundle, "--turn", turn).expect(t, 0, withTurn)
+	run(t, b.stdout, "render", "--bundle", "-", "--turn", turn).expect(t, 0, withTurn)
 	run(t, "", "render", "--bundle", bundle, "--variant", "codex").expect(t, 0, "codex default\n\nfragment of p\n")
 
 	// The other outputs agree too.
 	for _, o := range []string{"bundle", "configmap"} {
-		want := run(t, "", "render", "-f", f, "--context", turn, "-o", o)
-		run(t, "", "render", "--bundle", bundle, "--context", turn, "-o", o).expect(t, 0, want.stdout)
+		want := run(t, "", "render", "-f", f, "--turn", turn, "-o", o)
+		run(t, "", "render", "--bundle", bundle, "--turn", turn, "-o", o).expect(t, 0, want.stdout)
 	}
 	run(t, "", "render", "--bundle", bundle, "-o", "bundle").expect(t, 0, b.stdout)
 }
@@ -312,24 +302,24 @@ func TestRenderExitStatus(t *testing.T) {
 		{"help", []string{"render", "--help"}, 0, ""},
 		{"unknown flag", []string{"render", "-f", p, "--colour"}, 2, "unknown flag: --colour"},
 		{"unknown command", []string{"rendr"}, 2, "unknown command"},
-		{"no input", []string{"render"}, 2, "one of -f PATH and --bundle FILE is required"},
+		{"no input", []string{"render"}, 2, "one of -f PATH, -k DIR and --bundle FILE is required"},
 		{"-f and --bundle", []string{"render", "-f", p, "--bundle", bundle}, 2, "mutually exclusive"},
 		{"several personas", []string{"render", "-f", two}, 2, "a, b"},
 		{"bad output", []string{"render", "-f", p, "-o", "json"}, 2, "--output"},
 		{"variant with configmap", []string{"render", "-f", p, "-o", "configmap", "--variant", "codex"}, 2, "--variant"},
 		{"persona with bundle", []string{"render", "--bundle", bundle, "--persona", "p"}, 2, "--persona"},
-		{"stdin twice", []string{"render", "-f", "-", "--context", "-"}, 2, "standard input"},
+		{"stdin twice", []string{"render", "-f", "-", "--turn", "-"}, 2, "standard input"},
 		{"argument without -f", []string{"render", "p"}, 2, "unexpected arguments"},
 		{"missing file", []string{"render", "-f", filepath.Join(dir, "nope.yaml")}, 1, "does not exist"},
 		{"unknown variant", []string{"render", "-f", p, "--variant", "gpt"}, 1, "error: persona \"p\" has no variant \"gpt\"\n"},
 		{"render failure", []string{"render", "-f", failing}, 1, `the system prompt of persona "bad" does not render: render system prompt section extension.first: `},
 		{"missing parent", []string{"render", "-f", missing}, 1, `persona "orphan": Persona "ghost" (referenced by persona "orphan") not found`},
 		{"admission failure", []string{"render", "-f", invalid}, 1, ":1 Persona/p: spec.modle: "},
-		{"context unknown key", []string{"render", "-f", p, "--context", ctx("userSystemPromt: x\n")}, 1, `"userSystemPromt"`},
-		{"context wrong case", []string{"render", "-f", p, "--context", ctx("UserSystemPrompt: x\n")}, 1, `"UserSystemPrompt"`},
-		{"context bad harness", []string{"render", "-f", p, "--context", ctx("harness: gemini\n")}, 1, `"gemini"`},
-		{"context not YAML", []string{"render", "-f", p, "--context", ctx("a: [\n")}, 1, "invalid YAML"},
-		{"context wrong type", []string{"render", "-f", p, "--context", ctx("repos: yes\n")}, 1, "turn context"},
+		{"context unknown key", []string{"render", "-f", p, "--turn", ctx("userSystemPromt: x\n")}, 1, `"userSystemPromt"`},
+		{"context wrong case", []string{"render", "-f", p, "--turn", ctx("UserSystemPrompt: x\n")}, 1, `"UserSystemPrompt"`},
+		{"context bad harness", []string{"render", "-f", p, "--turn", ctx("harness: gemini\n")}, 1, `"gemini"`},
+		{"context not YAML", []string{"render", "-f", p, "--turn", ctx("a: [\n")}, 1, "invalid YAML"},
+		{"context wrong type", []string{"render", "-f", p, "--turn", ctx("repos: yes\n")}, 1, "turn context"},
 		{"bad bundle", []string{"render", "--bundle", ctx(`{"version": 1, "extra": true}`)}, 1, "extra"},
 	}
 	for _, tt := range tests {
@@ -345,5 +335,16 @@ func TestRenderExitStatus(t *testing.T) {
 				t.Errorf("stdout = %q, want nothing", r.stdout)
 			}
 		})
+	}
+}
+
+// --context is no longer the turn context: it names a kubeconfig context.
+func TestRenderContextIsNotTheTurn(t *testing.T) {
+	dir := t.TempDir()
+	p := fixtures.WriteFile(t, dir, "p.yaml", barePersona("p", "", "a", "A"))
+	r := run(t, "", "render", "-f", p, "--context", fixtures.WriteFile(t, dir, "turn.yaml", "slug: x\n"))
+	r.expect(t, 2, "")
+	if !strings.Contains(r.stderr, "unknown flag: --context") || !strings.Contains(r.stderr, "--turn FILE") {
+		t.Errorf("stderr = %s", r.stderr)
 	}
 }

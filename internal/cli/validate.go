@@ -2,22 +2,29 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/manifest"
 )
 
+// The output formats of validate and diff.
+const (
+	outputText = "text"
+	outputJSON = "json"
+)
+
 type validateOptions struct {
-	files     []string
+	source    source
 	namespace string
+	output    string
 }
 
 func newValidateCommand(s *Streams) *cobra.Command {
 	o := &validateOptions{}
 	cmd := &cobra.Command{
-		Use:   "validate -f PATH... [flags]",
+		Use:   "validate (-f PATH... | -k DIR) [flags]",
 		Short: "Check manifests as the admission webhook and the operator would",
 		Long: `Validate Persona and PromptLayer manifests offline, for the CI of a GitOps
 repository: every check of the admission webhook (unknown or misspelled keys,
@@ -28,67 +35,80 @@ inheritance cycles, templates that fail to render, and ConfigMaps over the
 size limit.
 
 Paths are files, directories (searched recursively for *.yaml, *.yml and
-*.json, skipping hidden ones) or - for standard input. Kinds other than
-Persona, PromptLayer and ConfigMap are ignored.
+*.json, skipping hidden ones) or - for standard input; -k DIR reads what the
+kustomization in DIR builds. Kinds other than Persona, PromptLayer and
+ConfigMap are ignored.
 
 Each problem is printed on standard output as
 
   FILE:DOC Kind/name: field: message
 
-where DOC is the 1-based index of the YAML document in the file. The exit
-status is 1 when there is any problem.`,
+where DOC is the 1-based index of the YAML document in the file (with -k,
+FILE is the kustomization's directory and DOC counts the documents of its
+build output). The exit status is 1 when there is any problem. Manifests
+without problems print one line with what was checked, for example
+"3 Personas, 2 PromptLayers, 1 ConfigMap: valid".
+
+-o json prints one JSON document instead (docs/cli.md#validate).`,
 		Example: `  # Validate a GitOps directory
   kubectl persona validate -f deploy/
 
-  # Validate what kustomize builds
-  kustomize build overlays/prod | kubectl persona validate -f -`,
+  # Validate what a kustomize overlay builds
+  kubectl persona validate -k overlays/prod
+
+  # For a CI report
+  kubectl persona validate -f deploy/ -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(o.files) == 0 {
-				if len(args) > 0 {
-					return usageError("unexpected arguments %q: give manifests with -f PATH", args)
-				}
-				return usageError("-f PATH is required")
+			if o.source.empty() && len(args) == 0 {
+				return usageError("one of -f PATH and -k DIR is required")
 			}
-			return o.run(cmd, s, append(splitPaths(o.files), args...))
+			if err := o.source.check("-f", "-k", args); err != nil {
+				return err
+			}
+			if o.output != outputText && o.output != outputJSON {
+				return usageError("--output %q is not one of text, json", o.output)
+			}
+			return o.run(cmd, s)
 		},
 	}
-	cmd.Flags().StringArrayVarP(&o.files, "filename", "f", nil, filenameUsage)
+	o.source.addFlags(cmd)
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", manifest.DefaultNamespace, "the `NAMESPACE` of manifests that set none")
+	cmd.Flags().StringVarP(&o.output, "output", "o", outputText, "output `FORMAT`: text or json")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputText, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
-func (o *validateOptions) run(cmd *cobra.Command, s *Streams, paths []string) error {
-	set, err := manifest.Read(paths, manifest.Options{Namespace: o.namespace, Stdin: s.In})
+func (o *validateOptions) run(cmd *cobra.Command, s *Streams) error {
+	set, err := o.source.read(o.namespace, s.In)
 	if err != nil {
 		return failed("%v", err)
 	}
-	ps := problems(set.Problems)
-	admitted := admit(set, &ps)
-	personas, layers := 0, 0
-	for _, obj := range set.Objects() {
-		switch obj.Kind {
-		case v1alpha1.PersonaKind:
-			personas++
-		case v1alpha1.PromptLayerKind:
-			layers++
+	c := checkSet(cmd.Context(), set)
+	if o.output == outputJSON {
+		if err := writeJSON(s.Out, validateResult(c.problems, c.counts)); err != nil {
+			return failed("write output: %v", err)
 		}
-		// A duplicate is reported as such; the first definition is checked.
-		if !admitted[obj] || !set.Indexed(obj) {
-			continue
+		if len(c.problems) > 0 {
+			return reported(ExitInvalid)
 		}
-		switch obj.Kind {
-		case v1alpha1.PersonaKind:
-			checkPersona(cmd.Context(), set, obj, &ps)
-		case v1alpha1.PromptLayerKind:
-			checkLayer(set, obj, &ps)
-		}
+		return nil
 	}
-	ps.write(s.Out)
-	if len(ps) > 0 {
-		fmt.Fprintf(s.Err, "%s found\n", plural(len(ps), "problem"))
+	c.problems.write(s.Out)
+	if len(c.problems) > 0 {
+		fmt.Fprintf(s.Err, "%s found\n", plural(len(c.problems), "problem"))
 		return reported(ExitInvalid)
 	}
-	if personas == 0 && layers == 0 {
+	n := c.counts
+	kinds := []string{plural(n.Personas, "Persona"), plural(n.PromptLayers, "PromptLayer")}
+	if n.ClusterPromptLayers > 0 {
+		kinds = append(kinds, plural(n.ClusterPromptLayers, "ClusterPromptLayer"))
+	}
+	kinds = append(kinds, plural(n.ConfigMaps, "ConfigMap"))
+	if n.Namespaces > 0 {
+		kinds = append(kinds, plural(n.Namespaces, "Namespace"))
+	}
+	fmt.Fprintf(s.Out, "%s: valid\n", strings.Join(kinds, ", "))
+	if n.Personas == 0 && n.PromptLayers == 0 {
 		fmt.Fprintf(s.Err, "no Persona or PromptLayer found in %s\n", plural(set.Documents, "document"))
 	}
 	return nil

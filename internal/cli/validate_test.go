@@ -17,7 +17,7 @@ func TestValidateValid(t *testing.T) {
 		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptLayer\nmetadata: {name: agents}\nspec:\n  templateFrom:\n    configMapKeyRef: {name: docs, key: AGENTS.md}\n",
 	))
 	fixtures.WriteFile(t, dir, "b/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: docs}\ndata: {AGENTS.md: Read me.}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")
-	run(t, "", "validate", "-f", dir).expect(t, 0, "")
+	run(t, "", "validate", "-f", dir).expect(t, 0, "2 Personas, 1 PromptLayer, 1 ConfigMap: valid\n")
 }
 
 func TestValidateProblems(t *testing.T) {
@@ -91,7 +91,7 @@ func TestValidateStdinAndNamespaces(t *testing.T) {
 	)
 	run(t, in, "validate", "-f", "-").expect(t, 1,
 		`<stdin>:2 Persona/child: spec.inherit[0]: Persona "base" (referenced by persona "child") not found`+"\n")
-	run(t, in, "validate", "-f", "-", "-n", "other").expect(t, 0, "")
+	run(t, in, "validate", "-f", "-", "-n", "other").expect(t, 0, "3 Personas, 0 PromptLayers, 0 ConfigMaps: valid\n")
 }
 
 func TestValidateUsage(t *testing.T) {
@@ -99,4 +99,45 @@ func TestValidateUsage(t *testing.T) {
 	run(t, "", "validate", "x.yaml").expect(t, 2, "")
 	run(t, "", "validate", "-f", filepath.Join(t.TempDir(), "none.yaml")).expect(t, 1, "")
 	run(t, "", "validate", "--bogus").expect(t, 2, "")
+}
+
+// -o json decodes into the documented types, strictly, with and without
+// problems.
+func TestValidateJSON(t *testing.T) {
+	dir := t.TempDir()
+	f := fixtures.WriteFile(t, dir, "a.yaml", docs(
+		persona("typo", "  modle: x"),
+		barePersona("orphan", "  inherit: [ghost]\n"),
+		"apiVersion: v1\nkind: List\nitems:\n- apiVersion: prompts.persona-operator.dev/v1alpha1\n  kind: PromptLayer\n  metadata: {}\n  spec: {template: x}\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: docs}\ndata: {a: b}\n",
+	))
+	r := run(t, "", "validate", "-f", f, "-o", "json")
+	if r.code != 1 || r.stderr != "" {
+		t.Fatalf("exit status %d, stderr %s", r.code, r.stderr)
+	}
+	var got ValidateResult
+	decodeStrict(t, r.stdout, &got)
+	if got.Valid || got.Counts != (Counts{Documents: 4, Personas: 2, PromptLayers: 1, ConfigMaps: 1, Problems: 3}) || len(got.Problems) != 3 {
+		t.Fatalf("validate -o json =\n%s", r.stdout)
+	}
+	typo, orphan, unnamed := got.Problems[0], got.Problems[1], got.Problems[2]
+	if typo.File != f || typo.Document != 1 || typo.Item != nil || typo.Kind != "Persona" || typo.Name != "typo" || typo.Field != "spec.modle" || !strings.Contains(typo.Message, "unknown field") {
+		t.Errorf("first problem = %+v", typo)
+	}
+	if orphan.Document != 2 || orphan.Field != "spec.inherit[0]" || orphan.Message != `Persona "ghost" (referenced by persona "orphan") not found` {
+		t.Errorf("second problem = %+v", orphan)
+	}
+	if unnamed.Document != 3 || unnamed.Item == nil || *unnamed.Item != 0 || unnamed.Kind != "PromptLayer" || unnamed.Name != "" || unnamed.Field != "metadata.name" {
+		t.Errorf("third problem = %+v", unnamed)
+	}
+
+	valid := fixtures.WriteFile(t, dir, "valid.yaml", barePersona("p", ""))
+	r = run(t, "", "validate", "-f", valid, "-o", "json")
+	r.expect(t, 0, r.stdout)
+	var ok ValidateResult
+	decodeStrict(t, r.stdout, &ok)
+	if !ok.Valid || ok.Problems == nil || len(ok.Problems) != 0 || ok.Counts.Personas != 1 {
+		t.Errorf("validate -o json =\n%s", r.stdout)
+	}
+	run(t, "", "validate", "-f", valid, "-o", "yaml").expect(t, 2, "")
 }

@@ -30,7 +30,7 @@ func readInput(path string, stdin io.Reader) ([]byte, string, error) {
 // harnesses are the values of harness.
 var harnesses = []string{string(v1alpha1.HarnessClaude), string(v1alpha1.HarnessCodex), string(v1alpha1.HarnessOpencode)}
 
-// parseTurn reads a turn context (docs/cli.md): one JSON or YAML object with
+// parseTurn reads a turn context (--turn, docs/cli.md): one JSON or YAML object with
 // the context keys of personas.md#writing-a-persona-spec plus harness, model, reasoningEffort and
 // streaming. It is strict: keys are case-sensitive, and an unknown or
 // repeated key is an error, so that a misspelling is not silently ignored.

@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/persona-operator/persona-operator/internal/manifest"
+	"github.com/persona-operator/persona-operator/internal/promptdiff"
+)
+
+// The exit statuses of diff, those of kubectl diff.
+const (
+	DiffNone  = 0
+	DiffFound = 1
+	DiffError = 2
+)
+
+// The labels that name the sides in the diff headers.
+const (
+	labelNew  = "new"
+	labelOld  = "old"
+	labelLive = "live"
+)
+
+type diffOptions struct {
+	new, old source
+	live     bool
+	output   string
+	// kube are kubectl's connection flags; only --live reads them.
+	kube *genericclioptions.ConfigFlags
+	// kubeFlags are the names of those flags.
+	kubeFlags []string
+}
+
+func newDiffCommand(s *Streams) *cobra.Command {
+	o := &diffOptions{kube: genericclioptions.NewConfigFlags(true)}
+	cmd := &cobra.Command{
+		Use:   "diff (-f PATH... | -k DIR) (--against PATH... | --against-k DIR | --live) [flags]",
+		Short: "Show how the rendered prompts of manifests differ from others or from the cluster",
+		Long: `Render every persona of two sets of manifests, or of manifests and the
+cluster, and print how their prompts differ: for each persona and key
+(system-prompt.md, system-prompt.<variant>.md, persona.md) that differs, a
+line "persona NAMESPACE/NAME KEY" and a unified diff with 3 lines of context,
+whose headers name the side: old/, new/ or live/NAMESPACE/NAME/KEY. A persona
+on one side only is listed as "persona NAMESPACE/NAME added" or "removed".
+Personas that render the same are not mentioned.
+
+A persona changes through its parents, layers, included layers and
+templateFrom ConfigMaps, so an edit of one layer shows in every persona it
+reaches.
+
+-f and -k read the new manifests; --against and --against-k the old ones.
+Both sides are checked as validate checks them: any problem on either side
+is printed on standard error and the command exits 2.
+
+--live compares with the ConfigMaps persona-<name> of the cluster of the
+kubeconfig context (--kubeconfig, --context, -n and kubectl's other
+connection flags): one GET per persona of the new manifests, nothing else.
+A persona whose ConfigMap does not exist shows as added. Without --live no
+kubeconfig is read; manifests without a namespace are in -n, else default
+(with --live, else the context's namespace).
+
+Exit status, as kubectl diff: 0 no differences, 1 differences, 2 any error.`,
+		Example: `  # What a pull request does to the prompts
+  git worktree add /tmp/main main
+  kubectl persona diff -f deploy/ --against /tmp/main/deploy/
+
+  # A kustomize overlay against the cluster
+  kubectl persona diff -k overlays/prod --live --context prod
+
+  # For a CI comment
+  kubectl persona diff -f deploy/ --against /tmp/main/deploy/ -o json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(cmd, args); err != nil {
+				return err
+			}
+			return o.run(cmd.Context(), s)
+		},
+	}
+	o.new.addFlags(cmd)
+	f := cmd.Flags()
+	f.StringArrayVar(&o.old.files, "against", nil, "old manifest file or directory `PATH` to compare with, - for standard input (repeatable; a,b for several)")
+	f.StringVar(&o.old.kustomization, "against-k", "", "compare with what the kustomization in `DIR` builds")
+	_ = cmd.MarkFlagDirname("against-k")
+	f.BoolVar(&o.live, "live", false, "compare with the personas' ConfigMaps in the cluster")
+	f.StringVarP(&o.output, "output", "o", outputText, "output `FORMAT`: text or json")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputText, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
+	kube := pflag.NewFlagSet("kube", pflag.ContinueOnError)
+	o.kube.AddFlags(kube)
+	kube.VisitAll(func(fl *pflag.Flag) { o.kubeFlags = append(o.kubeFlags, fl.Name) })
+	kube.Lookup("namespace").Usage = "the namespace of manifests that set none: default, or with --live the context's"
+	f.AddFlagSet(kube)
+	return cmd
+}
+
+// check rejects flag combinations that make no sense (status 2).
+func (o *diffOptions) check(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError("unexpected arguments %q: give the new manifests with -f PATH or -k DIR, the old with --against PATH or --against-k DIR", args)
+	}
+	if o.new.empty() {
+		return usageError("one of -f PATH and -k DIR is required: the new manifests")
+	}
+	if err := o.new.check("-f", "-k", nil); err != nil {
+		return err
+	}
+	if err := o.old.check("--against", "--against-k", nil); err != nil {
+		return err
+	}
+	switch {
+	case o.live && !o.old.empty():
+		return usageError("--live and --against are mutually exclusive: compare with either manifests or the cluster")
+	case !o.live && o.old.empty():
+		return usageError("one of --against PATH, --against-k DIR and --live is required: what to compare with")
+	case o.new.readsStdin() && o.old.readsStdin():
+		return usageError("-f - and --against - cannot both read standard input")
+	}
+	if !o.live {
+		for _, name := range o.kubeFlags {
+			if name != "namespace" && cmd.Flags().Changed(name) {
+				return usageError("--%s applies to --live: without it, diff reads no kubeconfig", name)
+			}
+		}
+	}
+	if o.output != outputText && o.output != outputJSON {
+		return usageError("--output %q is not one of text, json", o.output)
+	}
+	return nil
+}
+
+func (o *diffOptions) run(ctx context.Context, s *Streams) error {
+	ns, err := o.namespace()
+	if err != nil {
+		return diffFailed(err)
+	}
+	newSide, newErr := renderSide(ctx, s, &o.new, ns, o.new.describe("-f", "-k"))
+	var oldSide map[promptdiff.Ref]map[string]string
+	var oldErr error
+	switch {
+	case o.live && newErr == nil:
+		oldSide, oldErr = o.liveSide(ctx, newSide)
+	case !o.live:
+		oldSide, oldErr = renderSide(ctx, s, &o.old, ns, o.old.describe("--against", "--against-k"))
+	}
+	if err := errors.Join(newErr, oldErr); err != nil {
+		return diffFailed(err)
+	}
+	oldLabel := labelOld
+	if o.live {
+		oldLabel = labelLive
+	}
+	diffs := promptdiff.Compare(promptdiff.Side{Label: oldLabel, Personas: oldSide}, promptdiff.Side{Label: labelNew, Personas: newSide})
+	if err := o.write(s.Out, diffs); err != nil {
+		return diffFailed(fmt.Errorf("write output: %w", err))
+	}
+	if len(diffs) > 0 {
+		return reported(DiffFound)
+	}
+	return nil
+}
+
+// diffFailed ends diff with status 2 for anything but a usage error.
+func diffFailed(err error) error { return &exitError{code: DiffError, msg: err.Error()} }
+
+// namespace is the namespace of manifests without one: -n, else default;
+// with --live, -n, else the kubeconfig context's, else default, as kubectl
+// gives it.
+func (o *diffOptions) namespace() (string, error) {
+	if !o.live {
+		if *o.kube.Namespace != "" {
+			return *o.kube.Namespace, nil
+		}
+		return manifest.DefaultNamespace, nil
+	}
+	ns, _, err := o.kube.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("--live: the kubeconfig: %w", err)
+	}
+	return ns, nil
+}
+
+// renderSide reads and checks one side's manifests and renders its
+// personas. Problems are printed on stderr; the error says whose they are.
+func renderSide(ctx context.Context, s *Streams, src *source, ns, what string) (map[promptdiff.Ref]map[string]string, error) {
+	set, err := src.read(ns, s.In)
+	if err != nil {
+		return nil, err
+	}
+	c := checkSet(ctx, set)
+	if len(c.problems) > 0 {
+		c.problems.write(s.Err)
+		return nil, fmt.Errorf("%s: %s; run '%s validate' on them", what, plural(len(c.problems), "problem"), Name)
+	}
+	return c.data(), nil
+}
+
+// write prints the differences: text, or one JSON document.
+func (o *diffOptions) write(w io.Writer, diffs []promptdiff.Persona) error {
+	if o.output == outputJSON {
+		return writeJSON(w, promptdiff.Result{Personas: diffs})
+	}
+	for _, p := range diffs {
+		ref := p.Namespace + "/" + p.Name
+		if p.Status != promptdiff.Changed {
+			if _, err := fmt.Fprintf(w, "persona %s %s\n", ref, p.Status); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, k := range p.Keys {
+			if _, err := fmt.Fprintf(w, "persona %s %s\n%s", ref, k.Key, k.Diff); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// kustomizeConfig teaches kustomize that a PromptLayer's templateFrom names
+// a ConfigMap, so that it gives the reference the generated name's hash
+// suffix too (docs/cli.md#kustomize).
+const kustomizeConfig = `nameReference:
+- kind: ConfigMap
+  version: v1
+  fieldSpecs:
+  - kind: PromptLayer
+    group: prompts.persona-operator.dev
+    path: spec/templateFrom/configMapKeyRef/name
+`
+
+const agentsLayer = "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptLayer\nmetadata: {name: agents}\nspec:\n  templateFrom:\n    configMapKeyRef: {name: repo-docs, key: AGENTS.md}\n"
+
+// overlayTree writes a base whose configMapGenerator makes the ConfigMap a
+// PromptLayer's templateFrom reads, and an overlay that replaces it.
+// baseExtra is added to the base's kustomization.
+func overlayTree(t *testing.T, baseExtra string) (base, overlay string) {
+	dir := t.TempDir()
+	base = files(t, filepath.Join(dir, "base"),
+		"kustomization.yaml", "resources: [personas.yaml]\nconfigMapGenerator:\n- name: repo-docs\n  files: [AGENTS.md]\n"+baseExtra,
+		"kustomizeconfig.yaml", kustomizeConfig,
+		"AGENTS.md", "# Agents\nRun make test.\n",
+		"personas.yaml", docs(agentsLayer, barePersona("reviewer", "  layers: [{name: agents}]\n", "a", "Review.")),
+	)
+	overlay = files(t, filepath.Join(dir, "overlays", "prod"),
+		"kustomization.yaml", "resources: [../../base]\nconfigMapGenerator:\n- name: repo-docs\n  behavior: replace\n  files: [AGENTS.md]\n",
+		"AGENTS.md", "# Agents\nRun make test-all.\n",
+	)
+	return base, overlay
+}
+
+func TestKustomizeOverlay(t *testing.T) {
+	base, overlay := overlayTree(t, "configurations: [kustomizeconfig.yaml]\n")
+
+	// The persona's extension, then the package layer the overlay's
+	// generated ConfigMap holds.
+	run(t, "", "render", "-k", overlay).expect(t, 0, "Review.\n\n# Agents\nRun make test-all.\n")
+	run(t, "", "render", "-k", base).expect(t, 0, "Review.\n\n# Agents\nRun make test.\n")
+	run(t, "", "validate", "-k", overlay).expect(t, 0, "1 Persona, 1 PromptLayer, 1 ConfigMap: valid\n")
+	run(t, "", "diff", "-k", overlay, "--against-k", base).expect(t, DiffFound,
+		"persona default/reviewer system-prompt.md\n"+
+			"--- old/default/reviewer/system-prompt.md\n+++ new/default/reviewer/system-prompt.md\n"+
+			"@@ -1,4 +1,4 @@\n Review.\n \n # Agents\n-Run make test.\n+Run make test-all.\n")
+	run(t, "", "diff", "-k", overlay, "--against-k", overlay).expect(t, DiffNone, "")
+}
+
+// Without the nameReference configuration, the generated ConfigMap's name
+// has a hash suffix that the PromptLayer's reference lacks.
+func TestKustomizeWithoutNameReference(t *testing.T) {
+	_, overlay := overlayTree(t, "")
+	r := run(t, "", "validate", "-k", overlay)
+	r.expect(t, 1, r.stdout)
+	want := regexp.MustCompile(`^` + regexp.QuoteMeta(overlay) + `:\d+ PromptLayer/agents: spec\.templateFrom\.configMapKeyRef\.name: ConfigMap "repo-docs" \(referenced by layer "agents"\) not found$`)
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); !want.MatchString(lines[0]) {
+		t.Errorf("validate -k:\n%s", r.stdout)
+	}
+
+	// Or the generator keeps the name as it is.
+	_, overlay = overlayTree(t, "generatorOptions: {disableNameSuffixHash: true}\n")
+	run(t, "", "render", "-k", overlay).expect(t, 0, "Review.\n\n# Agents\nRun make test-all.\n")
+}
+
+func TestKustomizeUsage(t *testing.T) {
+	base, _ := overlayTree(t, "configurations: [kustomizeconfig.yaml]\n")
+	r := run(t, "", "render", "-k", base, "-f", filepath.Join(base, "personas.yaml"))
+	r.expect(t, 2, "")
+	if !strings.Contains(r.stderr, "-f and -k are mutually exclusive") {
+		t.Errorf("stderr = %s", r.stderr)
+	}
+	r = run(t, "", "validate", "-k", filepath.Join(base, "nope"))
+	r.expect(t, 1, "")
+	if !strings.Contains(r.stderr, "the kustomization "+filepath.Join(base, "nope")+" does not build") {
+		t.Errorf("stderr = %s", r.stderr)
+	}
+}
