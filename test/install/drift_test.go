@@ -2,8 +2,10 @@ package install
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -222,7 +224,7 @@ func compareWebhooks(t *testing.T, config, chart objects) {
 			t.Errorf("%s: annotations differ (config/ ≠ chart):\n  %s", k, strings.Join(d, "\n  "))
 		}
 		ch, hh := webhooksByName(c), webhooksByName(h)
-		for _, name := range sortedKeys(ch, hh) {
+		for _, name := range union(ch, hh) {
 			a, b := ch[name], hh[name]
 			switch {
 			case b == nil:
@@ -255,34 +257,14 @@ func anyMap(m map[string]string) map[string]any {
 	return out
 }
 
-func union(a, b objects) []string {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
+// union is the keys of a and b, sorted.
+func union[V any](a, b map[string]V) []string {
+	keys := slices.Collect(maps.Keys(a))
 	for k := range b {
-		keys[k] = true
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
 	}
-	out := make([]string, 0, len(keys))
-	for k := range keys {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sortedKeys[V any](a, b map[string]V) []string {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	out := make([]string, 0, len(keys))
-	for k := range keys {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	slices.Sort(keys)
+	return keys
 }
