@@ -17,17 +17,13 @@ const (
 // (each operator time over the floor of its own round) with their range.
 func ratioRow(measure string, rounds []*roundResult, operator, floor func(*roundResult) time.Duration, timeout func(*roundResult) string) []string {
 	target := fmt.Sprintf("≤ %.1f×", ratioTarget)
-	var ops, floors []time.Duration
-	var ratios []float64
 	for _, rr := range rounds {
 		if t := timeout(rr); t != "" {
 			return []string{measure, "timeout", secs(floor(rr)), "—", target, "**no** (timeout)"}
 		}
-		ops, floors = append(ops, operator(rr)), append(floors, floor(rr))
-		if floor(rr) > 0 {
-			ratios = append(ratios, operator(rr).Seconds()/floor(rr).Seconds())
-		}
 	}
+	ops, floors := mapRounds(rounds, operator), mapRounds(rounds, floor)
+	ratios := roundRatios(rounds, operator, floor)
 	if len(ratios) == 0 {
 		return []string{measure, secs(median(ops)), "—", "—", target, "—"}
 	}
@@ -39,12 +35,23 @@ func ratioRow(measure string, rounds []*roundResult, operator, floor func(*round
 	return []string{measure, secs(median(ops)), secs(median(floors)), desc, target, yesNo(ratio <= ratioTarget)}
 }
 
+// roundRatios are each round's operator time over the floor of its own
+// round, for the rounds that measured the floor.
+func roundRatios(rounds []*roundResult, operator, floor func(*roundResult) time.Duration) []float64 {
+	var ratios []float64
+	for _, rr := range rounds {
+		if floor(rr) > 0 {
+			ratios = append(ratios, operator(rr).Seconds()/floor(rr).Seconds())
+		}
+	}
+	return ratios
+}
+
 // leastRow is the ratio of fan-out's floors: the one that also makes the
 // writes personas.md#conditions requires over the bare one, in the operator column. No
 // operator that makes those writes can beat it, so it has no target.
 func leastRow(measure string, rounds []*roundResult) []string {
-	row := ratioRow(measure, rounds, func(rr *roundResult) time.Duration { return rr.fanOutSpecFloor },
-		func(rr *roundResult) time.Duration { return rr.fanOutFloor }, func(*roundResult) string { return "" })
+	row := ratioRow(measure, rounds, fanOutSpecFloorOf, fanOutFloorOf, func(*roundResult) string { return "" })
 	row[4], row[5] = "—", "—"
 	return row
 }

@@ -21,6 +21,10 @@ func msF(seconds float64) string {
 	return ms(time.Duration(seconds * float64(time.Second)))
 }
 
+func mib(bytes int64) string { return fmt.Sprintf("%.0f MiB", float64(bytes)/(1<<20)) }
+
+func kib(bytes float64) string { return fmt.Sprintf("%.1f KiB", bytes/(1<<10)) }
+
 func yesNo(ok bool) string {
 	if ok {
 		return "yes"

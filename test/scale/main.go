@@ -3,8 +3,11 @@
 // table: convergence of N Personas, fan-out of a shared PromptLayer edit
 // and of a ClusterPromptLayer edit, API writes in a steady state, the webhook's added create latency, and the
 // manager's memory and render times, each beside a floor measured in the
-// same run. Run it with `make scale` (SCALE_FLAGS="-n 500 ..."). It is a
-// measurement: it exits 0 when targets are missed, non-zero on errors.
+// same run. Run it with `make scale` (SCALE_FLAGS="-n 500 ..."). With
+// -curve it measures at several N and adds how time and memory per Persona
+// grow with N (`make scale-curve`); with -json it also writes the figures
+// as JSON, to compare versions. It is a measurement: it exits 0 when
+// targets are missed, non-zero on errors.
 package main
 
 import (
@@ -46,6 +49,17 @@ type options struct {
 	profileDir     string
 	profileSeconds int
 	rounds         int
+	// curve, when set, is the Ns to measure at instead of n, ascending.
+	curve    sizes
+	jsonPath string
+}
+
+// sizes are the Ns the run measures at: the curve's, else n alone.
+func (o options) sizes() []int {
+	if len(o.curve) > 0 {
+		return o.curve
+	}
+	return []int{o.n}
 }
 
 func main() {
@@ -60,6 +74,8 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "Also write the table, as Markdown, to this file.")
 	flag.StringVar(&o.profileDir, "profile", "", "Write CPU profiles of kube-apiserver and the manager during convergence and fan-out into this directory (read them with go tool pprof).")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "With -profile: how many seconds of each phase, from its start, to profile.")
+	flag.Var(&o.curve, "curve", "Comma-separated Ns, e.g. 500,2000,8000: measure at each N instead of -n, each on a control plane and a manager of its own, and add a table of how time and memory per Persona grow with N.")
+	flag.StringVar(&o.jsonPath, "json", "", "Also write the figures, with stable keys, as JSON to this file, to compare versions.")
 	flag.Parse()
 	o.managerFlags = strings.Fields(managerFlags)
 	if o.n < 1 || o.rounds < 1 || o.workers < 1 || o.webhookSamples < 1 || o.profileSeconds < 1 || o.steady < 0 || flag.NArg() > 0 {

@@ -42,7 +42,7 @@ func (r *report) writeConditions(b *strings.Builder) {
 	for _, err := range r.profileErrors {
 		fmt.Fprintf(b, "- profile missing: %v\n", err)
 	}
-	if creates := median(mapRounds(r.rounds, func(rr *roundResult) time.Duration { return rr.convergenceCreates })); creates > 0 {
+	if creates := median(mapRounds(r.rounds, convergenceCreatesOf)); creates > 0 {
 		fmt.Fprintf(b, "- convergence: the harness's creates (through the webhook) took %s of it (median)\n", secs(creates))
 	}
 	fmt.Fprintf(b, "- the steady state window starts once the manager has written nothing for %s\n", settleQuiet)

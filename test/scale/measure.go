@@ -59,13 +59,15 @@ func personaReady(obj client.Object) bool {
 }
 
 // fanOut makes edit and returns the time until every measured persona's
-// ConfigMap carries a new content hash: with want, the hash want names
-// (rendered offline, as the controller renders), else any other than it
-// had before the edit. what names the phase in progress and errors.
-func fanOut(ctx context.Context, c client.WithWatch, w *world, what string, edit func(context.Context) error, want map[string]string, timeout time.Duration) (time.Duration, error) {
+// ConfigMap carries the content hash want names (rendered offline, as the
+// controller renders), and the time until every persona's status names it
+// too: the controller writes a dependent's status in a pass of low
+// priority, about a second after its ConfigMap, so a fan-out is over only
+// then. what names the phase in progress and errors.
+func fanOut(ctx context.Context, c client.WithWatch, w *world, what string, edit func(context.Context) error, want map[string]string, timeout time.Duration) (configMaps, statuses time.Duration, err error) {
 	var cms corev1.ConfigMapList
 	if err := c.List(ctx, &cms, client.InNamespace(w.ns)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	measured := map[string]bool{}
 	for _, p := range w.personas {
@@ -78,40 +80,53 @@ func fanOut(ctx context.Context, c client.WithWatch, w *world, what string, edit
 		}
 	}
 	if len(before) != len(w.personas) {
-		return 0, fmt.Errorf("%s: %d of the %d ConfigMaps exist before the edit", what, len(before), len(w.personas))
+		return 0, 0, fmt.Errorf("%s: %d of the %d ConfigMaps exist before the edit", what, len(before), len(w.personas))
 	}
 	for name, hash := range before {
-		if want != nil && want[name] == hash {
-			return 0, fmt.Errorf("%s: ConfigMap %s has the hash of the edit before it", what, name)
+		if want[name] == hash {
+			return 0, 0, fmt.Errorf("%s: ConfigMap %s has the hash of the edit before it", what, name)
 		}
 	}
-	done := func(obj client.Object) bool {
-		old, ok := before[obj.GetName()]
-		hash := obj.GetAnnotations()[delivery.ContentHashAnnotation]
-		if want != nil {
-			return ok && hash == want[obj.GetName()]
-		}
-		return ok && hash != old
+	delivered := func(obj client.Object) bool {
+		_, ok := before[obj.GetName()]
+		return ok && obj.GetAnnotations()[delivery.ContentHashAnnotation] == want[obj.GetName()]
 	}
-	t, err := track(ctx, c, w.ns, what+": updated ConfigMaps", func() client.ObjectList { return &corev1.ConfigMapList{} },
-		len(before), done)
+	cmTracker, err := track(ctx, c, w.ns, what+": updated ConfigMaps", func() client.ObjectList { return &corev1.ConfigMapList{} },
+		len(before), delivered)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	defer t.stop()
+	defer cmTracker.stop()
+	current := func(obj client.Object) bool {
+		cm := delivery.ConfigMapName(obj.GetName())
+		_, ok := before[cm]
+		return ok && obj.(*v1alpha1.Persona).Status.ContentHash == want[cm]
+	}
+	statusTracker, err := track(ctx, c, w.ns, what+": current statuses", func() client.ObjectList { return &v1alpha1.PersonaList{} },
+		len(before), current)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer statusTracker.stop()
 	start := time.Now()
 	if err := edit(ctx); err != nil {
-		return 0, fmt.Errorf("%s: %w", what, err)
+		return 0, 0, fmt.Errorf("%s: %w", what, err)
 	}
-	doneAt, err := t.wait(ctx, start, timeout)
+	deliveredAt, err := cmTracker.wait(ctx, start, timeout)
 	if err != nil {
 		var te *timeoutError
-		if want != nil && errors.As(err, &te) {
+		if errors.As(err, &te) {
 			te.detail = unexpectedHashes(ctx, c, w.ns, before, want)
 		}
-		return 0, err
+		return 0, 0, err
 	}
-	return doneAt.Sub(start), nil
+	currentAt, err := statusTracker.wait(ctx, start, timeout)
+	if err != nil {
+		return deliveredAt.Sub(start), 0, err
+	}
+	// The two watches are separate streams: statuses seen before the last
+	// ConfigMap count from when both were done.
+	return deliveredAt.Sub(start), max(currentAt.Sub(start), deliveredAt.Sub(start)), nil
 }
 
 // unexpectedHashes says how many measured ConfigMaps changed to a hash

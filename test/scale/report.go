@@ -27,8 +27,9 @@ type report struct {
 	steadyWrites   map[string]float64
 	webhookOn      latencies
 	webhookOff     latencies
-	// peakRSS is the highest of the managers' (one per round).
-	peakRSS int64
+	// peakRSS is the highest of the managers' (one per round);
+	// baselineRSS the highest of their RSS before any Persona existed.
+	peakRSS, baselineRSS int64
 	// final is the last manager's metrics; renderFailures sums every
 	// manager's failures.
 	final          scrape.Snapshot

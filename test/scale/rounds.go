@@ -40,9 +40,29 @@ type roundResult struct {
 	convergence, convergenceCreates, fanOut                              time.Duration
 	// clusterFanOut is the fan-out of the ClusterPromptLayer edit; its
 	// floors are fan-out's: the same writes.
-	clusterFanOut                                           time.Duration
+	clusterFanOut time.Duration
+	// fanOutStatuses and clusterFanOutStatuses run on from the same edits
+	// until every Persona's status also names its ConfigMap's new hash.
+	fanOutStatuses, clusterFanOutStatuses                   time.Duration
 	convergenceTimeout, fanOutTimeout, clusterFanOutTimeout string
 }
+
+// Each round's times and timeouts, by measure, for the tables and the JSON.
+var (
+	convergenceFloorOf      = func(rr *roundResult) time.Duration { return rr.convergenceFloor }
+	convergenceSpecFloorOf  = func(rr *roundResult) time.Duration { return rr.convergenceSpecFloor }
+	fanOutFloorOf           = func(rr *roundResult) time.Duration { return rr.fanOutFloor }
+	fanOutSpecFloorOf       = func(rr *roundResult) time.Duration { return rr.fanOutSpecFloor }
+	convergenceOf           = func(rr *roundResult) time.Duration { return rr.convergence }
+	convergenceCreatesOf    = func(rr *roundResult) time.Duration { return rr.convergenceCreates }
+	fanOutOf                = func(rr *roundResult) time.Duration { return rr.fanOut }
+	fanOutStatusesOf        = func(rr *roundResult) time.Duration { return rr.fanOutStatuses }
+	clusterFanOutOf         = func(rr *roundResult) time.Duration { return rr.clusterFanOut }
+	clusterFanOutStatusesOf = func(rr *roundResult) time.Duration { return rr.clusterFanOutStatuses }
+	convergenceTimeoutOf    = func(rr *roundResult) string { return rr.convergenceTimeout }
+	fanOutTimeoutOf         = func(rr *roundResult) string { return rr.fanOutTimeout }
+	clusterFanOutTimeoutOf  = func(rr *roundResult) string { return rr.clusterFanOutTimeout }
+)
 
 func (rr *roundResult) timeout() bool {
 	return rr.convergenceTimeout != "" || rr.fanOutTimeout != "" || rr.clusterFanOutTimeout != ""
@@ -86,7 +106,11 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 		return nil, err
 	}
 	ns := fmt.Sprintf("scale-converge-%d", i)
-	step("round %d: rendering %d personas offline as the ClusterPromptLayer's edit will render them", i, h.o.n)
+	step("round %d: rendering %d personas offline as the PromptLayer's and the ClusterPromptLayer's edits will render them", i, h.o.n)
+	layerHashes, err := renderedHashes(ns, i, h.o.n, revision{layer: 2, guardrail: 1})
+	if err != nil {
+		return nil, err
+	}
 	guardrailHashes, err := renderedHashes(ns, i, h.o.n, revision{layer: 2, guardrail: 2})
 	if err != nil {
 		return nil, err
@@ -101,6 +125,9 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 		return nil, err
 	}
 	if err := waitWebhook(ctx, h.c, webhookNamespace, true); err != nil {
+		return nil, err
+	}
+	if err := h.readBaselineRSS(); err != nil {
 		return nil, err
 	}
 	last := i == h.o.rounds
@@ -142,52 +169,14 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	}
 
 	if rr.convergenceTimeout == "" {
-		step("round %d: fan-out: edit PromptLayer %s until all %d ConfigMaps change", i, sharedLayer, h.o.n)
-		if ph, err = h.r.beginManaged("fan-out", h.procs, h.metricsURL); err != nil {
-			return nil, err
-		}
-		if last {
-			h.prof.start(ctx, "fan-out")
-		}
-		rr.fanOut, err = fanOut(ctx, h.c, world, "fan-out", editLayer(h.c, world, 2), nil, fanOutTimeout)
-		if isTimeout(err) {
-			rr.fanOutTimeout = err.Error()
-			step("  %v", err)
-		} else if err != nil {
-			return nil, err
-		} else {
-			step("  %s", rr.fanOut.Round(time.Millisecond))
-		}
-		if err := h.r.endManaged(ctx, ph, h.metricsURL); err != nil {
-			return nil, err
-		}
-		step("waiting until the manager has written nothing for %s", settleQuiet)
-		if err := h.r.settleManaged(ctx, ph, h.metricsURL, settleQuiet); err != nil {
+		step("round %d: fan-out: edit PromptLayer %s until all %d ConfigMaps, then all statuses, have the hash rendered offline", i, sharedLayer, h.o.n)
+		if rr.fanOut, rr.fanOutStatuses, rr.fanOutTimeout, err = h.fanOutPhase(ctx, "fan-out", world, editLayer(h.c, world, 2), layerHashes, last); err != nil {
 			return nil, err
 		}
 	}
 	if rr.convergenceTimeout == "" && rr.fanOutTimeout == "" {
-		step("round %d: ClusterPromptLayer fan-out: edit ClusterPromptLayer %s until all %d ConfigMaps have the hash rendered offline", i, world.guardrail.Name, h.o.n)
-		if ph, err = h.r.beginManaged(clusterFanOutPhase, h.procs, h.metricsURL); err != nil {
-			return nil, err
-		}
-		if last {
-			h.prof.start(ctx, clusterFanOutPhase)
-		}
-		rr.clusterFanOut, err = fanOut(ctx, h.c, world, clusterFanOutPhase, editGuardrail(h.c, world, 2), guardrailHashes, fanOutTimeout)
-		if isTimeout(err) {
-			rr.clusterFanOutTimeout = err.Error()
-			step("  %v", err)
-		} else if err != nil {
-			return nil, err
-		} else {
-			step("  %s", rr.clusterFanOut.Round(time.Millisecond))
-		}
-		if err := h.r.endManaged(ctx, ph, h.metricsURL); err != nil {
-			return nil, err
-		}
-		step("waiting until the manager has written nothing for %s", settleQuiet)
-		if err := h.r.settleManaged(ctx, ph, h.metricsURL, settleQuiet); err != nil {
+		step("round %d: ClusterPromptLayer fan-out: edit ClusterPromptLayer %s until all %d ConfigMaps, then all statuses, have the hash rendered offline", i, world.guardrail.Name, h.o.n)
+		if rr.clusterFanOut, rr.clusterFanOutStatuses, rr.clusterFanOutTimeout, err = h.fanOutPhase(ctx, clusterFanOutPhase, world, editGuardrail(h.c, world, 2), guardrailHashes, last); err != nil {
 			return nil, err
 		}
 	}
@@ -209,6 +198,33 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 		return nil, err
 	}
 	return rr, deleteAll(ctx, h.c, ns)
+}
+
+// fanOutPhase measures the fan-out of edit as the phase name, then waits
+// for the manager to settle, so that the phase's writes include what
+// trailed it. A timeout is not an error: it is returned, to be reported.
+func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit func(context.Context) error, want map[string]string, last bool) (configMaps, statuses time.Duration, timedOut string, err error) {
+	ph, err := h.r.beginManaged(name, h.procs, h.metricsURL)
+	if err != nil {
+		return 0, 0, "", err
+	}
+	if last {
+		h.prof.start(ctx, name)
+	}
+	configMaps, statuses, err = fanOut(ctx, h.c, w, name, edit, want, fanOutTimeout)
+	if isTimeout(err) {
+		timedOut = err.Error()
+		step("  %v", err)
+	} else if err != nil {
+		return 0, 0, "", err
+	} else {
+		step("  %s (every status current after %s)", configMaps.Round(time.Millisecond), statuses.Round(time.Millisecond))
+	}
+	if err := h.r.endManaged(ctx, ph, h.metricsURL); err != nil {
+		return 0, 0, "", err
+	}
+	step("waiting until the manager has written nothing for %s", settleQuiet)
+	return configMaps, statuses, timedOut, h.r.settleManaged(ctx, ph, h.metricsURL, settleQuiet)
 }
 
 // floors measures the four floors of round i with a bare client, without
@@ -277,6 +293,18 @@ func (h *harness) floors(ctx context.Context, i int, rr *roundResult) error {
 		}
 	}
 	return hooks.restore(ctx, c)
+}
+
+// readBaselineRSS records the RSS of a manager that has started and
+// settled while no Persona exists, the highest of the rounds as the peak
+// is: what the Personas cost is the peak less it.
+func (h *harness) readBaselineRSS() error {
+	rss, err := procStatusBytes(h.manager.PID(), "VmRSS")
+	if err != nil {
+		return fmt.Errorf("read the manager's RSS: %w", err)
+	}
+	h.r.baselineRSS = max(h.r.baselineRSS, rss)
+	return nil
 }
 
 // readManager records the running manager's peak RSS and its metrics,

@@ -22,48 +22,33 @@ func (r *report) rows() [][]string {
 // timeRows are convergence's and fan-out's times against their floors.
 func (r *report) timeRows() [][]string {
 	n := r.opts.n
-	convergence := func(rr *roundResult) time.Duration { return rr.convergence }
-	convergenceTimeout := func(rr *roundResult) string { return rr.convergenceTimeout }
-	fanOut := func(rr *roundResult) time.Duration { return rr.fanOut }
-	fanOutTimeout := func(rr *roundResult) string { return rr.fanOutTimeout }
 	rows := [][]string{
-		ratioRow(fmt.Sprintf("convergence: create %d Personas → all Ready", n), r.rounds, convergence,
-			func(rr *roundResult) time.Duration { return rr.convergenceFloor }, convergenceTimeout),
-		ratioRow("  … against the floor with each Rendered Event (personas.md#conditions)", r.rounds, convergence,
-			func(rr *roundResult) time.Duration { return rr.convergenceSpecFloor }, convergenceTimeout),
+		ratioRow(fmt.Sprintf("convergence: create %d Personas → all Ready", n), r.rounds, convergenceOf, convergenceFloorOf, convergenceTimeoutOf),
+		ratioRow("  … against the floor with each Rendered Event (personas.md#conditions)", r.rounds, convergenceOf, convergenceSpecFloorOf, convergenceTimeoutOf),
 	}
 	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.convergenceTimeout != "" }) {
 		return append(rows, []string{"fan-out", "not run (convergence timed out)", "", "", "", ""})
 	}
 	rows = append(rows,
-		ratioRow(fmt.Sprintf("fan-out: edit 1 PromptLayer → %d ConfigMaps updated", n), r.rounds, fanOut,
-			func(rr *roundResult) time.Duration { return rr.fanOutFloor }, fanOutTimeout),
-		ratioRow("  … against the floor with each status patch and Event", r.rounds, fanOut,
-			func(rr *roundResult) time.Duration { return rr.fanOutSpecFloor }, fanOutTimeout),
+		ratioRow(fmt.Sprintf("fan-out: edit 1 PromptLayer → %d ConfigMaps updated", n), r.rounds, fanOutOf, fanOutFloorOf, fanOutTimeoutOf),
+		ratioRow("  … against the floor with each status patch and Event", r.rounds, fanOutOf, fanOutSpecFloorOf, fanOutTimeoutOf),
 		leastRow("  least any operator can reach: that floor against the bare floor", r.rounds))
 	clusterMeasure := fmt.Sprintf("fan-out: edit 1 ClusterPromptLayer → %d ConfigMaps updated", n)
 	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.fanOutTimeout != "" }) {
 		return append(rows, []string{clusterMeasure, "not run (the PromptLayer fan-out timed out)", "", "", "", ""})
 	}
 	// The same floors as the PromptLayer's: the same writes.
-	clusterFanOut := func(rr *roundResult) time.Duration { return rr.clusterFanOut }
-	clusterFanOutTimeout := func(rr *roundResult) string { return rr.clusterFanOutTimeout }
 	return append(rows,
-		ratioRow(clusterMeasure, r.rounds, clusterFanOut,
-			func(rr *roundResult) time.Duration { return rr.fanOutFloor }, clusterFanOutTimeout),
-		ratioRow("  … against the floor with each status patch and Event", r.rounds, clusterFanOut,
-			func(rr *roundResult) time.Duration { return rr.fanOutSpecFloor }, clusterFanOutTimeout))
+		ratioRow(clusterMeasure, r.rounds, clusterFanOutOf, fanOutFloorOf, clusterFanOutTimeoutOf),
+		ratioRow("  … against the floor with each status patch and Event", r.rounds, clusterFanOutOf, fanOutSpecFloorOf, clusterFanOutTimeoutOf))
 }
 
 // steadyRow is the manager's writes in the steady state, by method.
 func (r *report) steadyRow() []string {
-	var writes float64
+	writes, byMethod := r.steadyWriteCounts()
 	var methods []string
-	for m, v := range r.steadyWrites {
-		if isWrite(m) {
-			writes += v
-			methods = append(methods, fmt.Sprintf("%s %.0f", m, v))
-		}
+	for m, v := range byMethod {
+		methods = append(methods, fmt.Sprintf("%s %.0f", m, v))
 	}
 	sort.Strings(methods)
 	steadyDesc := fmt.Sprintf("%.0f", writes)
@@ -71,6 +56,19 @@ func (r *report) steadyRow() []string {
 		steadyDesc += " (" + strings.Join(methods, ", ") + ")"
 	}
 	return []string{fmt.Sprintf("steady state: manager API writes in %s", r.opts.steady), steadyDesc, "0", "—", "0", yesNo(writes == 0)}
+}
+
+// steadyWriteCounts are the manager's writes in the steady state, in all
+// and by method, without its reads.
+func (r *report) steadyWriteCounts() (total float64, byMethod map[string]float64) {
+	byMethod = map[string]float64{}
+	for m, v := range r.steadyWrites {
+		if isWrite(m) {
+			total += v
+			byMethod[m] = v
+		}
+	}
+	return total, byMethod
 }
 
 // webhookRows are the create latencies with the webhook against without
@@ -93,7 +91,7 @@ func (r *report) managerRows() [][]string {
 	h := r.final.Histogram("persona_render_duration_seconds", nil)
 	failures := r.renderFailures
 	return [][]string{
-		{"manager peak RSS (VmHWM), highest of the rounds, before the webhook samples", fmt.Sprintf("%.0f MiB", float64(r.peakRSS)/(1<<20)), "—", "—", "—", "—"},
+		{"manager peak RSS (VmHWM), highest of the rounds, before the webhook samples", mib(r.peakRSS), "—", "—", "—", "—"},
 		{"renders of the last round's manager, before the webhook samples: count, total time", fmt.Sprintf("%.0f, %.2f s", h.Count, h.Sum), "—", "—", "—", "—"},
 		{"render duration p50 / p99 (from buckets)", fmt.Sprintf("%s / %s", msF(h.Quantile(0.5)), msF(h.Quantile(0.99))), "—", "—", "≤ 250 ms budget", yesNo(h.Count > 0 && h.Quantile(0.99) <= 0.25)},
 		{"render failures (persona_render_failures_total), every round", fmt.Sprintf("%.0f", failures), "—", "—", "0", yesNo(failures == 0)},

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -13,14 +14,13 @@ import (
 	"github.com/persona-operator/persona-operator/test/scrape"
 )
 
-// run measures and prints the table. Whatever it started it stops, on an
-// error or an interrupt too.
-func run(o options) (err error) {
+// run measures at each N and prints the tables. Whatever it started it
+// stops, on an error or an interrupt too.
+func run(o options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() { <-ctx.Done(); stop() }() // a second Ctrl-C kills at once
-	began := time.Now()
-	r := &report{opts: o, machine: machineInfo(), loadBefore: loadAverage()}
+	started := time.Now()
 
 	root, err := repositoryRoot()
 	if err != nil {
@@ -30,11 +30,56 @@ func run(o options) (err error) {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(binary) // the directory stays: it holds the manager's log
+	defer os.Remove(binary) // the directory stays: it holds the managers' logs
+
+	var reports []*report
+	var markdown strings.Builder
+	began := started // the first N's time includes the build, as it always did
+	for _, n := range o.sizes() {
+		r, err := measureAt(ctx, o, n, root, dir, binary, began)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, r)
+		table := r.markdown()
+		fmt.Print(table) // now: a curve's largest N can take an hour more
+		markdown.WriteString(table)
+		began = time.Now()
+	}
+	curve := figuresOf(reports)
+	if len(o.curve) > 0 {
+		table := curveMarkdown(curve)
+		fmt.Print(table)
+		markdown.WriteString(table)
+	}
+	if o.out != "" {
+		if err := os.WriteFile(o.out, []byte(markdown.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.jsonPath != "" {
+		return writeJSON(o.jsonPath, started, reports[0], curve)
+	}
+	return nil
+}
+
+// measureAt measures at n Personas on a control plane and a manager of its
+// own, so that no N inherits another's objects or history, and returns the
+// report. Whatever it started it stops, on an error or an interrupt too.
+func measureAt(ctx context.Context, o options, n int, root, dir, binary string, began time.Time) (r *report, err error) {
+	o.n = n
+	logName := "manager.log"
+	if len(o.curve) > 0 {
+		logName = fmt.Sprintf("manager-n%d.log", n)
+		if o.profileDir != "" {
+			o.profileDir = filepath.Join(o.profileDir, fmt.Sprintf("n%d", n))
+		}
+	}
+	r = &report{opts: o, machine: machineInfo(), loadBefore: loadAverage(), logPath: filepath.Join(dir, logName)}
 
 	plane, err := startControlPlane(root)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() {
 		if stopErr := plane.Stop(); stopErr != nil && err == nil && ctx.Err() == nil {
@@ -43,17 +88,16 @@ func run(o options) (err error) {
 	}()
 	h, err := newHarness(ctx, o, r, plane)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
-	r.logPath = filepath.Join(dir, "manager.log")
 	logFile, err := os.Create(r.logPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer logFile.Close()
 	if err := h.newManager(plane, binary, logFile); err != nil {
-		return err
+		return nil, err
 	}
 	defer func() {
 		if stopErr := h.manager.Stop(); stopErr != nil && err == nil {
@@ -62,20 +106,20 @@ func run(o options) (err error) {
 	}()
 
 	if err := h.measureRounds(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if err := h.measureSteadyState(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	// At N personas: the webhook's samples that follow add more.
 	if err := h.readManager(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if err := h.measureWebhook(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	r.finish(h.prof, began)
-	return r.print(o.out)
+	return r, nil
 }
 
 // measureSteadyState counts the manager's writes while nothing changes: the
@@ -122,14 +166,4 @@ func (r *report) finish(prof *profiler, began time.Time) {
 	r.profiles, r.profileErrors = prof.wait()
 	r.loadAfter = loadAverage()
 	r.elapsed = time.Since(began)
-}
-
-// print writes the table to stdout, and to the file out unless it is empty.
-func (r *report) print(out string) error {
-	table := r.markdown()
-	fmt.Print(table)
-	if out == "" {
-		return nil
-	}
-	return os.WriteFile(out, []byte(table), 0o644)
 }

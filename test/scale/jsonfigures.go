@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"time"
+)
+
+// writeJSON writes the run's figures, curve holding each N's, to path.
+func writeJSON(path string, started time.Time, first *report, curve []figuresJSON) error {
+	raw, err := json.MarshalIndent(newRunJSON(started, first, curve), "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(raw, '\n'), 0o644)
+}
+
+// newRunJSON is the run's JSON: what every N shares from the first N's
+// report, the largest N's figures at the top level.
+func newRunJSON(started time.Time, first *report, curve []figuresJSON) runJSON {
+	return runJSON{
+		Timestamp:      started.UTC().Round(time.Second),
+		Machine:        first.machine,
+		ManagerFlags:   first.managerFlags,
+		HarnessWorkers: first.opts.workers,
+		figuresJSON:    curve[len(curve)-1],
+		Curve:          curve,
+		Growth:         growthOf(curve),
+	}
+}
+
+// figuresOf is each report's figures, in the reports' order.
+func figuresOf(reports []*report) []figuresJSON {
+	out := make([]figuresJSON, len(reports))
+	for i, r := range reports {
+		out[i] = r.figures()
+	}
+	return out
+}
+
+// figures are the report's figures: the table's, as numbers.
+func (r *report) figures() figuresJSON {
+	rs := r.rounds
+	n := float64(r.opts.n)
+	steadyWrites, steadyByMethod := r.steadyWriteCounts()
+	render := r.final.Histogram("persona_render_duration_seconds", nil)
+	wh := r.webhookHandler
+	noTimeout := func(*roundResult) string { return "" }
+	f := figuresJSON{
+		N:                 r.opts.n,
+		Rounds:            len(rs),
+		Timeouts:          timeouts(rs),
+		LoadAverageBefore: r.loadBefore,
+		LoadAverageAfter:  r.loadAfter,
+		ElapsedS:          r.elapsed.Seconds(),
+
+		ConvergenceFloorS:       median(mapRounds(rs, convergenceFloorOf)).Seconds(),
+		ConvergenceEventsFloorS: median(mapRounds(rs, convergenceSpecFloorOf)).Seconds(),
+		FanOutFloorS:            median(mapRounds(rs, fanOutFloorOf)).Seconds(),
+		FanOutStatusFloorS:      median(mapRounds(rs, fanOutSpecFloorOf)).Seconds(),
+
+		ConvergenceS:         operatorSeconds(rs, convergenceOf, convergenceTimeoutOf),
+		ConvergenceCreatesS:  operatorSeconds(rs, convergenceCreatesOf, convergenceTimeoutOf),
+		FanOutS:              operatorSeconds(rs, fanOutOf, fanOutTimeoutOf),
+		FanOutStatusS:        operatorSeconds(rs, fanOutStatusesOf, fanOutTimeoutOf),
+		ClusterFanOutS:       operatorSeconds(rs, clusterFanOutOf, clusterFanOutTimeoutOf),
+		ClusterFanOutStatusS: operatorSeconds(rs, clusterFanOutStatusesOf, clusterFanOutTimeoutOf),
+
+		ConvergenceRatio:                operatorRatio(rs, convergenceOf, convergenceFloorOf, convergenceTimeoutOf),
+		ConvergenceEventsRatio:          operatorRatio(rs, convergenceOf, convergenceSpecFloorOf, convergenceTimeoutOf),
+		FanOutRatio:                     operatorRatio(rs, fanOutOf, fanOutFloorOf, fanOutTimeoutOf),
+		FanOutVsStatusFloorRatio:        operatorRatio(rs, fanOutOf, fanOutSpecFloorOf, fanOutTimeoutOf),
+		FanOutStatusRatio:               operatorRatio(rs, fanOutStatusesOf, fanOutSpecFloorOf, fanOutTimeoutOf),
+		FanOutLeastRatio:                operatorRatio(rs, fanOutSpecFloorOf, fanOutFloorOf, noTimeout),
+		ClusterFanOutRatio:              operatorRatio(rs, clusterFanOutOf, fanOutFloorOf, clusterFanOutTimeoutOf),
+		ClusterFanOutVsStatusFloorRatio: operatorRatio(rs, clusterFanOutOf, fanOutSpecFloorOf, clusterFanOutTimeoutOf),
+		ClusterFanOutStatusRatio:        operatorRatio(rs, clusterFanOutStatusesOf, fanOutSpecFloorOf, clusterFanOutTimeoutOf),
+
+		PeakRSSBytes:       r.peakRSS,
+		BaselineRSSBytes:   r.baselineRSS,
+		RSSPerPersonaBytes: float64(max(r.peakRSS-r.baselineRSS, 0)) / n,
+
+		Renders:        render.Count,
+		RenderTotalS:   render.Sum,
+		RenderP50S:     finite(render.Quantile(0.5)),
+		RenderP99S:     finite(render.Quantile(0.99)),
+		RenderFailures: r.renderFailures,
+
+		SteadyWindowS:        r.opts.steady.Seconds(),
+		SteadyWrites:         steadyWrites,
+		SteadyWritesByMethod: steadyByMethod,
+
+		WebhookSamples:      len(r.webhookOn),
+		WebhookOnP50S:       r.webhookOn.quantile(0.5).Seconds(),
+		WebhookOffP50S:      r.webhookOff.quantile(0.5).Seconds(),
+		WebhookOnP99S:       r.webhookOn.quantile(0.99).Seconds(),
+		WebhookOffP99S:      r.webhookOff.quantile(0.99).Seconds(),
+		WebhookHandlerMeanS: wh.Sum / max(wh.Count, 1),
+		WebhookHandlerP99S:  finite(wh.BucketOf(0.99)),
+	}
+	f.ConvergencePerPersonaS = perPersona(f.ConvergenceS, n)
+	f.FanOutPerPersonaS = perPersona(f.FanOutS, n)
+	return f
+}
+
+// operatorSeconds is the median of an operator time over the rounds, or
+// nil when a round timed out or did not run the measure.
+func operatorSeconds(rounds []*roundResult, operator func(*roundResult) time.Duration, timeout func(*roundResult) string) *float64 {
+	if len(rounds) == 0 {
+		return nil
+	}
+	for _, rr := range rounds {
+		if timeout(rr) != "" || operator(rr) <= 0 {
+			return nil
+		}
+	}
+	return new(median(mapRounds(rounds, operator)).Seconds())
+}
+
+// operatorRatio is the median of the rounds' ratios of an operator time to
+// its own round's floor, as the table gives it, or nil where
+// operatorSeconds is.
+func operatorRatio(rounds []*roundResult, operator, floor func(*roundResult) time.Duration, timeout func(*roundResult) string) *float64 {
+	ratios := roundRatios(rounds, operator, floor)
+	if operatorSeconds(rounds, operator, timeout) == nil || len(ratios) == 0 {
+		return nil
+	}
+	return new(median(ratios))
+}
+
+func perPersona(seconds *float64, n float64) *float64 {
+	if seconds == nil {
+		return nil
+	}
+	return new(*seconds / n)
+}
+
+// finite is x, or nil for what JSON cannot hold: a quantile of no samples
+// (NaN) or one above the highest bucket (+Inf).
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+// timeouts are the rounds' timeout messages; empty, not null, without any.
+func timeouts(rounds []*roundResult) []string {
+	out := []string{}
+	for _, rr := range rounds {
+		for _, t := range []string{rr.convergenceTimeout, rr.fanOutTimeout, rr.clusterFanOutTimeout} {
+			if t != "" {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}

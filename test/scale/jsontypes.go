@@ -1,0 +1,117 @@
+package main
+
+import "time"
+
+// The JSON that -json writes. Its keys are stable so that runs of different
+// versions can be compared: a figure that was not measured (its phase timed
+// out or did not run) is null, never missing. Times are in seconds, memory
+// in bytes; the times and ratios over rounds are medians, each ratio the
+// median of the rounds' ratios (each operator time over its own round's
+// floor), as in the table.
+
+// runJSON is the whole run: the figures at one N (the only N, or the
+// curve's largest) at the top level, and every N's in curve.
+type runJSON struct {
+	Timestamp time.Time `json:"timestamp"`
+	// Machine is what the table prints: CPUs, model, memory, Go, OS.
+	Machine        string   `json:"machine"`
+	ManagerFlags   []string `json:"manager_flags"`
+	HarnessWorkers int      `json:"harness_workers"`
+	figuresJSON
+	// Curve has every N measured, ascending: one entry without -curve.
+	Curve []figuresJSON `json:"curve"`
+	// Growth compares the curve's smallest N with its largest; null with
+	// fewer than two.
+	Growth *growthJSON `json:"growth"`
+}
+
+// figuresJSON is what was measured at one N.
+type figuresJSON struct {
+	N int `json:"n"`
+	// Rounds is how many were measured: fewer than -rounds after a timeout.
+	Rounds            int      `json:"rounds"`
+	Timeouts          []string `json:"timeouts"`
+	LoadAverageBefore string   `json:"load_average_before"`
+	LoadAverageAfter  string   `json:"load_average_after"`
+	ElapsedS          float64  `json:"elapsed_s"`
+
+	// Floors, made with a bare client: convergence's bare and with each
+	// Rendered Event; fan-out's bare (the ConfigMap updates) and with the
+	// status patch and Event of each Persona.
+	ConvergenceFloorS       float64 `json:"convergence_floor_s"`
+	ConvergenceEventsFloorS float64 `json:"convergence_events_floor_s"`
+	FanOutFloorS            float64 `json:"fanout_floor_s"`
+	FanOutStatusFloorS      float64 `json:"fanout_status_floor_s"`
+
+	// The operator's times: fan-outs until every ConfigMap has its new
+	// hash, and, "status", until every Persona's status has it too.
+	ConvergenceS         *float64 `json:"convergence_s"`
+	ConvergenceCreatesS  *float64 `json:"convergence_creates_s"`
+	FanOutS              *float64 `json:"fanout_s"`
+	FanOutStatusS        *float64 `json:"fanout_status_s"`
+	ClusterFanOutS       *float64 `json:"cluster_fanout_s"`
+	ClusterFanOutStatusS *float64 `json:"cluster_fanout_status_s"`
+
+	ConvergenceRatio       *float64 `json:"convergence_ratio"`        // over convergence_floor_s
+	ConvergenceEventsRatio *float64 `json:"convergence_events_ratio"` // over convergence_events_floor_s
+	FanOutRatio            *float64 `json:"fanout_ratio"`             // fanout_s over fanout_floor_s
+	// FanOutVsStatusFloorRatio is fanout_s over fanout_status_floor_s.
+	FanOutVsStatusFloorRatio *float64 `json:"fanout_vs_status_floor_ratio"`
+	FanOutStatusRatio        *float64 `json:"fanout_status_ratio"` // fanout_status_s over fanout_status_floor_s
+	// FanOutLeastRatio is fanout_status_floor_s over fanout_floor_s: no
+	// operator that makes the status writes can do better.
+	FanOutLeastRatio                *float64 `json:"fanout_least_ratio"`
+	ClusterFanOutRatio              *float64 `json:"cluster_fanout_ratio"` // over fanout_floor_s: the same writes
+	ClusterFanOutVsStatusFloorRatio *float64 `json:"cluster_fanout_vs_status_floor_ratio"`
+	ClusterFanOutStatusRatio        *float64 `json:"cluster_fanout_status_ratio"`
+
+	// Per Persona: convergence_s and fanout_s over n.
+	ConvergencePerPersonaS *float64 `json:"convergence_per_persona_s"`
+	FanOutPerPersonaS      *float64 `json:"fanout_per_persona_s"`
+
+	// The managers' peak RSS (VmHWM), the highest of the rounds, before
+	// the webhook samples; the baseline is their RSS once started and
+	// settled with no Persona; per Persona is the peak less the baseline,
+	// over n.
+	PeakRSSBytes       int64   `json:"peak_rss_bytes"`
+	BaselineRSSBytes   int64   `json:"baseline_rss_bytes"`
+	RSSPerPersonaBytes float64 `json:"rss_per_persona_bytes"`
+
+	// The last round's manager's renders, before the webhook samples;
+	// render failures of every round.
+	Renders        float64  `json:"renders"`
+	RenderTotalS   float64  `json:"render_total_s"`
+	RenderP50S     *float64 `json:"render_p50_s"`
+	RenderP99S     *float64 `json:"render_p99_s"`
+	RenderFailures float64  `json:"render_failures"`
+
+	// The manager's API writes while nothing changes.
+	SteadyWindowS        float64            `json:"steady_window_s"`
+	SteadyWrites         float64            `json:"steady_writes"`
+	SteadyWritesByMethod map[string]float64 `json:"steady_writes_by_method"`
+
+	// Sequential Persona creates with the webhook and without it, and the
+	// handler's own latency from the manager's histogram (its p99 is the
+	// bucket's upper bound).
+	WebhookSamples      int      `json:"webhook_samples"`
+	WebhookOnP50S       float64  `json:"webhook_on_p50_s"`
+	WebhookOffP50S      float64  `json:"webhook_off_p50_s"`
+	WebhookOnP99S       float64  `json:"webhook_on_p99_s"`
+	WebhookOffP99S      float64  `json:"webhook_off_p99_s"`
+	WebhookHandlerMeanS float64  `json:"webhook_handler_mean_s"`
+	WebhookHandlerP99S  *float64 `json:"webhook_handler_p99_s"`
+}
+
+// growthJSON is how the curve grows from its smallest N to its largest:
+// each growth is the largest N's figure over the smallest N's.
+type growthJSON struct {
+	SmallestN                   int      `json:"smallest_n"`
+	LargestN                    int      `json:"largest_n"`
+	ConvergencePerPersonaGrowth *float64 `json:"convergence_per_persona_growth"`
+	FanOutPerPersonaGrowth      *float64 `json:"fanout_per_persona_growth"`
+	RSSPerPersonaGrowth         *float64 `json:"rss_per_persona_growth"`
+	GrowthTarget                float64  `json:"growth_target"`
+	LargestPeakRSSBytes         int64    `json:"largest_peak_rss_bytes"`
+	PeakRSSTargetBytes          int64    `json:"peak_rss_target_bytes"`
+	SteadyWritesZeroAtEveryN    bool     `json:"steady_writes_zero_at_every_n"`
+}
