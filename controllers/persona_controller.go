@@ -89,7 +89,8 @@ func failed(reason string, err error) outcome { return outcome{reason: reason, m
 
 // Reconcile resolves and renders a Persona, writes its ConfigMap when the
 // render changed, and reports the result in status. Status is patched once,
-// at the end, and only when it changed.
+// at the end, and only when it changed; when another object's change
+// brought new content, in a later pass (delivery first).
 func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	var p v1alpha1.Persona
 	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
@@ -116,17 +117,17 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 			return ctrl.Result{}, err
 		}
 	}
-	// Any other failure waits for a change to the persona or what it
-	// reads: the watches bring it back.
-	requeue := ctrl.Result{RequeueAfter: r.report(&p, before, result, own)}
+	retryAfter := r.report(&p, before, result, own)
 	if result.wrote && !own && renderedBefore(&p, before) {
-		// Delivery first: in a fan-out the new content's status follows in
-		// a pass of low priority, after the ConfigMaps of every dependent;
-		// the delay lets the cache see this write first.
+		// In a fan-out the new content's status follows in a pass of low
+		// priority, after the ConfigMaps of every dependent; the delay lets
+		// the cache see this write first.
 		deferStatus = true
 		return ctrl.Result{RequeueAfter: statusDelay, Priority: new(statusPriority)}, nil
 	}
-	return requeue, nil
+	// Other than a retried render or an awaited reference, a failure waits
+	// for a change to the persona or what it reads: the watches bring it back.
+	return ctrl.Result{RequeueAfter: retryAfter}, nil
 }
 
 // A pass that only brings a Persona's status up to date with its delivered
