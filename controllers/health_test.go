@@ -94,6 +94,15 @@ spec:
 		Eventually(liveHealth(ns, "PromptLayer", "agents-md")).Should(Equal("Current Healthy: the template parses"))
 	})
 
+	It("reads a PromptLayer whose new generation is not yet observed as in progress", func() {
+		apply(ns, layerManifest("l", "app", "append", "v1"))
+		Eventually(liveHealth(ns, "PromptLayer", "l")).Should(Equal("Current Healthy: the template parses"))
+		u := objects(ns, layerManifest("l", "app", "append", "v2"))[0]
+		Expect(createOrUpdate(u)).To(Succeed())
+		Expect(health(u)).To(HavePrefix("InProgress Progressing: waiting for the controller to observe generation 2"))
+		Eventually(liveHealth(ns, "PromptLayer", "l")).Should(Equal("Current Healthy: the template parses"))
+	})
+
 	It("reads a PromptLayer whose template does not parse as failed at once", func() {
 		apply(ns, agentsLayer(`{AGENTS.md: "{{ .Nope"}`))
 		Eventually(liveHealth(ns, "PromptLayer", "agents-md")).Should(HavePrefix("Failed Degraded: TemplateInvalid: "))
