@@ -54,9 +54,24 @@ verify-generated: manifests generate chart ## Fail when generated files are not 
 	@git diff --exit-code -- api config/crd dist/chart/crds dist/chart/Chart.yaml || { echo "generated files are stale: run 'make manifests generate chart' and commit"; exit 1; }
 
 .PHONY: test
-test: manifests generate vet chart-lint ## Run every test: unit tests, envtest suites with the real kube-apiserver and the webhook, and the chart and installer checks.
+test: manifests generate vet chart-lint ## Run every test: unit tests, envtest suites with the real kube-apiserver and the webhook, the chart and installer checks, and the e2e suite on a real node.
 	assets="$$(hack/envtest-binaries.sh)" && \
 	KUBEBUILDER_ASSETS="$$assets" PERSONA_REQUIRE_ENVTEST=1 PERSONA_HELM="$(HELM)" go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) --no-print-directory e2e
+
+# E2E_EDITS is how many prompt edits the e2e suite measures edit -> pod over
+# (empty: 21).
+E2E_EDITS ?=
+
+.PHONY: e2e
+e2e: ## Run the single-node e2e suite (root): a real kubelet on containerd runs config/samples' agent; builds kubelet, kube-scheduler and kube-controller-manager once.
+	assets="$$(hack/envtest-binaries.sh)" && node="$$(hack/e2e-binaries.sh)" && hack/e2e-node.sh && \
+	KUBEBUILDER_ASSETS="$$assets" PERSONA_E2E_BINARIES="$$node" PERSONA_REQUIRE_E2E=1 PERSONA_E2E_EDITS="$(E2E_EDITS)" \
+		go test -count=1 -v -timeout 15m ./test/e2e
+
+.PHONY: e2e-fast
+e2e-fast: ## The e2e suite with 3 prompt edits instead of 21, for iteration.
+	$(MAKE) --no-print-directory e2e E2E_EDITS=3
 
 .PHONY: envtest
 envtest: ## Build kube-apiserver and etcd from the Go module proxy into the envtest cache (idempotent).
@@ -69,6 +84,10 @@ demo: ## Run the operator on a local control plane, apply config/samples and pri
 .PHONY: scale
 scale: ## Measure convergence, fan-out, steady-state writes, webhook latency and memory at scale (not part of make test).
 	assets="$$(hack/envtest-binaries.sh)" && KUBEBUILDER_ASSETS="$$assets" go run ./test/scale $(SCALE_FLAGS)
+
+.PHONY: scale-curve
+scale-curve: ## Measure at N=500, 2000 and 8000 and how time and memory per Persona grow with N (long; SCALE_FLAGS adds to it, e.g. -rounds 3).
+	$(MAKE) --no-print-directory scale SCALE_FLAGS='-curve 500,2000,8000 -rounds 1 $(SCALE_FLAGS)'
 
 .PHONY: bench
 bench: ## Run the benchmarks: render of a typical persona beside its floor, admission, per-turn bundle render.
