@@ -148,6 +148,8 @@ func (l lookup) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 	return l.cached.Get(ctx, key, obj, opts...)
 }
 
+// List reads the cache without copying its objects: the resolver only
+// reads them, and it lists the ClusterPromptLayers on every render.
 func (l lookup) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	return l.cached.List(ctx, list, opts...)
+	return l.cached.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...)
 }
