@@ -77,7 +77,7 @@ func (r *PersonaReconciler) watchNamespaceLabels(mgr ctrl.Manager) source.Source
 				return
 			}
 			name := e.ObjectNew.Name
-			before, after := namespaceLabels(name, e.ObjectOld.Labels), namespaceLabels(name, e.ObjectNew.Labels)
+			before, after := resolve.SelectorLabels(name, e.ObjectOld.Labels), resolve.SelectorLabels(name, e.ObjectNew.Labels)
 			for _, req := range r.selectedPersonas(ctx, name, func(p *v1alpha1.Persona, _ labels.Set) bool {
 				for i := range layers.Items {
 					if resolve.Selects(&layers.Items[i], before, p.Labels) != resolve.Selects(&layers.Items[i], after, p.Labels) {
@@ -90,16 +90,6 @@ func (r *PersonaReconciler) watchNamespaceLabels(mgr ctrl.Manager) source.Source
 			}
 		},
 	})
-}
-
-// namespaceLabels are a Namespace's labels as selectors see them.
-func namespaceLabels(name string, l map[string]string) labels.Set {
-	out := labels.Set(maps.Clone(l))
-	if out == nil {
-		out = labels.Set{}
-	}
-	out[corev1.LabelMetadataName] = name
-	return out
 }
 
 // selectedPersonas lists the Personas of namespace (all: "") for which

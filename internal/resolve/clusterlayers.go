@@ -59,12 +59,18 @@ func NamespaceLabels(ctx context.Context, lookup Lookup, namespace string) (labe
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("get %s %s: %w", v1alpha1.NamespaceKind, namespace, err)
 	}
-	out := labels.Set(maps.Clone(ns.Labels))
+	return SelectorLabels(namespace, ns.Labels), nil
+}
+
+// SelectorLabels are the labels of the Namespace name as selectors see
+// them: its own, and kubernetes.io/metadata.name.
+func SelectorLabels(name string, nsLabels map[string]string) labels.Set {
+	out := labels.Set(maps.Clone(nsLabels))
 	if out == nil {
 		out = labels.Set{}
 	}
-	out[corev1.LabelMetadataName] = namespace
-	return out, nil
+	out[corev1.LabelMetadataName] = name
+	return out
 }
 
 // Selects reports whether l selects a Persona labelled personaLabels in a
