@@ -90,6 +90,22 @@ var _ = Describe("Guardrails (ClusterPromptLayer)", func() {
 			ContainElement(HaveField("Note", "the change re-renders 1 Persona")))
 	})
 
+	It("renders a guardrail created after the Personas it selects, with the Namespace labelled before it", func() {
+		guardrailCount++
+		name := fmt.Sprintf("guardrail-%d-%d", GinkgoParallelProcess(), guardrailCount)
+		labelNamespace(ns, name)
+		apply(ns, barePersona("p", "P"))
+		Eventually(prompt(ns, "p")).Should(Equal("P\n"))
+		l := &v1alpha1.ClusterPromptLayer{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.ClusterPromptLayerSpec{Template: "Late rule.",
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"guardrails": name}}},
+		}
+		Expect(unthrottledClient().Create(ctx, l)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, l))).To(Succeed()) })
+		Eventually(prompt(ns, "p"), 10*time.Second).Should(Equal("P\n\nLate rule.\n"))
+	})
+
 	It("re-renders a namespace's Personas when its labels select or deselect a guardrail", func() {
 		g := newGuardrail(v1alpha1.ClusterLayerLast, "Guarded.")
 		apply(ns, barePersona("p", "P"))
