@@ -52,8 +52,11 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 	fs.Func("watch-namespaces", "Comma-separated namespaces whose Personas, PromptLayers and ConfigMaps the manager reads, caches and writes; empty: all.",
 		func(v string) error { f.watchNamespaces = splitList(v); return nil })
 	fs.IntVar(&f.personaWorkers, "persona-workers", 16, "Concurrent Persona reconciles.")
-	fs.Float64Var(&f.apiQPS, "kube-api-qps", 300, "Queries per second the manager may make to the API server, sustained, for each kind of object (controller-runtime keeps one rate limiter per kind).")
-	fs.IntVar(&f.apiBurst, "kube-api-burst", 600, "Queries the manager may make to the API server in a burst, for each kind of object.")
+	// A fan-out writes one ConfigMap per dependent at once; a client-side
+	// limit would pace it, and grow its time per Persona with N, where the
+	// API server's Priority and Fairness already protects it.
+	fs.Float64Var(&f.apiQPS, "kube-api-qps", -1, "Queries per second the manager may make to the API server, sustained, for each kind of object (controller-runtime keeps one rate limiter per kind); negative: no client-side limit, so the API server's Priority and Fairness paces the manager, whose concurrent requests --persona-workers bounds.")
+	fs.IntVar(&f.apiBurst, "kube-api-burst", 600, "Queries the manager may make to the API server in a burst, for each kind of object, when --kube-api-qps is not negative.")
 	fs.DurationVar(&f.referenceGracePeriod, "reference-grace-period", status.DefaultReferenceGracePeriod,
 		"How long a missing reference is awaited (Reconciling) before the object is stalled (Stalled), so that objects applied in any order, or in the next sync, are not reported as failed.")
 	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
