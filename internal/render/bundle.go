@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	kjson "sigs.k8s.io/json"
 )
@@ -37,19 +38,61 @@ type Bundle struct {
 // MarshalBundle serializes b as bundle.json: indented, HTML characters left
 // as they are, one trailing newline. The same bundle gives the same bytes.
 func MarshalBundle(b *Bundle) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := encodeBundle(b, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// bundleText is MarshalBundle as a string, with the one allocation of the
+// string itself: a fan-out renders thousands, and every byte allocated is
+// the garbage collector's work.
+func bundleText(b *Bundle) (string, error) {
+	buf := buffers.Get().(*bytes.Buffer)
+	defer putBuffer(buf)
+	if err := encodeBundle(b, buf); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+// encodeBundle appends bundle.json of b to dst: b encoded compactly into a
+// pooled buffer, then indented into dst, which is what an Encoder with an
+// indent writes, without its growing buffers.
+func encodeBundle(b *Bundle, dst *bytes.Buffer) error {
 	out := *b
 	out.Version = BundleVersion
 	if out.Sections == nil {
 		out.Sections = []Section{} // every section removed: [], not null
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	compact := buffers.Get().(*bytes.Buffer)
+	defer putBuffer(compact)
+	enc := json.NewEncoder(compact)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
 	if err := enc.Encode(&out); err != nil {
-		return nil, fmt.Errorf("encode bundle: %w", err)
+		return fmt.Errorf("encode bundle: %w", err)
 	}
-	return buf.Bytes(), nil
+	dst.Grow(compact.Len() + compact.Len()/2)
+	if err := json.Indent(dst, compact.Bytes(), "", "  "); err != nil {
+		return fmt.Errorf("encode bundle: %w", err)
+	}
+	return nil
+}
+
+// buffers are the encoding buffers of bundleText and encodeBundle.
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuffer keeps the pool from holding the buffer of one outsized
+// bundle for good.
+const maxPooledBuffer = 1 << 20
+
+func putBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > maxPooledBuffer {
+		return
+	}
+	buf.Reset()
+	buffers.Put(buf)
 }
 
 // UnmarshalBundle reads bundle.json strictly: unknown or differently cased

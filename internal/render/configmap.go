@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 )
 
 // The keys of the ConfigMap data (personas.md#delivery).
@@ -49,14 +50,14 @@ func (e *Engine) ConfigMap(b *Bundle) (*Output, error) {
 // configMapData is the ConfigMap data of b, whose own system prompt is
 // already rendered: it renders the variants' prompts.
 func (e *Engine) configMapData(b *Bundle, prompt *Prompt) (map[string]string, error) {
-	bundle, err := MarshalBundle(b)
+	bundle, err := bundleText(b)
 	if err != nil {
 		return nil, err
 	}
 	data := map[string]string{
 		SystemPromptKey: prompt.Text,
 		PersonaKey:      withNewline(b.Persona.Prompt),
-		BundleKey:       string(bundle),
+		BundleKey:       bundle,
 	}
 	for _, v := range b.Variants {
 		p, err := e.Render(b, v.Name)
@@ -78,12 +79,40 @@ func dataSize(data map[string]string) int {
 }
 
 // ContentHash is sha256:<hex> over the JSON encoding of data, whose keys
-// encoding/json writes sorted.
+// encoding/json writes sorted. The encoding streams into the hash rather
+// than into a copy of the data.
 func ContentHash(data map[string]string) string {
-	raw, err := json.Marshal(data)
-	if err != nil {
+	h := sha256.New()
+	if err := json.NewEncoder(&withoutFinalNewline{w: h}).Encode(data); err != nil {
 		panic(err) // a map of strings always encodes
 	}
-	sum := sha256.Sum256(raw)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// withoutFinalNewline passes writes on to w but for a newline that ends
+// the last of them: what json.Encoder adds after the encoding json.Marshal
+// gives.
+type withoutFinalNewline struct {
+	w       io.Writer
+	pending bool // a newline that ended the previous write is held back
+}
+
+func (n *withoutFinalNewline) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if n.pending {
+		if _, err := n.w.Write([]byte{'\n'}); err != nil {
+			return 0, err
+		}
+	}
+	body := p
+	n.pending = p[len(p)-1] == '\n'
+	if n.pending {
+		body = p[:len(p)-1]
+	}
+	if _, err := n.w.Write(body); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
