@@ -14,13 +14,14 @@ const observedHashAnnotation = "prompts.persona-operator.dev/cached-data-hash"
 // trimConfigMaps is the cache transform of the operator's own ConfigMaps,
 // the only ones the manager's cache holds: it only needs to know whether
 // their data is what it rendered, so it keeps their data's hash in place of
-// the data. Every ConfigMap loses its managedFields.
+// the data. Every ConfigMap loses its managedFields, and shares its repeated
+// strings (internMeta).
 func trimConfigMaps(obj any) (any, error) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok {
 		return obj, nil
 	}
-	cm.ManagedFields = nil
+	internMeta(cm)
 	if cm.Labels[delivery.ManagedByLabel] != delivery.ManagedBy || cm.Data == nil {
 		return cm, nil
 	}

@@ -32,7 +32,7 @@ import (
 func CacheOptions(namespaces []string) cache.Options {
 	return cache.Options{
 		DefaultNamespaces: namespaceConfigs(namespaces),
-		DefaultTransform:  cache.TransformStripManagedFields(),
+		DefaultTransform:  internObjects,
 		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
 			Label:     labels.SelectorFromSet(labels.Set{delivery.ManagedByLabel: delivery.ManagedBy}),
 			Transform: trimConfigMaps,
@@ -64,6 +64,7 @@ func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string) (cache.Cac
 					Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 					OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp,
 				}
+				internMeta(m)
 			}
 			return obj, nil
 		},
