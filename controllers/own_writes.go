@@ -5,7 +5,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
 )
 
 // ownWrites remembers what the Persona controller last wrote into each
@@ -14,23 +18,33 @@ import (
 // deletion or a write by anyone else still does: the ConfigMap in those
 // events no longer holds what was written.
 type ownWrites struct {
-	mu sync.Mutex
-	// written holds, per ConfigMap, the metadata of the desired ConfigMap
-	// last written (its data hash is the content-hash annotation).
-	written map[client.ObjectKey]*corev1.ConfigMap
+	mu      sync.Mutex
+	written map[client.ObjectKey]written
+}
+
+// written is what was last written into a ConfigMap: little, since the
+// manager keeps one per Persona. The rest of its metadata is what
+// delivery.ConfigMap makes for the Persona and the hash.
+type written struct {
+	owner         types.UID
+	persona, hash string
 }
 
 func newOwnWrites() *ownWrites {
-	return &ownWrites{written: map[client.ObjectKey]*corev1.ConfigMap{}}
+	return &ownWrites{written: map[client.ObjectKey]written{}}
 }
 
-// record notes that desired is about to be written. It is called before the
-// write, so that the write's event cannot arrive first.
+// record notes that desired, made by delivery.ConfigMap, is about to be
+// written. It is called before the write, so that the write's event cannot
+// arrive first.
 func (w *ownWrites) record(desired *corev1.ConfigMap) {
-	stub := &corev1.ConfigMap{ObjectMeta: *desired.ObjectMeta.DeepCopy()}
+	rec := written{persona: desired.Labels[delivery.PersonaLabel], hash: desired.Annotations[delivery.ContentHashAnnotation]}
+	if owner := metav1.GetControllerOfNoCopy(desired); owner != nil {
+		rec.owner = owner.UID
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.written[client.ObjectKeyFromObject(desired)] = stub
+	w.written[client.ObjectKeyFromObject(desired)] = rec
 }
 
 // forget drops what was recorded for the ConfigMap key, once its Persona is gone.
@@ -48,11 +62,12 @@ func (w *ownWrites) holds(obj client.Object) bool {
 		return false
 	}
 	w.mu.Lock()
-	stub := w.written[client.ObjectKeyFromObject(cm)]
+	rec, recorded := w.written[client.ObjectKeyFromObject(cm)]
 	w.mu.Unlock()
-	if stub == nil {
+	if !recorded || rec.owner == "" {
 		return false
 	}
-	owner, wrote := metav1.GetControllerOfNoCopy(cm), metav1.GetControllerOfNoCopy(stub)
-	return owner != nil && wrote != nil && owner.UID == wrote.UID && isCurrent(cm, stub)
+	owner := metav1.GetControllerOfNoCopy(cm)
+	return owner != nil && owner.UID == rec.owner &&
+		isCurrent(cm, delivery.ConfigMap(rec.persona, cm.Namespace, &render.Output{Hash: rec.hash}))
 }
