@@ -17,18 +17,24 @@ func TestRatioRow(t *testing.T) {
 	none := func(*roundResult) string { return "" }
 	// Ratios 1.2, 3.0 and 2.0: the median ratio is 2.00, not the ratio of
 	// the medians (16 s / 10 s).
-	got := ratioRow("m", rounds, op, floor, none)
+	got := ratioRow("m", rounds, op, floor, none, 1.5)
 	want := []string{"m", "16.00 s", "10.00 s", "2.00× (1.20–3.00)", "≤ 1.5×", "**no**"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ratioRow = %q, want %q", got, want)
 	}
-	got = ratioRow("m", rounds[:1], op, floor, none)
+	got = ratioRow("m", rounds[:1], op, floor, none, 1.5)
 	want = []string{"m", "12.00 s", "10.00 s", "1.20×", "≤ 1.5×", "yes"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("one round: ratioRow = %q, want %q", got, want)
 	}
+	// A ratio shown without a target is neither met nor missed.
+	got = ratioRow("m", rounds[:1], op, floor, none, noTarget)
+	want = []string{"m", "12.00 s", "10.00 s", "1.20×", "—", "—"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("no target: ratioRow = %q, want %q", got, want)
+	}
 	rounds[1].convergenceTimeout = "timed out"
-	if got := ratioRow("m", rounds, op, floor, func(rr *roundResult) string { return rr.convergenceTimeout }); got[1] != "timeout" {
+	if got := ratioRow("m", rounds, op, floor, func(rr *roundResult) string { return rr.convergenceTimeout }, 1.5); got[1] != "timeout" {
 		t.Errorf("a round that timed out: ratioRow = %q", got)
 	}
 }

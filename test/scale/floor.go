@@ -220,9 +220,10 @@ func createEvent(ctx context.Context, c client.Client, p *v1alpha1.Persona, r *r
 
 // fanOutFloor rewrites, with a bare client, the ConfigMaps convergenceFloor
 // wrote in w to the renders of to: only the ConfigMap updates, or with spec,
-// also each status patch and Rendered Event the controller must write. It
-// runs before the manager starts, so nobody watches these objects. It
-// returns the time of the writes.
+// also each status patch the controller must write (a fan-out has no Event
+// per dependent, only one Propagated Event on the changed object, a single
+// write the floor leaves out). It runs before the manager starts, so nobody
+// watches these objects. It returns the time of the writes.
 func fanOutFloor(ctx context.Context, c client.Client, w *world, to []*rendered, workers int, spec bool) (time.Duration, error) {
 	start := time.Now()
 	err := parallel(ctx, workers, len(w.cms), func(ctx context.Context, i int) error {
@@ -235,10 +236,7 @@ func fanOutFloor(ctx context.Context, c client.Client, w *world, to []*rendered,
 		if !spec {
 			return nil
 		}
-		if err := patchStatus(ctx, c, w.live[i], to[i]); err != nil {
-			return err
-		}
-		return createEvent(ctx, c, w.live[i], to[i])
+		return patchStatus(ctx, c, w.live[i], to[i])
 	})
 	if err != nil {
 		return 0, err

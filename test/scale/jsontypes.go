@@ -37,7 +37,7 @@ type figuresJSON struct {
 
 	// Floors, made with a bare client: convergence's bare and with each
 	// Rendered Event; fan-out's bare (the ConfigMap updates) and with the
-	// status patch and Event of each Persona.
+	// status patch of each Persona (a fan-out writes no Event per Persona).
 	ConvergenceFloorS       float64 `json:"convergence_floor_s"`
 	ConvergenceEventsFloorS float64 `json:"convergence_events_floor_s"`
 	FanOutFloorS            float64 `json:"fanout_floor_s"`

@@ -64,7 +64,7 @@ func personaReady(obj client.Object) bool {
 // too: the controller writes a dependent's status in a pass of low
 // priority, about a second after its ConfigMap, so a fan-out is over only
 // then. what names the phase in progress and errors.
-func fanOut(ctx context.Context, c client.WithWatch, w *world, what string, edit func(context.Context) error, want map[string]string, timeout time.Duration) (configMaps, statuses time.Duration, err error) {
+func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, what string, edit func(context.Context) error, want map[string]string, timeout time.Duration) (configMaps, statuses time.Duration, err error) {
 	var cms corev1.ConfigMapList
 	if err := c.List(ctx, &cms, client.InNamespace(w.ns)); err != nil {
 		return 0, 0, err
@@ -108,11 +108,13 @@ func fanOut(ctx context.Context, c client.WithWatch, w *world, what string, edit
 		return 0, 0, err
 	}
 	defer statusTracker.stop()
+	cpuBefore := procs.cpu()
 	start := time.Now()
 	if err := edit(ctx); err != nil {
 		return 0, 0, fmt.Errorf("%s: %w", what, err)
 	}
 	deliveredAt, err := cmTracker.wait(ctx, start, timeout)
+	cpuDelivering := procs.cpu().minus(cpuBefore)
 	if err != nil {
 		var te *timeoutError
 		if errors.As(err, &te) {
@@ -124,6 +126,7 @@ func fanOut(ctx context.Context, c client.WithWatch, w *world, what string, edit
 	if err != nil {
 		return deliveredAt.Sub(start), 0, err
 	}
+	step("  ConfigMaps: %s (CPU until the last: %s); statuses: %s", cmTracker.curve(start), cpuDelivering, statusTracker.curve(start))
 	// The two watches are separate streams: statuses seen before the last
 	// ConfigMap count from when both were done.
 	return deliveredAt.Sub(start), max(currentAt.Sub(start), deliveredAt.Sub(start)), nil

@@ -66,14 +66,15 @@ func TestOfflineGuardrailSelectsByNamespaceLabel(t *testing.T) {
 
 func TestClusterFanOutRows(t *testing.T) {
 	r := &report{opts: options{n: 10}, rounds: []*roundResult{
-		{fanOut: 4e9, fanOutFloor: 2e9, fanOutSpecFloor: 3e9, clusterFanOut: 5e9},
-		{fanOut: 4e9, fanOutFloor: 2e9, fanOutSpecFloor: 4e9, clusterFanOut: 6e9},
+		{fanOut: 4e9, fanOutFloor: 2e9, fanOutSpecFloor: 3e9, clusterFanOut: 5e9, clusterFanOutStatuses: 9e9},
+		{fanOut: 4e9, fanOutFloor: 2e9, fanOutSpecFloor: 4e9, clusterFanOut: 6e9, clusterFanOutStatuses: 5e9},
 	}}
 	rows := r.timeRows()
 	got := rows[len(rows)-2:]
 	want := [][]string{
 		{"fan-out: edit 1 ClusterPromptLayer → 10 ConfigMaps updated", "5.50 s", "2.00 s", "2.75× (2.50–3.00)", "≤ 1.5×", "**no**"},
-		{"  … against the floor with each status patch and Event", "5.50 s", "3.50 s", "1.58× (1.50–1.67)", "≤ 1.5×", "**no**"},
+		// Statuses 9 s over 3 s and 5 s over 4 s: ratios 3.00 and 1.25.
+		{"  … until every status is current, against the floor with each status patch", "7.00 s", "3.50 s", "2.12× (1.25–3.00)", "≤ 1.3×", "**no**"},
 	}
 	if !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("rows = %q, want %q", got, want)
@@ -83,7 +84,7 @@ func TestClusterFanOutRows(t *testing.T) {
 	if last := rows[len(rows)-1]; !strings.HasPrefix(last[1], "not run") {
 		t.Errorf("after a PromptLayer fan-out timed out: %q", last)
 	}
-	if n := len(r.roundRows()[0]); n != 11 {
-		t.Errorf("the rounds' table has %d columns, want 11", n)
+	if n := len(r.roundRows()[0]); n != 13 {
+		t.Errorf("the rounds' table has %d columns, want 13", n)
 	}
 }

@@ -211,7 +211,7 @@ func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit f
 	if last {
 		h.prof.start(ctx, name)
 	}
-	configMaps, statuses, err = fanOut(ctx, h.c, w, name, edit, want, fanOutTimeout)
+	configMaps, statuses, err = fanOut(ctx, h.c, h.procs, w, name, edit, want, fanOutTimeout)
 	if isTimeout(err) {
 		timedOut = err.Error()
 		step("  %v", err)
@@ -275,7 +275,7 @@ func (h *harness) floors(ctx context.Context, i int, rr *roundResult) error {
 			func() (time.Duration, error) { return fanOutFloor(ctx, c, floor, floorEdited.renders, workers, false) }},
 		{"convergence floor with Events: as above, plus each Rendered Event", &rr.convergenceSpecFloor,
 			func() (time.Duration, error) { return convergenceFloor(ctx, c, spec, workers, true) }},
-		{"fan-out floor with status and Events: each ConfigMap, status and Rendered Event", &rr.fanOutSpecFloor,
+		{"fan-out floor with status: each ConfigMap and status", &rr.fanOutSpecFloor,
 			func() (time.Duration, error) { return fanOutFloor(ctx, c, spec, specEdited.renders, workers, true) }},
 	}
 	for _, f := range floors {

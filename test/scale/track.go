@@ -29,8 +29,11 @@ type tracker struct {
 	want    int
 	name    string
 
-	mu      sync.Mutex
-	state   map[string]bool
+	mu    sync.Mutex
+	state map[string]bool
+	// reached is when the condition first held for each object, to tell
+	// the curve of a phase (when the first, half and most were done).
+	reached map[string]time.Time
 	doneAt  time.Time
 	done    chan struct{}
 	err     error
@@ -43,7 +46,7 @@ type tracker struct {
 func track(ctx context.Context, c client.WithWatch, ns, name string, newList func() client.ObjectList, want int, ok func(client.Object) bool) (*tracker, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	t := &tracker{c: c, ns: ns, newList: newList, ok: ok, want: want, name: name,
-		done: make(chan struct{}), cancel: cancel, stopped: make(chan struct{})}
+		done: make(chan struct{}), cancel: cancel, stopped: make(chan struct{}), reached: map[string]time.Time{}}
 	w, err := t.listAndWatch(ctx)
 	if err != nil {
 		cancel()
@@ -126,7 +129,11 @@ func (t *tracker) follow(ctx context.Context, w watch.Interface) bool {
 			if ev.Type == watch.Deleted {
 				delete(t.state, obj.GetName())
 			} else {
-				t.state[obj.GetName()] = t.ok(obj)
+				ok := t.ok(obj)
+				t.state[obj.GetName()] = ok
+				if _, seen := t.reached[obj.GetName()]; ok && !seen {
+					t.reached[obj.GetName()] = time.Now()
+				}
 			}
 			t.check()
 			t.mu.Unlock()
@@ -225,4 +232,24 @@ func (e *timeoutError) Error() string {
 func isTimeout(err error) bool {
 	var t *timeoutError
 	return errors.As(err, &t)
+}
+
+// curve says, counted from start, when the condition first held for the
+// first object, for half of want and for nine tenths: whether a phase was
+// slow to start or slow throughout.
+func (t *tracker) curve(start time.Time) string {
+	t.mu.Lock()
+	times := make([]time.Time, 0, len(t.reached))
+	for _, at := range t.reached {
+		times = append(times, at)
+	}
+	t.mu.Unlock()
+	slices.SortFunc(times, time.Time.Compare)
+	at := func(k int) string {
+		if k < 1 || k > len(times) {
+			return "-"
+		}
+		return times[k-1].Sub(start).Round(time.Millisecond).String()
+	}
+	return fmt.Sprintf("first %s, half %s, nine tenths %s", at(1), at((t.want+1)/2), at(t.want*9/10))
 }
