@@ -52,8 +52,8 @@ func TestConfigMapData(t *testing.T) {
 	if wantHash := "sha256:" + hex.EncodeToString(sum[:]); out.Hash != wantHash {
 		t.Errorf("hash %s, want %s", out.Hash, wantHash)
 	}
-	if !strings.HasPrefix(bundle, "{\n  \"version\": 1,") || !strings.HasSuffix(bundle, "}\n") {
-		t.Errorf("bundle.json is not versioned, indented JSON with a trailing newline:\n%s", bundle)
+	if !strings.HasPrefix(bundle, "{\"version\":1,") || !strings.HasSuffix(bundle, "}\n") || strings.Count(bundle, "\n") != 1 {
+		t.Errorf("bundle.json is not versioned, compact JSON with a trailing newline:\n%s", bundle)
 	}
 }
 
