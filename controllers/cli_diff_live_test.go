@@ -93,6 +93,22 @@ var _ = Describe("The Rendered Event", func() {
 			ContainSubstring(hash),
 			HaveSuffix(": added layer.house-style; changed extension.text; system-prompt.md +3/-1 lines")))))
 	})
+
+	It("tells an edit whose new reference arrives after it", func() {
+		ns := newNamespace()
+		apply(ns, barePersona("p", "One"))
+		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
+		By("editing the Persona to list a layer that does not exist yet")
+		apply(ns, barePersona("p", "One", "layers: [{name: late}]"))
+		Eventually(ready(ns, "p")).Should(Equal("ReferenceNotFound"))
+		apply(ns, layerManifest("late", "user", "append", "Late."))
+		Eventually(func() string { return prompt(ns, "p")() }).Should(Equal("One\n\nLate.\n"))
+		By("telling the edit's render on the Persona, as for any edit")
+		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
+		hash := getPersona(ns, "p").Status.ContentHash
+		Eventually(events(ns, "p")).Should(ContainElement(HaveField("Note", And(
+			ContainSubstring(hash), HaveSuffix(": added layer.late; system-prompt.md +2/-0 lines")))))
+	})
 })
 
 // configMapReader writes a kubeconfig of a user who may only get the

@@ -118,7 +118,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 	}
 	retryAfter := r.report(&p, before, result, own)
-	if result.wrote && !own && renderedBefore(&p, before) {
+	if result.wrote && !own {
 		// In a fan-out the new content's status follows in a pass of low
 		// priority, after the ConfigMaps of every dependent; the delay lets
 		// the cache see this write first.
@@ -138,15 +138,16 @@ const (
 )
 
 // ownChange reports whether this render is the Persona's own news: its
-// first render, or one of a generation its status has not described yet.
-// Any other render is caused by another object's change.
+// first render, the first good render of a generation (one its status has
+// not described yet, or that failed so far: a reference its edit named may
+// reach the cache after the edit), or a recovery. Any other render is
+// caused by another object's change to a Persona that was Ready.
 func ownChange(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus) bool {
-	return before.ContentHash == "" || before.ObservedGeneration != p.Generation
+	return before.ContentHash == "" || before.ObservedGeneration != p.Generation || !renderedBefore(p, before)
 }
 
 // renderedBefore reports whether the Persona was Ready at this generation
-// before this render: a change of its status that is not only the new
-// content's fields (a recovery, say) is written at once.
+// before this render.
 func renderedBefore(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus) bool {
 	ready := meta.FindStatusCondition(before.Conditions, v1alpha1.ReadyCondition)
 	return ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == p.Generation
