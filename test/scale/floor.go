@@ -57,9 +57,19 @@ type world struct {
 
 // revision is the revision of each edited template of a world.
 type revision struct {
-	// layer is the shared PromptLayer's, guardrail the ClusterPromptLayer's.
-	layer, guardrail int
+	// layer is the shared PromptLayer's, guardrail the ClusterPromptLayer's,
+	// parent the extension of the Persona every measured Persona inherits.
+	layer, guardrail, parent int
 }
+
+// The revisions of the phases: the objects as created, then after each
+// edit in turn.
+var (
+	created         = revision{layer: 1, guardrail: 1, parent: 1}
+	layerEdited     = revision{layer: 2, guardrail: 1, parent: 1}
+	guardrailEdited = revision{layer: 2, guardrail: 2, parent: 1}
+	parentEdited    = revision{layer: 2, guardrail: 2, parent: 2}
+)
 
 // newWorld builds the objects of namespace ns in round; with renders, it
 // renders them offline, the edited templates at rev.
@@ -68,7 +78,7 @@ func newWorld(ns string, round, n int, withRenders bool, rev revision) (*world, 
 		ns:        ns,
 		namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: roundLabels(round)}},
 		guardrail: guardrail(round, guardrailTemplate(rev.guardrail)),
-		parent:    parentPersona(ns),
+		parent:    parentPersona(ns, rev.parent),
 		layers:    layers(ns, sharedTemplate(rev.layer)),
 	}
 	for i := range n {

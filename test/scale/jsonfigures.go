@@ -66,6 +66,8 @@ func (r *report) figures() figuresJSON {
 		FanOutStatusS:        operatorSeconds(rs, fanOutStatusesOf, fanOutTimeoutOf),
 		ClusterFanOutS:       operatorSeconds(rs, clusterFanOutOf, clusterFanOutTimeoutOf),
 		ClusterFanOutStatusS: operatorSeconds(rs, clusterFanOutStatusesOf, clusterFanOutTimeoutOf),
+		ParentFanOutS:        operatorSeconds(rs, parentFanOutOf, parentFanOutTimeoutOf),
+		ParentFanOutStatusS:  operatorSeconds(rs, parentFanOutStatusesOf, parentFanOutTimeoutOf),
 
 		ConvergenceRatio:                operatorRatio(rs, convergenceOf, convergenceFloorOf, convergenceTimeoutOf),
 		ConvergenceEventsRatio:          operatorRatio(rs, convergenceOf, convergenceSpecFloorOf, convergenceTimeoutOf),
@@ -76,6 +78,8 @@ func (r *report) figures() figuresJSON {
 		ClusterFanOutRatio:              operatorRatio(rs, clusterFanOutOf, fanOutFloorOf, clusterFanOutTimeoutOf),
 		ClusterFanOutVsStatusFloorRatio: operatorRatio(rs, clusterFanOutOf, fanOutSpecFloorOf, clusterFanOutTimeoutOf),
 		ClusterFanOutStatusRatio:        operatorRatio(rs, clusterFanOutStatusesOf, fanOutSpecFloorOf, clusterFanOutTimeoutOf),
+		ParentFanOutRatio:               operatorRatio(rs, parentFanOutOf, fanOutFloorOf, parentFanOutTimeoutOf),
+		ParentFanOutStatusRatio:         operatorRatio(rs, parentFanOutStatusesOf, fanOutSpecFloorOf, parentFanOutTimeoutOf),
 
 		PeakRSSBytes:       r.peakRSS,
 		BaselineRSSBytes:   r.baselineRSS,

@@ -51,6 +51,8 @@ type figuresJSON struct {
 	FanOutStatusS        *float64 `json:"fanout_status_s"`
 	ClusterFanOutS       *float64 `json:"cluster_fanout_s"`
 	ClusterFanOutStatusS *float64 `json:"cluster_fanout_status_s"`
+	ParentFanOutS        *float64 `json:"parent_fanout_s"`
+	ParentFanOutStatusS  *float64 `json:"parent_fanout_status_s"`
 
 	ConvergenceRatio       *float64 `json:"convergence_ratio"`        // over convergence_floor_s
 	ConvergenceEventsRatio *float64 `json:"convergence_events_ratio"` // over convergence_events_floor_s
@@ -64,6 +66,8 @@ type figuresJSON struct {
 	ClusterFanOutRatio              *float64 `json:"cluster_fanout_ratio"` // over fanout_floor_s: the same writes
 	ClusterFanOutVsStatusFloorRatio *float64 `json:"cluster_fanout_vs_status_floor_ratio"`
 	ClusterFanOutStatusRatio        *float64 `json:"cluster_fanout_status_ratio"`
+	ParentFanOutRatio               *float64 `json:"parent_fanout_ratio"` // over fanout_floor_s: the same writes
+	ParentFanOutStatusRatio         *float64 `json:"parent_fanout_status_ratio"`
 
 	// Per Persona: convergence_s and fanout_s over n.
 	ConvergencePerPersonaS *float64 `json:"convergence_per_persona_s"`

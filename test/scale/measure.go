@@ -169,6 +169,22 @@ func editLayer(c client.Client, w *world, version int) func(context.Context) err
 	}
 }
 
+// editParent sets the extension of the Persona every measured Persona
+// inherits to its revision version.
+func editParent(c client.Client, w *world, version int) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var p v1alpha1.Persona
+		if err := c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: parentName}, &p); err != nil {
+			return fmt.Errorf("get Persona %s: %w", parentName, err)
+		}
+		p.Spec.SystemPrompt.Extensions[0].Template = houseRules(version)
+		if err := c.Update(ctx, &p); err != nil {
+			return fmt.Errorf("update Persona %s: %w", parentName, err)
+		}
+		return nil
+	}
+}
+
 // editGuardrail sets the round's ClusterPromptLayer's template to its
 // revision version.
 func editGuardrail(c client.Client, w *world, version int) func(context.Context) error {

@@ -28,8 +28,9 @@ const (
 )
 
 // parentPersona is the persona every measured persona inherits: a realistic
-// Markdown body, a model, a replaced section and a context.
-func parentPersona(ns string) *v1alpha1.Persona {
+// Markdown body, a model, a replaced section, an extension at its revision
+// version and a context.
+func parentPersona(ns string, version int) *v1alpha1.Persona {
 	body := strings.Repeat("You are a careful coding agent working for the platform team. Read the code before changing it, "+
 		"keep changes small and reviewable, and explain what you did and why in the pull request description.\n", 6)
 	return &v1alpha1.Persona{
@@ -44,7 +45,7 @@ func parentPersona(ns string) *v1alpha1.Persona {
 					"workspace": {Replace: new("{{if .Repos}}Repositories: {{range .Repos}}{{.Name}} at {{.Dir}} on {{.Branch}}; {{end}}{{end}}\nWork in {{.WorkspaceDir}}.")},
 					"waiver":    {Remove: new(true)},
 				},
-				Extensions: []v1alpha1.Extension{{ID: "house_rules", Template: "House rules for {{ .AgentRef }} ({{ .ModelFamily | default \"any model\" }}): run the tests before every push."}},
+				Extensions: []v1alpha1.Extension{{ID: "house_rules", Template: houseRules(version)}},
 			},
 			Vars: map[string]string{"team": "platform", "oncall": "#platform-oncall"},
 			Context: &v1alpha1.PersonaContext{
@@ -57,6 +58,11 @@ func parentPersona(ns string) *v1alpha1.Persona {
 			},
 		},
 	}
+}
+
+// houseRules is the parent's extension; version changes it.
+func houseRules(version int) string {
+	return fmt.Sprintf("House rules, revision %d, for {{ .AgentRef }} ({{ .ModelFamily | default \"any model\" }}): run the tests before every push.", version)
 }
 
 // layers are the two PromptLayers every measured persona lists.

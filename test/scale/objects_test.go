@@ -12,7 +12,7 @@ import (
 // The offline render carries the round's ClusterPromptLayer, as the
 // controller's does, and its edit changes every hash.
 func TestOfflineRendersGuardrail(t *testing.T) {
-	w, err := newWorld("scale-converge-1", 1, 3, true, revision{layer: 1, guardrail: 1})
+	w, err := newWorld("scale-converge-1", 1, 3, true, created)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +30,11 @@ func TestOfflineRendersGuardrail(t *testing.T) {
 			}
 		}
 	}
-	before, err := renderedHashes(w.ns, 1, 3, revision{layer: 2, guardrail: 1})
+	before, err := renderedHashes(w.ns, 1, 3, layerEdited)
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := renderedHashes(w.ns, 1, 3, revision{layer: 2, guardrail: 2})
+	after, err := renderedHashes(w.ns, 1, 3, guardrailEdited)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestOfflineRendersGuardrail(t *testing.T) {
 
 // A namespace without the round's label is not selected.
 func TestOfflineGuardrailSelectsByNamespaceLabel(t *testing.T) {
-	w, err := newWorld("elsewhere", 1, 1, false, revision{layer: 1, guardrail: 1})
+	w, err := newWorld("elsewhere", 1, 1, false, created)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,8 @@ func TestClusterFanOutRows(t *testing.T) {
 		{fanOut: 4e9, fanOutFloor: 2e9, fanOutSpecFloor: 4e9, clusterFanOut: 6e9, clusterFanOutStatuses: 5e9},
 	}}
 	rows := r.timeRows()
-	got := rows[len(rows)-2:]
+	// The ClusterPromptLayer's rows come before the parent's two.
+	got := rows[len(rows)-4 : len(rows)-2]
 	want := [][]string{
 		{"fan-out: edit 1 ClusterPromptLayer → 10 ConfigMaps updated", "5.50 s", "2.00 s", "2.75× (2.50–3.00)", "≤ 1.5×", "**no**"},
 		// Statuses 9 s over 3 s and 5 s over 4 s: ratios 3.00 and 1.25.
@@ -84,7 +85,7 @@ func TestClusterFanOutRows(t *testing.T) {
 	if last := rows[len(rows)-1]; !strings.HasPrefix(last[1], "not run") {
 		t.Errorf("after a PromptLayer fan-out timed out: %q", last)
 	}
-	if n := len(r.roundRows()[0]); n != 13 {
-		t.Errorf("the rounds' table has %d columns, want 13", n)
+	if n := len(r.roundRows()[0]); n != 15 {
+		t.Errorf("the rounds' table has %d columns, want 15", n)
 	}
 }

@@ -18,8 +18,11 @@ import (
 // webhookNamespace holds the webhook probes and latency samples.
 const webhookNamespace = "scale-webhook"
 
-// clusterFanOutPhase names the phase that edits the ClusterPromptLayer.
-const clusterFanOutPhase = "ClusterPromptLayer fan-out"
+// The phases that edit the ClusterPromptLayer and the parent Persona.
+const (
+	clusterFanOutPhase = "ClusterPromptLayer fan-out"
+	parentFanOutPhase  = "Persona parent fan-out"
+)
 
 // harness is what the rounds share: the control plane, the harness's
 // client and the manager, which each round starts and all but the last stop.
@@ -41,10 +44,13 @@ type roundResult struct {
 	// clusterFanOut is the fan-out of the ClusterPromptLayer edit; its
 	// floors are fan-out's: the same writes.
 	clusterFanOut time.Duration
-	// fanOutStatuses and clusterFanOutStatuses run on from the same edits
-	// until every Persona's status also names its ConfigMap's new hash.
-	fanOutStatuses, clusterFanOutStatuses                   time.Duration
-	convergenceTimeout, fanOutTimeout, clusterFanOutTimeout string
+	// parentFanOut is the fan-out of the edit of the parent Persona;
+	// its floors are fan-out's too.
+	parentFanOut time.Duration
+	// The statuses run on from the same edits until every Persona's status
+	// also names its ConfigMap's new hash.
+	fanOutStatuses, clusterFanOutStatuses, parentFanOutStatuses                  time.Duration
+	convergenceTimeout, fanOutTimeout, clusterFanOutTimeout, parentFanOutTimeout string
 }
 
 // Each round's times and timeouts, by measure, for the tables and the JSON.
@@ -59,13 +65,16 @@ var (
 	fanOutStatusesOf        = func(rr *roundResult) time.Duration { return rr.fanOutStatuses }
 	clusterFanOutOf         = func(rr *roundResult) time.Duration { return rr.clusterFanOut }
 	clusterFanOutStatusesOf = func(rr *roundResult) time.Duration { return rr.clusterFanOutStatuses }
+	parentFanOutOf          = func(rr *roundResult) time.Duration { return rr.parentFanOut }
+	parentFanOutStatusesOf  = func(rr *roundResult) time.Duration { return rr.parentFanOutStatuses }
+	parentFanOutTimeoutOf   = func(rr *roundResult) string { return rr.parentFanOutTimeout }
 	convergenceTimeoutOf    = func(rr *roundResult) string { return rr.convergenceTimeout }
 	fanOutTimeoutOf         = func(rr *roundResult) string { return rr.fanOutTimeout }
 	clusterFanOutTimeoutOf  = func(rr *roundResult) string { return rr.clusterFanOutTimeout }
 )
 
 func (rr *roundResult) timeout() bool {
-	return rr.convergenceTimeout != "" || rr.fanOutTimeout != "" || rr.clusterFanOutTimeout != ""
+	return rr.convergenceTimeout != "" || rr.fanOutTimeout != "" || rr.clusterFanOutTimeout != "" || rr.parentFanOutTimeout != ""
 }
 
 // createNamespace creates namespace ns with labels.
@@ -93,8 +102,8 @@ func (h *harness) measureRounds(ctx context.Context) error {
 }
 
 // round measures the floors with the manager stopped, then starts the
-// manager and measures convergence, the fan-out of a PromptLayer edit and
-// that of a ClusterPromptLayer edit. The round's ClusterPromptLayer, which
+// manager and measures convergence and the fan-outs of the edits of a
+// PromptLayer, a ClusterPromptLayer and a parent Persona. The round's ClusterPromptLayer, which
 // selects the round's namespace by its label, is created before
 // convergence, so every Persona renders with it throughout. Every round but
 // the last (or one that timed out) stops the manager and deletes what it
@@ -106,12 +115,16 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 		return nil, err
 	}
 	ns := fmt.Sprintf("scale-converge-%d", i)
-	step("round %d: rendering %d personas offline as the PromptLayer's and the ClusterPromptLayer's edits will render them", i, h.o.n)
-	layerHashes, err := renderedHashes(ns, i, h.o.n, revision{layer: 2, guardrail: 1})
+	step("round %d: rendering %d personas offline as the edits of the PromptLayer, the ClusterPromptLayer and the parent will render them", i, h.o.n)
+	layerHashes, err := renderedHashes(ns, i, h.o.n, layerEdited)
 	if err != nil {
 		return nil, err
 	}
-	guardrailHashes, err := renderedHashes(ns, i, h.o.n, revision{layer: 2, guardrail: 2})
+	guardrailHashes, err := renderedHashes(ns, i, h.o.n, guardrailEdited)
+	if err != nil {
+		return nil, err
+	}
+	parentHashes, err := renderedHashes(ns, i, h.o.n, parentEdited)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +147,7 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	if err := h.createNamespace(ctx, ns, roundLabels(i)); err != nil {
 		return nil, err
 	}
-	world, err := newWorld(ns, i, h.o.n, false, revision{layer: 1, guardrail: 1})
+	world, err := newWorld(ns, i, h.o.n, false, created)
 	if err != nil {
 		return nil, err
 	}
@@ -177,6 +190,12 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	if rr.convergenceTimeout == "" && rr.fanOutTimeout == "" {
 		step("round %d: ClusterPromptLayer fan-out: edit ClusterPromptLayer %s until all %d ConfigMaps, then all statuses, have the hash rendered offline", i, world.guardrail.Name, h.o.n)
 		if rr.clusterFanOut, rr.clusterFanOutStatuses, rr.clusterFanOutTimeout, err = h.fanOutPhase(ctx, clusterFanOutPhase, world, editGuardrail(h.c, world, 2), guardrailHashes, last); err != nil {
+			return nil, err
+		}
+	}
+	if !rr.timeout() {
+		step("round %d: Persona parent fan-out: edit Persona %s until all %d ConfigMaps, then all statuses, have the hash rendered offline", i, parentName, h.o.n)
+		if rr.parentFanOut, rr.parentFanOutStatuses, rr.parentFanOutTimeout, err = h.fanOutPhase(ctx, parentFanOutPhase, world, editParent(h.c, world, 2), parentHashes, last); err != nil {
 			return nil, err
 		}
 	}
@@ -240,19 +259,19 @@ func (h *harness) floors(ctx context.Context, i int, rr *roundResult) error {
 		}
 	}
 	step("round %d: rendering %d personas offline for the floors", i, h.o.n)
-	floor, err := newWorld(floorNS, i, h.o.n, true, revision{layer: 1, guardrail: 1})
+	floor, err := newWorld(floorNS, i, h.o.n, true, created)
 	if err != nil {
 		return err
 	}
-	floorEdited, err := newWorld(floorNS, i, h.o.n, true, revision{layer: 2, guardrail: 1})
+	floorEdited, err := newWorld(floorNS, i, h.o.n, true, layerEdited)
 	if err != nil {
 		return err
 	}
-	spec, err := newWorld(specNS, i, h.o.n, true, revision{layer: 1, guardrail: 1})
+	spec, err := newWorld(specNS, i, h.o.n, true, created)
 	if err != nil {
 		return err
 	}
-	specEdited, err := newWorld(specNS, i, h.o.n, true, revision{layer: 2, guardrail: 1})
+	specEdited, err := newWorld(specNS, i, h.o.n, true, layerEdited)
 	if err != nil {
 		return err
 	}

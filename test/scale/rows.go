@@ -38,7 +38,11 @@ func (r *report) timeRows() [][]string {
 		return append(rows, []string{"ClusterPromptLayer fan-out", "not run (the PromptLayer fan-out timed out)", "", "", "", ""})
 	}
 	// The same floors as the PromptLayer's: the same writes.
-	return append(rows, r.fanOutRows("ClusterPromptLayer", clusterFanOutOf, clusterFanOutStatusesOf, clusterFanOutTimeoutOf)...)
+	rows = append(rows, r.fanOutRows("ClusterPromptLayer", clusterFanOutOf, clusterFanOutStatusesOf, clusterFanOutTimeoutOf)...)
+	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.clusterFanOutTimeout != "" }) {
+		return append(rows, []string{"Persona parent fan-out", "not run (the ClusterPromptLayer fan-out timed out)", "", "", "", ""})
+	}
+	return append(rows, r.fanOutRows("Persona parent", parentFanOutOf, parentFanOutStatusesOf, parentFanOutTimeoutOf)...)
 }
 
 // fanOutRows are the fan-out of an edit of one object of kind: until every
@@ -110,7 +114,7 @@ func (r *report) managerRows() [][]string {
 // roundRows is a table of every round's times and ratios.
 func (r *report) roundRows() [][]string {
 	rows := [][]string{{"round", "convergence floor", "… with Events", "convergence", "ratio", "fan-out floor", "… with status", "fan-out", "ratio",
-		"statuses current", "ratio", "ClusterPromptLayer fan-out", "ratio"}}
+		"statuses current", "ratio", "ClusterPromptLayer fan-out", "ratio", "parent fan-out", "ratio"}}
 	ratio := func(op, floor time.Duration) string {
 		if op <= 0 || floor <= 0 {
 			return "—"
@@ -121,7 +125,8 @@ func (r *report) roundRows() [][]string {
 		rows = append(rows, []string{fmt.Sprint(i + 1), secs(rr.convergenceFloor), secs(rr.convergenceSpecFloor), secs(rr.convergence), ratio(rr.convergence, rr.convergenceFloor),
 			secs(rr.fanOutFloor), secs(rr.fanOutSpecFloor), secs(rr.fanOut), ratio(rr.fanOut, rr.fanOutFloor),
 			secs(rr.fanOutStatuses), ratio(rr.fanOutStatuses, rr.fanOutSpecFloor),
-			secs(rr.clusterFanOut), ratio(rr.clusterFanOut, rr.fanOutFloor)})
+			secs(rr.clusterFanOut), ratio(rr.clusterFanOut, rr.fanOutFloor),
+			secs(rr.parentFanOut), ratio(rr.parentFanOut, rr.fanOutFloor)})
 	}
 	return rows
 }
