@@ -113,9 +113,13 @@ type growthJSON struct {
 	LargestN                    int      `json:"largest_n"`
 	ConvergencePerPersonaGrowth *float64 `json:"convergence_per_persona_growth"`
 	FanOutPerPersonaGrowth      *float64 `json:"fanout_per_persona_growth"`
-	RSSPerPersonaGrowth         *float64 `json:"rss_per_persona_growth"`
-	GrowthTarget                float64  `json:"growth_target"`
-	LargestPeakRSSBytes         int64    `json:"largest_peak_rss_bytes"`
-	PeakRSSTargetBytes          int64    `json:"peak_rss_target_bytes"`
-	SteadyWritesZeroAtEveryN    bool     `json:"steady_writes_zero_at_every_n"`
+	// The floors' growth per Persona: convergence's with the Rendered
+	// Events, and fan-out's bare updates.
+	ConvergenceFloorGrowth   *float64 `json:"convergence_floor_per_persona_growth"`
+	FanOutFloorGrowth        *float64 `json:"fanout_floor_per_persona_growth"`
+	RSSPerPersonaGrowth      *float64 `json:"rss_per_persona_growth"`
+	GrowthTarget             float64  `json:"growth_target"`
+	LargestPeakRSSBytes      int64    `json:"largest_peak_rss_bytes"`
+	PeakRSSTargetBytes       int64    `json:"peak_rss_target_bytes"`
+	SteadyWritesZeroAtEveryN bool     `json:"steady_writes_zero_at_every_n"`
 }

@@ -48,6 +48,27 @@ func TestOfflineRendersGuardrail(t *testing.T) {
 	}
 }
 
+// The edit of the parent's extension changes every measured Persona's
+// hash, as the Persona parent fan-out needs.
+func TestOfflineParentEditChangesEveryHash(t *testing.T) {
+	before, err := renderedHashes("scale-converge-1", 1, 3, guardrailEdited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := renderedHashes("scale-converge-1", 1, 3, parentEdited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != 3 {
+		t.Fatalf("%d hashes, want 3", len(after))
+	}
+	for name, h := range after {
+		if h == "" || h == before[name] {
+			t.Errorf("%s: hash %q after the parent's edit, %q before", name, h, before[name])
+		}
+	}
+}
+
 // A namespace without the round's label is not selected.
 func TestOfflineGuardrailSelectsByNamespaceLabel(t *testing.T) {
 	w, err := newWorld("elsewhere", 1, 1, false, created)
