@@ -30,32 +30,24 @@ func TestOfflineRendersGuardrail(t *testing.T) {
 			}
 		}
 	}
-	before, err := renderedHashes(w.ns, 1, 3, layerEdited)
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := renderedHashes(w.ns, 1, 3, guardrailEdited)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(after) != 3 {
-		t.Fatalf("%d hashes, want 3", len(after))
-	}
-	for name, h := range after {
-		if h == "" || h == before[name] {
-			t.Errorf("%s: hash %q after the guardrail's edit, %q before", name, h, before[name])
-		}
-	}
+	expectEveryHashChanged(t, "the guardrail's edit", layerEdited, guardrailEdited)
 }
 
 // The edit of the parent's extension changes every measured Persona's
 // hash, as the Persona parent fan-out needs.
 func TestOfflineParentEditChangesEveryHash(t *testing.T) {
-	before, err := renderedHashes("scale-converge-1", 1, 3, guardrailEdited)
+	expectEveryHashChanged(t, "the parent's edit", guardrailEdited, parentEdited)
+}
+
+// expectEveryHashChanged renders 3 Personas offline at from and at to, and
+// fails unless each hash at to is set and differs from its hash at from.
+func expectEveryHashChanged(t *testing.T, edit string, from, to revision) {
+	t.Helper()
+	before, err := renderedHashes("scale-converge-1", 1, 3, from)
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := renderedHashes("scale-converge-1", 1, 3, parentEdited)
+	after, err := renderedHashes("scale-converge-1", 1, 3, to)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +56,7 @@ func TestOfflineParentEditChangesEveryHash(t *testing.T) {
 	}
 	for name, h := range after {
 		if h == "" || h == before[name] {
-			t.Errorf("%s: hash %q after the parent's edit, %q before", name, h, before[name])
+			t.Errorf("%s: hash %q after %s, %q before", name, h, edit, before[name])
 		}
 	}
 }
