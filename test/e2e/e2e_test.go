@@ -49,7 +49,6 @@ type suite struct {
 	c               client.Client
 	node            *node
 	ctx             context.Context
-	turnFlag        string
 	// agentPod is the Deployment's pod, and firstPrompt what its containers
 	// read at start (the subPath mount must keep it).
 	agentPod    string
@@ -133,7 +132,6 @@ func setUp(t *testing.T) *suite {
 	}
 	start := time.Now()
 	step("build", buildBinaries(root, s.bin))
-	s.turnFlag = turnFlagOf(filepath.Join(s.bin, "kubectl-persona"))
 	images, err := writeImages(s.bin, filepath.Join(root, "test", "e2e", "testdata", "turn.json"), work)
 	step("write the images", err)
 	t.Logf("built the binaries and images in %s", time.Since(start).Round(time.Second))
@@ -361,7 +359,7 @@ func (s *suite) keepsReading(pod, container, prompt string, after time.Time) err
 
 func (s *suite) podReadsTheOperatorsRender(t *testing.T) {
 	out, err := exec.Command(filepath.Join(s.bin, "kubectl-persona"), "render", "-f", filepath.Join(s.root, "config", "samples"),
-		"--persona", persona, s.turnFlag, filepath.Join(s.root, "test", "e2e", "testdata", "turn.json")).Output()
+		"--persona", persona, "--turn", filepath.Join(s.root, "test", "e2e", "testdata", "turn.json")).Output()
 	if err != nil {
 		t.Fatalf("kubectl-persona render -f config/samples: %v", err)
 	}
@@ -378,8 +376,8 @@ func (s *suite) podReadsTheOperatorsRender(t *testing.T) {
 		}
 		if last.Prompt != prompt || last.Render != outside || last.Error != "" {
 			return false, fmt.Errorf("system-prompt.md %.19s in the pod, %.19s in the ConfigMap; "+
-				"in the pod kubectl-persona render --bundle %s prints %.19s, outside render -f config/samples prints %.19s; error %q",
-				last.Prompt, prompt, s.turnFlag, last.Render, outside, last.Error)
+				"in the pod kubectl-persona render --bundle --turn prints %.19s, outside render -f config/samples prints %.19s; error %q",
+				last.Prompt, prompt, last.Render, outside, last.Error)
 		}
 		return true, nil
 	})
@@ -391,7 +389,7 @@ func (s *suite) podReadsTheOperatorsRender(t *testing.T) {
 		t.Fatalf("the subPath container read %.19s (%v), want the operator's render %.19s", peer.Prompt, err, prompt)
 	}
 	s.firstPrompt = prompt
-	t.Logf("system-prompt.md in the pod is the operator's render (%s); the per-turn render with %s in the pod is the one outside (%s)", prompt, s.turnFlag, outside)
+	t.Logf("system-prompt.md in the pod is the operator's render (%s); the per-turn render with --turn in the pod is the one outside (%s)", prompt, outside)
 }
 
 // edit changes an object the persona's render reads; n makes each edit new.
@@ -732,16 +730,6 @@ func (s *suite) latePod(t *testing.T) *corev1.Pod {
 		t.Fatal(err)
 	}
 	return late
-}
-
-// turnFlagOf is the CLI's flag for a turn context: --turn, or --context in
-// builds from before its rename.
-func turnFlagOf(cli string) string {
-	help, _ := exec.Command(cli, "render", "--help").Output()
-	if strings.Contains(string(help), "--turn") {
-		return "--turn"
-	}
-	return "--context"
 }
 
 func digest(b []byte) string {

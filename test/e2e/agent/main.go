@@ -36,7 +36,6 @@ func main() {
 	every := flag.Duration("every", 500*time.Millisecond, "the time between turns")
 	flag.Parse()
 
-	turnFlag := turnFlagOf(*cli)
 	enc := json.NewEncoder(os.Stdout)
 	for n := 1; ; n++ {
 		t := Turn{Turn: n}
@@ -47,7 +46,7 @@ func main() {
 			t.Prompt = digest(raw)
 		}
 		if *bundle != "" {
-			out, err := exec.Command(*cli, "render", "--bundle", *bundle, turnFlag, *turnFile).Output()
+			out, err := exec.Command(*cli, "render", "--bundle", *bundle, "--turn", *turnFile).Output()
 			if err != nil {
 				errs = append(errs, fmt.Sprintf("render: %v: %s", err, stderrOf(err)))
 			} else {
@@ -58,16 +57,6 @@ func main() {
 		_ = enc.Encode(t)
 		time.Sleep(*every)
 	}
-}
-
-// turnFlagOf is the CLI's flag for a turn context: --turn, or --context in
-// builds from before its rename.
-func turnFlagOf(cli string) string {
-	help, _ := exec.Command(cli, "render", "--help").Output()
-	if strings.Contains(string(help), "--turn") {
-		return "--turn"
-	}
-	return "--context"
 }
 
 func digest(b []byte) string {
