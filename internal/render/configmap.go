@@ -1,10 +1,10 @@
 package render
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 )
 
 // The keys of the ConfigMap data (personas.md#delivery).
@@ -79,40 +79,15 @@ func dataSize(data map[string]string) int {
 }
 
 // ContentHash is sha256:<hex> over the JSON encoding of data, whose keys
-// encoding/json writes sorted. The encoding streams into the hash rather
-// than into a copy of the data.
+// encoding/json writes sorted. The encoding goes into a pooled buffer
+// rather than a new copy of the data.
 func ContentHash(data map[string]string) string {
-	h := sha256.New()
-	if err := json.NewEncoder(&withoutFinalNewline{w: h}).Encode(data); err != nil {
+	buf := buffers.Get().(*bytes.Buffer)
+	defer putBuffer(buf)
+	if err := json.NewEncoder(buf).Encode(data); err != nil {
 		panic(err) // a map of strings always encodes
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
-
-// withoutFinalNewline passes writes on to w but for a newline that ends
-// the last of them: what json.Encoder adds after the encoding json.Marshal
-// gives.
-type withoutFinalNewline struct {
-	w       io.Writer
-	pending bool // a newline that ended the previous write is held back
-}
-
-func (n *withoutFinalNewline) Write(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if n.pending {
-		if _, err := n.w.Write([]byte{'\n'}); err != nil {
-			return 0, err
-		}
-	}
-	body := p
-	n.pending = p[len(p)-1] == '\n'
-	if n.pending {
-		body = p[:len(p)-1]
-	}
-	if _, err := n.w.Write(body); err != nil {
-		return 0, err
-	}
-	return len(p), nil
+	// Encode ends with a newline that json.Marshal does not write.
+	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
