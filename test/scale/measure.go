@@ -91,8 +91,7 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 		_, ok := before[obj.GetName()]
 		return ok && obj.GetAnnotations()[delivery.ContentHashAnnotation] == want[obj.GetName()]
 	}
-	cmTracker, err := track(ctx, c, w.ns, what+": updated ConfigMaps", func() client.ObjectList { return &corev1.ConfigMapList{} },
-		len(before), delivered)
+	cmTracker, err := track(ctx, c, w.ns, what+": updated ConfigMaps", configMapMetadataList, len(before), delivered)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -130,6 +129,17 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 	// The two watches are separate streams: statuses seen before the last
 	// ConfigMap count from when both were done.
 	return deliveredAt.Sub(start), max(currentAt.Sub(start), deliveredAt.Sub(start)), nil
+}
+
+// configMapMetadataList is a list of ConfigMaps by their metadata only. The
+// ConfigMap tracker reads only the content-hash annotation, which the
+// controller writes in the same update as the data; watching the whole
+// ConfigMaps would make the API server send, and the harness decode, every
+// rendered prompt on the machine being measured.
+func configMapMetadataList() client.ObjectList {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	return l
 }
 
 // unexpectedHashes says how many measured ConfigMaps changed to a hash
