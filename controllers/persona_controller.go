@@ -54,6 +54,8 @@ type PersonaReconciler struct {
 
 	// writes is what the controller last wrote into each ConfigMap.
 	writes *ownWrites
+	// configMapWriter writes the ConfigMaps.
+	configMapWriter *configMapWriter
 	// waiting is what each Persona's last render found missing.
 	waiting *awaiting
 	// overruns counts each Persona's renders in a row out of wall time.
@@ -260,7 +262,7 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	err := r.Get(ctx, client.ObjectKeyFromObject(desired), &current)
 	if apierrors.IsNotFound(err) {
 		r.writes.record(desired)
-		switch err = r.Create(ctx, desired); {
+		switch err = r.configMapWriter.create(ctx, desired); {
 		case err == nil:
 			result.wrote = true
 			return result, nil
@@ -293,7 +295,7 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 		metav1.SetMetaDataAnnotation(&current.ObjectMeta, k, v)
 	}
 	r.writes.record(desired)
-	if err := r.Update(ctx, &current); err != nil {
+	if err := r.configMapWriter.update(ctx, &current); err != nil {
 		return outcome{}, fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
 	}
 	result.wrote = true
@@ -376,6 +378,10 @@ func (r *PersonaReconciler) gracePeriod() time.Duration {
 // indexes must be registered first (Setup does both).
 func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.Cache, sources *templateSources) error {
 	r.writes, r.waiting, r.overruns, r.configMaps = newOwnWrites(), newAwaiting(), newOverruns(), sources
+	var err error
+	if r.configMapWriter, err = newConfigMapWriter(mgr.GetConfig(), mgr.GetScheme(), mgr.GetHTTPClient()); err != nil {
+		return err
+	}
 	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	// A Persona's labels select ClusterPromptLayers.
 	specOrLabelsChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
