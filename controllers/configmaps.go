@@ -136,13 +136,27 @@ func (s *templateSources) forget(key types.NamespacedName) {
 }
 
 // lookup is what the controllers resolve through: the manager's cache, and
-// for ConfigMaps the template sources.
+// for ConfigMaps the template sources. With reads set, it logs what it read.
 type lookup struct {
 	cached     client.Reader
 	configMaps *templateSources
+	reads      *readLog
 }
 
 func (l lookup) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := l.get(ctx, key, obj, opts...)
+	if l.reads != nil {
+		switch {
+		case err == nil:
+			l.reads.read(obj)
+		case apierrors.IsNotFound(err):
+			l.reads.missing(obj, key)
+		}
+	}
+	return err
+}
+
+func (l lookup) get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if cm, ok := obj.(*corev1.ConfigMap); ok {
 		return l.configMaps.get(ctx, key, cm)
 	}
@@ -152,5 +166,11 @@ func (l lookup) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 // List reads the cache without copying its objects: the resolver only
 // reads them, and it lists the ClusterPromptLayers on every render.
 func (l lookup) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	return l.cached.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...)
+	if err := l.cached.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+		return err
+	}
+	if l.reads != nil {
+		return l.reads.readList(list)
+	}
+	return nil
 }

@@ -16,7 +16,7 @@ import (
 var (
 	renderDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "persona_render_duration_seconds",
-		Help:    "Time to resolve and render one Persona, every variant included.",
+		Help:    "Time to resolve and render one Persona, every variant included; a failed resolve, or a status pass that reports the render a fan-out delivered, is not counted.",
 		Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1},
 	})
 	renderFailures = prometheus.NewCounterVec(prometheus.CounterOpts{

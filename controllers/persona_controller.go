@@ -54,6 +54,8 @@ type PersonaReconciler struct {
 
 	// writes is what the controller last wrote into each ConfigMap.
 	writes *ownWrites
+	// deferred is the renders of a fan-out whose status waits for its pass.
+	deferred *deferredStatuses
 	// configMapWriter writes the ConfigMaps.
 	configMapWriter *configMapWriter
 	// waiting is what each Persona's last render found missing.
@@ -76,7 +78,15 @@ type outcome struct {
 	// reason is the Ready reason: Rendered or a failure of personas.md#conditions.
 	reason  string
 	message string
-	output  *render.Output
+	// output is the render; render what the status tells of it. A render
+	// a fan-out delivered, and that its status pass found unchanged, has
+	// no output.
+	output *render.Output
+	render status.Render
+	// inputs are what the render read.
+	inputs inputs
+	// delivered is set when the ConfigMap is known to hold the render.
+	delivered bool
 	// retryAfter is set for a render that ran out of wall time and is
 	// tried again by itself.
 	retryAfter time.Duration
@@ -114,7 +124,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, err
 	}
 	own := ownChange(&p, before)
-	if result.reason == v1alpha1.RenderedReason {
+	if result.reason == v1alpha1.RenderedReason && !result.delivered {
 		if result, err = r.deliver(ctx, &p, result, own); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -125,6 +135,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		// priority, after the ConfigMaps of every dependent; the delay lets
 		// the cache see this write first.
 		deferStatus = true
+		r.deferred.put(req.NamespacedName, result.inputs, result.render)
 		return ctrl.Result{RequeueAfter: statusDelay, Priority: new(statusPriority)}, nil
 	}
 	// Other than a retried render or an awaited reference, a failure waits
@@ -158,18 +169,20 @@ func renderedBefore(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus) bool {
 // forget drops what the controller holds about a deleted Persona.
 func (r *PersonaReconciler) forget(key types.NamespacedName) {
 	r.writes.forget(client.ObjectKey{Namespace: key.Namespace, Name: delivery.ConfigMapName(key.Name)})
+	r.deferred.take(key)
 	r.waiting.set(key, nil)
 	r.overruns.reset(key)
 }
 
 // render resolves the persona's references and renders its ConfigMap data.
-// A spec problem is an outcome; only a failure to read is an error.
+// A spec problem is an outcome; only a failure to read is an error. The
+// status pass of a fan-out that reads what the delivery read reports the
+// delivered render instead.
 func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (outcome, error) {
 	start := time.Now()
-	defer func() { renderDuration.Observe(time.Since(start).Seconds()) }()
-
 	key := client.ObjectKeyFromObject(p)
-	res, err := r.resolve(ctx, p)
+	deferred, isDeferred := r.deferred.take(key)
+	res, in, err := r.resolve(ctx, p)
 	p.Status.Dependencies = res.Dependencies
 	var notFound *resolve.NotFoundError
 	var cycle *resolve.CycleError
@@ -181,6 +194,11 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	case err != nil:
 		return outcome{}, fmt.Errorf("resolve persona %s: %w", p.Name, err)
 	}
+	if isDeferred && deferred.inputs == in && r.configMapHolds(ctx, p, deferred.render.Hash) {
+		r.overruns.reset(key)
+		return outcome{reason: v1alpha1.RenderedReason, render: deferred.render, inputs: in, delivered: true}, nil
+	}
+	defer func() { renderDuration.Observe(time.Since(start).Seconds()) }()
 	out, err := r.engine().ConfigMap(res.Bundle)
 	var tooLarge *render.TooLargeError
 	var limit *render.LimitError
@@ -197,7 +215,18 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 		return failed(v1alpha1.RenderFailedReason, err), nil
 	}
 	r.overruns.reset(key)
-	return outcome{reason: v1alpha1.RenderedReason, output: out}, nil
+	return outcome{reason: v1alpha1.RenderedReason, output: out, render: status.RenderOf(out), inputs: in}, nil
+}
+
+// configMapHolds reports whether p's ConfigMap, as the cache has it, is
+// controlled by p and holds the render of content hash hash.
+func (r *PersonaReconciler) configMapHolds(ctx context.Context, p *v1alpha1.Persona, hash string) bool {
+	desired := delivery.ConfigMap(p.Name, p.Namespace, &render.Output{Hash: hash})
+	var current corev1.ConfigMap
+	if err := r.Get(ctx, client.ObjectKeyFromObject(desired), &current); err != nil {
+		return false
+	}
+	return metav1.IsControlledBy(&current, p) && isCurrent(&current, desired)
 }
 
 // rereads bounds how often resolve reads again while references keep
@@ -207,23 +236,28 @@ const rereads = 4
 // resolve resolves p and records the references it found missing, then
 // reads them again: an object that arrived before the record is seen by
 // that read, and one that arrives after finds p waiting for it (personas.md#conditions,
-// order never matters).
-func (r *PersonaReconciler) resolve(ctx context.Context, p *v1alpha1.Persona) (*resolve.Result, error) {
-	lookup := lookup{cached: r.Client, configMaps: r.configMaps}
-	res, err := resolve.Resolve(ctx, lookup, p)
+// order never matters). It returns what the resolve that counts read.
+func (r *PersonaReconciler) resolve(ctx context.Context, p *v1alpha1.Persona) (*resolve.Result, inputs, error) {
+	res, in, err := r.resolveOnce(ctx, p)
 	for range rereads {
 		missing := missingReferences(err)
 		r.waiting.set(client.ObjectKeyFromObject(p), awaitedObjects(p.Namespace, missing))
 		if len(missing) == 0 {
-			return res, err
+			return res, in, err
 		}
-		again, againErr := resolve.Resolve(ctx, lookup, p)
+		again, againIn, againErr := r.resolveOnce(ctx, p)
 		if slices.Equal(missingReferences(againErr), missing) {
-			return res, err
+			return res, in, err
 		}
-		res, err = again, againErr
+		res, in, err = again, againIn, againErr
 	}
-	return res, fmt.Errorf("references of persona %s keep arriving while it resolves; trying again", p.Name)
+	return res, in, fmt.Errorf("references of persona %s keep arriving while it resolves; trying again", p.Name)
+}
+
+func (r *PersonaReconciler) resolveOnce(ctx context.Context, p *v1alpha1.Persona) (*resolve.Result, inputs, error) {
+	reads := newReadLog(p)
+	res, err := resolve.Resolve(ctx, lookup{cached: r.Client, configMaps: r.configMaps, reads: reads}, p)
+	return res, reads.sum(), err
 }
 
 func missingReferences(err error) []resolve.Reference {
@@ -346,15 +380,15 @@ func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.Persona
 	st.ObservedGeneration = p.Generation
 	previous := meta.FindStatusCondition(before.Conditions, v1alpha1.ReadyCondition)
 	if result.reason == v1alpha1.RenderedReason {
-		out := result.output
-		status.SetRendered(p, out)
+		status.SetRendered(p, result.render)
 		// One Event per change of the ConfigMap's content that is the
 		// Persona's own news: a reconcile that read a stale Persona from
 		// the cache writes nothing and tells nothing, and a change another
 		// object caused is told on that object (Propagated). The note also
 		// says what the render changed, so that kubectl describe persona
-		// answers what an edit did.
-		if own && result.wrote && before.ContentHash != out.Hash {
+		// answers what an edit did. A write comes from a render's output.
+		if own && result.wrote && before.ContentHash != result.render.Hash {
+			out := result.output
 			change := promptdiff.Changes(result.previous, before.Sections, out)
 			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, v1alpha1.RenderedReason, "Render", "%s: %s", status.RenderedNote(p, out), change)
 		}
@@ -377,7 +411,7 @@ func (r *PersonaReconciler) gracePeriod() time.Duration {
 // Persona back when anything its render reads changes or arrives. The field
 // indexes must be registered first (Setup does both).
 func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.Cache, sources *templateSources) error {
-	r.writes, r.waiting, r.overruns, r.configMaps = newOwnWrites(), newAwaiting(), newOverruns(), sources
+	r.writes, r.deferred, r.waiting, r.overruns, r.configMaps = newOwnWrites(), newDeferredStatuses(), newAwaiting(), newOverruns(), sources
 	var err error
 	if r.configMapWriter, err = newConfigMapWriter(mgr.GetConfig(), mgr.GetScheme(), mgr.GetHTTPClient()); err != nil {
 		return err

@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/test/scrape"
 )
 
 // eventsOf lists the Events of reason on the object kind/name of ns.
@@ -24,6 +26,13 @@ func eventsOf(ns, kind, name, reason string) func() []eventsv1.Event {
 		}
 		return out
 	}
+}
+
+// renders is the manager's count of Persona renders.
+func renders() float64 {
+	s, err := scrape.Get(ctx, metricsURL)
+	Expect(err).NotTo(HaveOccurred())
+	return s.Sum("persona_render_duration_seconds_count", nil)
 }
 
 // statusCurrent reports whether the Persona's status describes what its
@@ -65,6 +74,34 @@ var _ = Describe("Changes propagate, told once on the changed object", func() {
 		Eventually(eventsOf(ns, "PromptLayer", "shared", "Propagated")).Should(ConsistOf(
 			HaveField("Note", fmt.Sprintf("the change re-renders %d Personas", n))))
 		Consistently(eventsOf(ns, "Persona", "p00", "Rendered"), "2s").Should(HaveLen(rendered))
+	})
+
+	It("renders each dependent once: the status pass reports the render the fan-out delivered", func() {
+		const n = 10
+		names := make([]string, n)
+		apply(ns, layerManifest("shared", "app", "append", "Shared v1"))
+		for i := range n {
+			names[i] = fmt.Sprintf("p%02d", i)
+			apply(ns, barePersona(names[i], fmt.Sprintf("P%d", i), "layers: [{name: shared}]"))
+		}
+		for _, name := range names {
+			Eventually(statusCurrent(ns, name), 10*time.Second).Should(BeTrue())
+		}
+		before := renders()
+		apply(ns, layerManifest("shared", "app", "append", "Shared v2, which is longer"))
+		for i, name := range names {
+			Eventually(prompt(ns, name)).Should(Equal(fmt.Sprintf("P%d\n\nShared v2, which is longer\n", i)))
+			Eventually(statusCurrent(ns, name), 10*time.Second).Should(BeTrue())
+			// The status tells the size of the new render: every key and value of the ConfigMap's data.
+			size := 0
+			for k, v := range configMap(ns, name).Data {
+				size += len(k) + len(v)
+			}
+			Expect(getPersona(ns, name).Status.RenderedBytes).To(BeEquivalentTo(size), name)
+		}
+		Eventually(renders).Should(BeNumerically(">=", before+n))
+		// One more is tolerated: another spec's Persona may be retried meanwhile.
+		Consistently(renders, "2s").Should(BeNumerically("<=", before+n+1))
 	})
 
 	It("tells an edited parent, which also gets its own Rendered Event", func() {

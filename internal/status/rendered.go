@@ -8,17 +8,30 @@ import (
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
+// Render is what a Persona's status tells of a render: its content hash,
+// its size and the provenance of each piece of the system prompt.
+type Render struct {
+	Hash     string
+	Bytes    int
+	Sections []v1alpha1.RenderedSection
+}
+
+// RenderOf is what the status tells of out.
+func RenderOf(out *render.Output) Render {
+	return Render{Hash: out.Hash, Bytes: out.Bytes, Sections: provenance(out.Pieces)}
+}
+
 // SetRendered sets p's status for a render its ConfigMap holds (personas.md#writing-a-persona-spec,
 // personas.md#conditions): the ConfigMap's name, hash and size, the provenance of each piece,
 // Ready=True for p's generation, neither Reconciling nor Stalled.
-func SetRendered(p *v1alpha1.Persona, out *render.Output) {
+func SetRendered(p *v1alpha1.Persona, r Render) {
 	st := &p.Status
 	st.ConfigMapName = delivery.ConfigMapName(p.Name)
-	st.ContentHash = out.Hash
-	st.RenderedBytes = int64(out.Bytes)
-	st.Sections = provenance(out.Pieces)
+	st.ContentHash = r.Hash
+	st.RenderedBytes = int64(r.Bytes)
+	st.Sections = r.Sections
 	MarkReady(&st.Conditions, p.Generation, v1alpha1.RenderedReason,
-		fmt.Sprintf("ConfigMap %s holds the render: %d bytes, %s", st.ConfigMapName, out.Bytes, out.Hash))
+		fmt.Sprintf("ConfigMap %s holds the render: %d bytes, %s", st.ConfigMapName, r.Bytes, r.Hash))
 }
 
 // RenderedNote is the note of the Normal Rendered Event for p's render out.

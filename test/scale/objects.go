@@ -225,6 +225,6 @@ func (o *offline) render(p *v1alpha1.Persona) (*rendered, error) {
 	q := p.DeepCopy()
 	q.Generation = 1
 	q.Status = v1alpha1.PersonaStatus{ObservedGeneration: 1, Dependencies: res.Dependencies}
-	status.SetRendered(q, out)
+	status.SetRendered(q, status.RenderOf(out))
 	return &rendered{configMap: delivery.ConfigMap(p.Name, p.Namespace, out), status: q.Status, note: status.RenderedNote(q, out)}, nil
 }
