@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/internal/delivery"
-	"github.com/persona-operator/persona-operator/internal/render"
 )
 
 // ownWrites remembers what the Persona controller last wrote into each
@@ -68,6 +67,5 @@ func (w *ownWrites) holds(obj client.Object) bool {
 		return false
 	}
 	owner := metav1.GetControllerOfNoCopy(cm)
-	return owner != nil && owner.UID == rec.owner &&
-		isCurrent(cm, delivery.ConfigMap(rec.persona, cm.Namespace, &render.Output{Hash: rec.hash}))
+	return owner != nil && owner.UID == rec.owner && holdsRender(cm, rec.persona, rec.hash)
 }

@@ -78,9 +78,9 @@ type outcome struct {
 	// reason is the Ready reason: Rendered or a failure of personas.md#conditions.
 	reason  string
 	message string
-	// output is the render; render what the status tells of it. A render
-	// a fan-out delivered, and that its status pass found unchanged, has
-	// no output.
+	// output is the render, and render what the status tells of it. When
+	// a fan-out's status pass reports the render its delivery wrote, only
+	// render is set.
 	output *render.Output
 	render status.Render
 	// inputs are what the render read.
@@ -221,12 +221,18 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 // configMapHolds reports whether p's ConfigMap, as the cache has it, is
 // controlled by p and holds the render of content hash hash.
 func (r *PersonaReconciler) configMapHolds(ctx context.Context, p *v1alpha1.Persona, hash string) bool {
-	desired := delivery.ConfigMap(p.Name, p.Namespace, &render.Output{Hash: hash})
 	var current corev1.ConfigMap
-	if err := r.Get(ctx, client.ObjectKeyFromObject(desired), &current); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.ConfigMapName(p.Name)}, &current); err != nil {
 		return false
 	}
-	return metav1.IsControlledBy(&current, p) && isCurrent(&current, desired)
+	return metav1.IsControlledBy(&current, p) && holdsRender(&current, p.Name, hash)
+}
+
+// holdsRender reports whether cm holds the render of content hash hash for
+// the Persona named persona, with the labels and annotation delivery gives
+// it; the hash stands for the data.
+func holdsRender(cm *corev1.ConfigMap, persona, hash string) bool {
+	return isCurrent(cm, delivery.ConfigMap(persona, cm.Namespace, &render.Output{Hash: hash}))
 }
 
 // rereads bounds how often resolve reads again while references keep
