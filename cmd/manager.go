@@ -41,6 +41,7 @@ func newManager(f *managerFlags) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(restConfig(f), ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controllers.CacheOptions(f.watchNamespaces),
+		Client:                 controllers.ClientOptions(),
 		Metrics:                metricsOpts,
 		WebhookServer:          webhook.NewServer(webhookOpts),
 		HealthProbeBindAddress: f.probeAddr,

@@ -3,11 +3,13 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
@@ -15,8 +17,8 @@ import (
 )
 
 // configMapWriter creates and updates the Personas' ConfigMaps. The
-// controller reads nothing back from a write, so it asks the API server to
-// answer with the ConfigMap's metadata only: otherwise every write of a
+// controller reads only the new resourceVersion back from a write, so it
+// asks the API server to answer with the ConfigMap's metadata only: otherwise every write of a
 // fan-out would make the API server encode, and the manager decode, the
 // whole rendered prompt once more. Requests are encoded as protobuf in
 // buffers that are reused, and sent as a copy of exactly their size: the
@@ -42,7 +44,12 @@ type encodeBuffer struct {
 }
 
 // newConfigMapWriter writes through httpClient, with cfg's server and credentials.
-func newConfigMapWriter(cfg *rest.Config, scheme *runtime.Scheme, httpClient *http.Client) (*configMapWriter, error) {
+func newConfigMapWriter(cfg *rest.Config, httpClient *http.Client) (*configMapWriter, error) {
+	// It encodes ConfigMaps and decodes meta.k8s.io's PartialObjectMetadata.
+	scheme := runtime.NewScheme()
+	if err := errors.Join(corev1.AddToScheme(scheme), metav1.AddMetaToScheme(scheme)); err != nil {
+		return nil, fmt.Errorf("the ConfigMap writer's scheme: %w", err)
+	}
 	codecs := serializer.NewCodecFactory(scheme)
 	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), configMapContentType)
 	if !ok {
@@ -59,25 +66,34 @@ func newConfigMapWriter(cfg *rest.Config, scheme *runtime.Scheme, httpClient *ht
 	return &configMapWriter{rest: rc, encoder: encoder, buffers: sync.Pool{New: func() any { return new(encodeBuffer) }}}, nil
 }
 
-// create creates cm; an error is the API server's, as apierrors reads it.
-func (w *configMapWriter) create(ctx context.Context, cm *corev1.ConfigMap) error {
+// create creates cm and returns its resourceVersion; an error is the API
+// server's, as apierrors reads it.
+func (w *configMapWriter) create(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
 	return w.write(ctx, w.rest.Post().Namespace(cm.Namespace).Resource("configmaps"), cm)
 }
 
-// update replaces cm, at its resourceVersion.
-func (w *configMapWriter) update(ctx context.Context, cm *corev1.ConfigMap) error {
+// update replaces cm, at its resourceVersion, and returns the new one.
+func (w *configMapWriter) update(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
 	return w.write(ctx, w.rest.Put().Namespace(cm.Namespace).Resource("configmaps").Name(cm.Name), cm)
 }
 
-func (w *configMapWriter) write(ctx context.Context, req *rest.Request, cm *corev1.ConfigMap) error {
+func (w *configMapWriter) write(ctx context.Context, req *rest.Request, cm *corev1.ConfigMap) (string, error) {
 	buf := w.buffers.Get().(*encodeBuffer)
 	defer func() {
 		buf.body.Reset()
 		w.buffers.Put(buf)
 	}()
 	if err := w.encoder.EncodeWithAllocator(cm, &buf.body, &buf.alloc); err != nil {
-		return fmt.Errorf("encode ConfigMap %s: %w", cm.Name, err)
+		return "", fmt.Errorf("encode ConfigMap %s: %w", cm.Name, err)
 	}
-	return req.SetHeader("Content-Type", configMapContentType).SetHeader("Accept", metadataOnlyAccept).
-		Body(bytes.Clone(buf.body.Bytes())).Do(ctx).Error()
+	var answer metav1.PartialObjectMetadata
+	err := req.SetHeader("Content-Type", configMapContentType).SetHeader("Accept", metadataOnlyAccept).
+		Body(bytes.Clone(buf.body.Bytes())).Do(ctx).Into(&answer)
+	if err != nil {
+		return "", err
+	}
+	if answer.ResourceVersion == "" {
+		return "", fmt.Errorf("the answer to the write of ConfigMap %s has no resourceVersion", cm.Name)
+	}
+	return answer.ResourceVersion, nil
 }

@@ -40,8 +40,8 @@ func (a *answers) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // The writer against the real API server: what it writes is stored as
-// written, the API server's errors keep their kind, and every answer is
-// the metadata only.
+// written, it returns the version written, the API server's errors keep
+// their kind, and every answer is the metadata only.
 func TestConfigMapWriter(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		if os.Getenv("PERSONA_REQUIRE_ENVTEST") != "" {
@@ -61,7 +61,7 @@ func TestConfigMapWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := newConfigMapWriter(cfg, controlplane.Scheme, httpClient)
+	w, err := newConfigMapWriter(cfg, httpClient)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,27 +79,36 @@ func TestConfigMapWriter(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{"team": "a"}},
 		Data:       map[string]string{"system-prompt.md": "You review code.\n", "persona.md": "# writer\n"},
 	}
-	if err := w.create(ctx, created.DeepCopy()); err != nil {
+	createdVersion, err := w.create(ctx, created.DeepCopy())
+	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	stored := read()
+	if createdVersion != stored.ResourceVersion {
+		t.Errorf("create answered resourceVersion %q, the ConfigMap has %q", createdVersion, stored.ResourceVersion)
+	}
 	if len(stored.Data) != 2 || stored.Data["system-prompt.md"] != "You review code.\n" || stored.Data["persona.md"] != "# writer\n" || stored.Labels["team"] != "a" {
 		t.Fatalf("stored after create: labels %v, data %q", stored.Labels, stored.Data)
 	}
-	if err := w.create(ctx, created.DeepCopy()); !apierrors.IsAlreadyExists(err) {
+	if _, err := w.create(ctx, created.DeepCopy()); !apierrors.IsAlreadyExists(err) {
 		t.Errorf("create of an existing ConfigMap: %v, want AlreadyExists", err)
 	}
 
 	stale := stored.ResourceVersion
 	stored.Data = map[string]string{"system-prompt.md": "You test code.\n"}
-	if err := w.update(ctx, stored.DeepCopy()); err != nil {
+	updatedVersion, err := w.update(ctx, stored.DeepCopy())
+	if err != nil {
 		t.Fatalf("update: %v", err)
 	}
-	if got := read().Data; len(got) != 1 || got["system-prompt.md"] != "You test code.\n" {
+	updated := read()
+	if got := updated.Data; len(got) != 1 || got["system-prompt.md"] != "You test code.\n" {
 		t.Errorf("data after update: %q, want the update's only", got)
 	}
+	if updatedVersion != updated.ResourceVersion || updatedVersion == createdVersion {
+		t.Errorf("update answered resourceVersion %q, the ConfigMap has %q (created at %q)", updatedVersion, updated.ResourceVersion, createdVersion)
+	}
 	stored.ResourceVersion = stale
-	if err := w.update(ctx, stored); !apierrors.IsConflict(err) {
+	if _, err := w.update(ctx, stored); !apierrors.IsConflict(err) {
 		t.Errorf("update at a stale resourceVersion: %v, want Conflict", err)
 	}
 

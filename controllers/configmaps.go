@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -15,29 +14,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
 // A cluster can hold hundreds of MiB of ConfigMaps that are none of the
-// operator's business, so it holds the data of two kinds only: its own
-// ConfigMaps, in the manager's cache selected by label (with their data
-// reduced to its hash), and those a templateFrom names, read by name.
-// Every other ConfigMap it knows by metadata only, to learn of a
-// templateFrom ConfigMap's arrival or change and of a foreign ConfigMap in
-// the way of a Persona's.
+// operator's business, so the manager holds no ConfigMap's data: it knows
+// every ConfigMap by metadata only, the Personas' own with all of it (to
+// write them back whole), every other reduced to what the watches read.
+// The data of a Persona's ConfigMap it knows by its content hash at the
+// versions it wrote or read (ownWrites); the data of a ConfigMap a
+// templateFrom names it reads by name (templateSources).
 
 // CacheOptions are the manager's cache options: the watched namespaces
-// (none: all), and ConfigMaps limited to the operator's own.
+// (none: all).
 func CacheOptions(namespaces []string) cache.Options {
 	return cache.Options{
 		DefaultNamespaces: namespaceConfigs(namespaces),
 		DefaultTransform:  internObjects,
-		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
-			Label:     labels.SelectorFromSet(labels.Set{delivery.ManagedByLabel: delivery.ManagedBy}),
-			Transform: trimConfigMaps,
-		}},
 	}
+}
+
+// ClientOptions are the manager's client options: ConfigMaps are read from
+// the API server, never through a cache of them all with their data.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}}
 }
 
 func namespaceConfigs(namespaces []string) map[string]cache.Config {
@@ -52,23 +51,30 @@ func namespaceConfigs(namespaces []string) map[string]cache.Config {
 }
 
 // newConfigMapMetadataCache is a cache of every ConfigMap's metadata in
-// namespaces, reduced to what the watches read: name, version and owners.
+// namespaces: a Persona's own ConfigMap with all of it but managedFields,
+// any other reduced to what the watches read: name, version and owners.
 func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string) (cache.Cache, error) {
 	return cache.New(mgr.GetConfig(), cache.Options{
 		Scheme:            mgr.GetScheme(),
 		Mapper:            mgr.GetRESTMapper(),
 		DefaultNamespaces: namespaceConfigs(namespaces),
-		DefaultTransform: func(obj any) (any, error) {
-			if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-				m.ObjectMeta = metav1.ObjectMeta{
-					Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-					OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp,
-				}
-				internMeta(m)
-			}
-			return obj, nil
-		},
+		DefaultTransform:  trimConfigMapMetadata,
 	})
+}
+
+func trimConfigMapMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	if name, ok := personaOfConfigMap(m.Name); !ok || !controlledByPersona(m, name) {
+		m.ObjectMeta = metav1.ObjectMeta{
+			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+			OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp,
+		}
+	}
+	internMeta(m)
+	return m, nil
 }
 
 func configMapMetadata() *metav1.PartialObjectMetadata {

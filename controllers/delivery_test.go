@@ -103,7 +103,7 @@ var _ = Describe("Reconciles", func() {
 })
 
 var _ = Describe("ConfigMap labels", func() {
-	It("takes back its ConfigMap when a hand edit removes the label the manager selects its ConfigMaps by", func() {
+	It("takes back its ConfigMap when a hand edit removes its managed-by label", func() {
 		ns := newNamespace()
 		apply(ns, barePersona("p", "First"))
 		Eventually(ready(ns, "p")).Should(Equal("Rendered"))

@@ -1,71 +1,122 @@
 package controllers
 
 import (
+	"slices"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
-// ownWrites remembers what the Persona controller last wrote into each
-// ConfigMap, so that the watch event of its own write does not bring the
-// Persona back for a render that would find nothing to do. A hand edit, a
-// deletion or a write by anyone else still does: the ConfigMap in those
-// events no longer holds what was written.
+// ownWrites knows, for each Persona's ConfigMap, the content hash of its
+// data at one resourceVersion: the version the Persona controller last
+// wrote, or last read from the API server. The manager watches ConfigMaps
+// by metadata only, so this is how it knows what a ConfigMap holds without
+// its data: at a known version, the data is known; at any other version,
+// someone else wrote it, and it is read again. It also lets the watch event
+// of the controller's own write go by without a render that would find
+// nothing to do.
 type ownWrites struct {
-	mu      sync.Mutex
-	written map[client.ObjectKey]written
+	mu    sync.Mutex
+	known map[client.ObjectKey]knownData
 }
 
-// written is what was last written into a ConfigMap: little, since the
-// manager keeps one per Persona. The rest of its metadata is what
-// delivery.ConfigMap makes for the Persona and the hash.
-type written struct {
-	owner         types.UID
-	persona, hash string
+// knownData is what a ConfigMap holds at resourceVersion; while a write is
+// under way, also what that write carries.
+type knownData struct {
+	resourceVersion, hash string
+	writing               *pendingWrite
+}
+
+// pendingWrite is a write whose answer has not come back yet: its own watch
+// event may come first, and is told by the content hash it carries.
+type pendingWrite struct {
+	hash string
+	// seen are the versions of the events taken for this write.
+	seen []string
 }
 
 func newOwnWrites() *ownWrites {
-	return &ownWrites{written: map[client.ObjectKey]written{}}
+	return &ownWrites{known: map[client.ObjectKey]knownData{}}
 }
 
-// record notes that desired, made by delivery.ConfigMap, is about to be
-// written. It is called before the write, so that the write's event cannot
-// arrive first.
-func (w *ownWrites) record(desired *corev1.ConfigMap) {
-	rec := written{persona: desired.Labels[delivery.PersonaLabel], hash: desired.Annotations[delivery.ContentHashAnnotation]}
-	if owner := metav1.GetControllerOfNoCopy(desired); owner != nil {
-		rec.owner = owner.UID
-	}
+// writing notes that a write of the content hash hash into the ConfigMap
+// key is about to be sent. It is called before the write, so that the
+// write's event cannot arrive unrecognized.
+func (w *ownWrites) writing(key client.ObjectKey, hash string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.written[client.ObjectKeyFromObject(desired)] = rec
+	k := w.known[key]
+	k.writing = &pendingWrite{hash: hash}
+	w.known[key] = k
 }
 
-// forget drops what was recorded for the ConfigMap key, once its Persona is gone.
+// wrote records the answer of the write writing announced: the ConfigMap
+// holds hash at resourceVersion. It reports whether an event taken for the
+// write had another version: someone else wrote the ConfigMap meanwhile,
+// and what they wrote must be read.
+func (w *ownWrites) wrote(key client.ObjectKey, resourceVersion, hash string) (overwritten bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p := w.known[key].writing; p != nil {
+		overwritten = slices.ContainsFunc(p.seen, func(rv string) bool { return rv != resourceVersion })
+	}
+	w.known[key] = knownData{resourceVersion: resourceVersion, hash: hash}
+	return overwritten
+}
+
+// failed drops the write writing announced, which did not happen. What the
+// ConfigMap holds is unknown: a write fails on a ConfigMap that changed.
+func (w *ownWrites) failed(key client.ObjectKey) {
+	w.forget(key)
+}
+
+// read records that the ConfigMap key, read from the API server, holds
+// hash at resourceVersion.
+func (w *ownWrites) read(key client.ObjectKey, resourceVersion, hash string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := w.known[key]
+	k.resourceVersion, k.hash = resourceVersion, hash
+	w.known[key] = k
+}
+
+// hashAt is the content hash of the data the ConfigMap key holds at
+// resourceVersion, if it is known.
+func (w *ownWrites) hashAt(key client.ObjectKey, resourceVersion string) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k, ok := w.known[key]
+	if !ok || k.resourceVersion == "" || k.resourceVersion != resourceVersion {
+		return "", false
+	}
+	return k.hash, true
+}
+
+// forget drops what is known of the ConfigMap key, once its Persona is gone.
 func (w *ownWrites) forget(key client.ObjectKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.written, key)
+	delete(w.known, key)
 }
 
-// holds reports whether obj, a ConfigMap from a watch event, holds what was
-// last written into it: the same controller, data, labels and annotations.
+// holds reports whether a watch event's ConfigMap is the controller's own:
+// at the version it knows, or carrying the hash of a write under way.
 func (w *ownWrites) holds(obj client.Object) bool {
-	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok {
-		return false
-	}
+	key := client.ObjectKeyFromObject(obj)
 	w.mu.Lock()
-	rec, recorded := w.written[client.ObjectKeyFromObject(cm)]
-	w.mu.Unlock()
-	if !recorded || rec.owner == "" {
+	defer w.mu.Unlock()
+	k, ok := w.known[key]
+	switch {
+	case !ok:
 		return false
+	case k.resourceVersion != "" && k.resourceVersion == obj.GetResourceVersion():
+		return true
+	case k.writing != nil && k.writing.hash == obj.GetAnnotations()[delivery.ContentHashAnnotation] && metav1.GetControllerOfNoCopy(obj) != nil:
+		k.writing.seen = append(k.writing.seen, obj.GetResourceVersion())
+		return true
 	}
-	owner := metav1.GetControllerOfNoCopy(cm)
-	return owner != nil && owner.UID == rec.owner && holdsRender(cm, rec.persona, rec.hash)
+	return false
 }

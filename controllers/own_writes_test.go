@@ -3,72 +3,93 @@ package controllers
 import (
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/internal/delivery"
-	"github.com/persona-operator/persona-operator/internal/render"
 )
 
 func TestOwnWrites(t *testing.T) {
-	const uid = types.UID("persona-uid")
-	owned := func(text string, owner types.UID) *corev1.ConfigMap {
-		data := map[string]string{"system-prompt.md": text}
-		cm := delivery.ConfigMap("p", "ns", &render.Output{Data: data, Hash: render.ContentHash(data)})
-		cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "prompts.persona-operator.dev/v1alpha1", Kind: "Persona", Name: "p", UID: owner, Controller: new(true)}}
-		return cm
-	}
-	// watched is the ConfigMap as the cache hands it to event handlers.
-	watched := func(cm *corev1.ConfigMap) *corev1.ConfigMap {
-		out, _ := trimConfigMaps(cm.DeepCopy())
-		return out.(*corev1.ConfigMap)
+	key := client.ObjectKey{Namespace: "ns", Name: "persona-p"}
+	// event is the ConfigMap's metadata as a watch event carries it.
+	event := func(resourceVersion, hash string, controlled bool) *metav1.PartialObjectMetadata {
+		m := configMapMetadata()
+		m.Name, m.Namespace, m.ResourceVersion = key.Name, key.Namespace, resourceVersion
+		m.Annotations = map[string]string{delivery.ContentHashAnnotation: hash}
+		if controlled {
+			m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "prompts.persona-operator.dev/v1alpha1", Kind: "Persona", Name: "p", UID: "u", Controller: new(true)}}
+		}
+		return m
 	}
 
 	w := newOwnWrites()
-	written := owned("A\n", uid)
-	if w.holds(watched(written)) {
-		t.Error("holds a ConfigMap before anything was recorded")
+	if w.holds(event("1", "sha256:a", true)) {
+		t.Error("holds a ConfigMap nothing is known of")
 	}
-	w.record(written)
-	if !w.holds(watched(written)) {
-		t.Error("the event of the recorded write is not recognized")
-	}
-	if !w.holds(written) {
-		t.Error("an untrimmed ConfigMap with the recorded data is not recognized")
+	if _, ok := w.hashAt(key, "1"); ok {
+		t.Error("knows the hash of a ConfigMap nothing is known of")
 	}
 
-	cases := map[string]func(cm *corev1.ConfigMap){
-		"data edited by hand": func(cm *corev1.ConfigMap) { cm.Data["system-prompt.md"] = "edited\n" },
-		"key added":           func(cm *corev1.ConfigMap) { cm.Data["extra.md"] = "x" },
-		"binary data added":   func(cm *corev1.ConfigMap) { cm.BinaryData = map[string][]byte{"b": {1}} },
-		"label removed":       func(cm *corev1.ConfigMap) { delete(cm.Labels, delivery.ManagedByLabel) },
-		"hash annotation set": func(cm *corev1.ConfigMap) { cm.Annotations[delivery.ContentHashAnnotation] = "sha256:0" },
-		"owner removed":       func(cm *corev1.ConfigMap) { cm.OwnerReferences = nil },
-		"other owner":         func(cm *corev1.ConfigMap) { cm.OwnerReferences[0].UID = "other" },
+	// A write whose event comes before its answer.
+	w.writing(key, "sha256:a")
+	if !w.holds(event("2", "sha256:a", true)) {
+		t.Error("the event of the write under way is not recognized")
 	}
-	for name, change := range cases {
-		cm := written.DeepCopy()
-		change(cm)
-		if w.holds(watched(cm)) {
-			t.Errorf("%s: taken for the operator's own write", name)
+	for name, e := range map[string]*metav1.PartialObjectMetadata{
+		"another hash":   event("3", "sha256:b", true),
+		"no controller":  event("3", "sha256:a", false),
+		"no annotations": {ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, ResourceVersion: "3"}},
+	} {
+		if w.holds(e) {
+			t.Errorf("%s: taken for the write under way", name)
 		}
 	}
+	if w.wrote(key, "2", "sha256:a") {
+		t.Error("the write's own event was taken for someone else's write")
+	}
+	if hash, ok := w.hashAt(key, "2"); !ok || hash != "sha256:a" {
+		t.Errorf("hash at the version written: %q, %v; want sha256:a", hash, ok)
+	}
+	if !w.holds(event("2", "sha256:a", true)) {
+		t.Error("the event of the version written is not recognized after the answer")
+	}
+	// A hand edit of the data keeps the annotation, and only changes the version.
+	if w.holds(event("4", "sha256:a", true)) {
+		t.Error("a later version with the same annotation was taken for the controller's own")
+	}
+	if _, ok := w.hashAt(key, "4"); ok {
+		t.Error("knows the hash of a version nobody read")
+	}
 
-	next := owned("B\n", uid)
-	w.record(next)
-	if w.holds(watched(written)) {
-		t.Error("the previous write is still recognized after a new one was recorded")
+	// Someone else's write with the same annotation lands between the
+	// controller's write and its answer.
+	w.writing(key, "sha256:c")
+	w.holds(event("5", "sha256:c", true))
+	w.holds(event("6", "sha256:c", true))
+	if !w.wrote(key, "5", "sha256:c") {
+		t.Error("a write answered with version 5, whose ConfigMap was also seen at version 6, was not reported overwritten")
 	}
-	if !w.holds(watched(next)) {
-		t.Error("the new write is not recognized")
+
+	w.read(key, "6", "sha256:d")
+	if hash, ok := w.hashAt(key, "6"); !ok || hash != "sha256:d" {
+		t.Errorf("hash at the version read: %q, %v; want sha256:d", hash, ok)
 	}
-	w.forget(client.ObjectKeyFromObject(next))
-	if w.holds(watched(next)) {
-		t.Error("recognized after forget")
+	if !w.holds(event("6", "sha256:c", true)) {
+		t.Error("the event of the version read is not recognized")
 	}
-	if w.holds(&corev1.Secret{ObjectMeta: written.ObjectMeta}) {
-		t.Error("holds an object that is not a ConfigMap")
+
+	w.writing(key, "sha256:e")
+	w.failed(key)
+	if _, ok := w.hashAt(key, "6"); ok {
+		t.Error("a failed write leaves what the ConfigMap holds known")
+	}
+	if w.holds(event("7", "sha256:e", true)) {
+		t.Error("a failed write's hash is still taken for the controller's own")
+	}
+
+	w.read(key, "8", "sha256:f")
+	w.forget(key)
+	if _, ok := w.hashAt(key, "8"); ok || w.holds(event("8", "sha256:f", true)) {
+		t.Error("known after forget")
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
@@ -52,8 +53,11 @@ type PersonaReconciler struct {
 	// before the Persona is stalled; 0 means status.DefaultReferenceGracePeriod.
 	ReferenceGracePeriod time.Duration
 
-	// writes is what the controller last wrote into each ConfigMap.
+	// writes is what each Persona's ConfigMap holds, at the version the
+	// controller last wrote or read.
 	writes *ownWrites
+	// configMapMetadata is every ConfigMap's metadata.
+	configMapMetadata client.Reader
 	// deferred is the renders of a fan-out whose status waits for its pass.
 	deferred *deferredStatuses
 	// configMapWriter writes the ConfigMaps.
@@ -218,21 +222,48 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	return outcome{reason: v1alpha1.RenderedReason, output: out, render: status.RenderOf(out), inputs: in}, nil
 }
 
-// configMapHolds reports whether p's ConfigMap, as the cache has it, is
-// controlled by p and holds the render of content hash hash.
+// configMapHolds reports whether p's ConfigMap is controlled by p and
+// holds the render of content hash hash.
 func (r *PersonaReconciler) configMapHolds(ctx context.Context, p *v1alpha1.Persona, hash string) bool {
-	var current corev1.ConfigMap
-	if err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.ConfigMapName(p.Name)}, &current); err != nil {
+	current, currentHash, err := r.currentConfigMap(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.ConfigMapName(p.Name)})
+	if err != nil {
 		return false
 	}
-	return metav1.IsControlledBy(&current, p) && holdsRender(&current, p.Name, hash)
+	return metav1.IsControlledBy(current, p) && isCurrent(current, currentHash, delivery.ConfigMap(p.Name, p.Namespace, &render.Output{Hash: hash}))
 }
 
-// holdsRender reports whether cm holds the render of content hash hash for
-// the Persona named persona, with the labels and annotation delivery gives
-// it; the hash stands for the data.
-func holdsRender(cm *corev1.ConfigMap, persona, hash string) bool {
-	return isCurrent(cm, delivery.ConfigMap(persona, cm.Namespace, &render.Output{Hash: hash}))
+// currentConfigMap is the ConfigMap key as the metadata cache has it, and
+// the content hash of its data: known when the controller wrote or read
+// that version, read from the API server otherwise (then with its data).
+// A ConfigMap with binaryData has no hash, nor has one that no Persona
+// controls: its data is none of the controller's business.
+func (r *PersonaReconciler) currentConfigMap(ctx context.Context, key client.ObjectKey) (*corev1.ConfigMap, string, error) {
+	m := configMapMetadata()
+	if err := r.configMapMetadata.Get(ctx, key, m); err != nil {
+		return nil, "", err
+	}
+	if name, ok := personaOfConfigMap(key.Name); !ok || !controlledByPersona(m, name) {
+		return &corev1.ConfigMap{ObjectMeta: *m.ObjectMeta.DeepCopy()}, "", nil
+	}
+	if hash, ok := r.writes.hashAt(key, m.ResourceVersion); ok {
+		return &corev1.ConfigMap{ObjectMeta: *m.ObjectMeta.DeepCopy()}, hash, nil
+	}
+	return r.readConfigMap(ctx, key)
+}
+
+// readConfigMap reads the ConfigMap key from the API server, and notes the
+// content hash of its data at its version.
+func (r *PersonaReconciler) readConfigMap(ctx context.Context, key client.ObjectKey) (*corev1.ConfigMap, string, error) {
+	var cm corev1.ConfigMap
+	if err := r.APIReader.Get(ctx, key, &cm); err != nil {
+		return nil, "", err
+	}
+	hash := ""
+	if len(cm.BinaryData) == 0 {
+		hash = render.ContentHash(cm.Data)
+	}
+	r.writes.read(key, cm.ResourceVersion, hash)
+	return &cm, hash, nil
 }
 
 // rereads bounds how often resolve reads again while references keep
@@ -298,34 +329,34 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	if err := controllerutil.SetControllerReference(p, desired, r.Scheme); err != nil {
 		return outcome{}, fmt.Errorf("own ConfigMap: %w", err)
 	}
-	var current corev1.ConfigMap
-	err := r.Get(ctx, client.ObjectKeyFromObject(desired), &current)
+	key := client.ObjectKeyFromObject(desired)
+	hash := desired.Annotations[delivery.ContentHashAnnotation]
+	current, currentHash, err := r.currentConfigMap(ctx, key)
 	if apierrors.IsNotFound(err) {
-		r.writes.record(desired)
-		switch err = r.configMapWriter.create(ctx, desired); {
+		switch err = r.write(ctx, key, hash, r.configMapWriter.create, desired); {
 		case err == nil:
 			result.wrote = true
 			return result, nil
 		case !apierrors.IsAlreadyExists(err):
 			return outcome{}, fmt.Errorf("create ConfigMap %s: %w", desired.Name, err)
 		}
-		// It exists without the label the cache selects by.
-		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), &current)
+		// It was created since the cache last heard of it.
+		current, currentHash, err = r.readConfigMap(ctx, key)
 	}
 	if err != nil {
 		return outcome{}, fmt.Errorf("get ConfigMap %s: %w", desired.Name, err)
 	}
-	if !metav1.IsControlledBy(&current, p) {
+	if !metav1.IsControlledBy(current, p) {
 		return failed(v1alpha1.ConfigMapConflictReason, fmt.Errorf("ConfigMap %s exists and is not controlled by this Persona; delete or rename it", desired.Name)), nil
 	}
-	if isCurrent(&current, desired) {
+	if isCurrent(current, currentHash, desired) {
 		return result, nil
 	}
-	if announce && dataHash(&current) != desired.Annotations[delivery.ContentHashAnnotation] {
-		result.previous = r.previousData(ctx, &current)
+	if announce && currentHash != hash {
+		result.previous = r.previousData(ctx, current)
 	}
-	// current is this reconcile's own copy of the cached object.
-	delete(current.Annotations, observedHashAnnotation)
+	// current is this reconcile's own copy, with all of the metadata: the
+	// update replaces the whole ConfigMap.
 	current.Data = desired.Data
 	current.BinaryData = nil
 	for k, v := range desired.Labels {
@@ -334,18 +365,38 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	for k, v := range desired.Annotations {
 		metav1.SetMetaDataAnnotation(&current.ObjectMeta, k, v)
 	}
-	r.writes.record(desired)
-	if err := r.configMapWriter.update(ctx, &current); err != nil {
+	if err := r.write(ctx, key, hash, r.configMapWriter.update, current); err != nil {
 		return outcome{}, fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
 	}
 	result.wrote = true
 	return result, nil
 }
 
-// previousData is the data of the ConfigMap an update is about to replace.
-// The cache keeps only its hash, so it is read once from the API server,
-// and only when the content changes; nil when it cannot be read, which
-// only makes the Event say less.
+// write writes cm, of content hash hash, with do, and records the version
+// written. When someone else wrote the ConfigMap while the write was under
+// way, it fails, for the Persona to be reconciled again.
+func (r *PersonaReconciler) write(ctx context.Context, key client.ObjectKey, hash string,
+	do func(context.Context, *corev1.ConfigMap) (string, error), cm *corev1.ConfigMap) error {
+	r.writes.writing(key, hash)
+	version, err := do(ctx, cm)
+	if err != nil {
+		r.writes.failed(key)
+		return err
+	}
+	if r.writes.wrote(key, version, hash) {
+		return fmt.Errorf("%w: ConfigMap %s was written by someone else while it was written", errWrittenMeanwhile, key.Name)
+	}
+	return nil
+}
+
+// errWrittenMeanwhile is the failure of a write that another writer's
+// followed before its answer came back.
+var errWrittenMeanwhile = errors.New("written meanwhile")
+
+// previousData is the data of the ConfigMap an update is about to replace:
+// read once from the API server, and only when the content changes, unless
+// it was just read; nil when it cannot be read, which only makes the Event
+// say less.
 func (r *PersonaReconciler) previousData(ctx context.Context, current *corev1.ConfigMap) map[string]string {
 	if current.Data != nil {
 		return current.Data
@@ -357,11 +408,12 @@ func (r *PersonaReconciler) previousData(ctx context.Context, current *corev1.Co
 	return cm.Data
 }
 
-// isCurrent reports whether the ConfigMap holds the desired data (compared
-// by the content hash the desired ConfigMap carries), labels and
-// annotations; other labels and annotations are left to their owners.
-func isCurrent(current, desired *corev1.ConfigMap) bool {
-	if len(current.BinaryData) > 0 || dataHash(current) != desired.Annotations[delivery.ContentHashAnnotation] {
+// isCurrent reports whether the ConfigMap, whose data has content hash
+// currentHash, holds the desired data (compared by the content hash the
+// desired ConfigMap carries), labels and annotations; other labels and
+// annotations are left to their owners.
+func isCurrent(current *corev1.ConfigMap, currentHash string, desired *corev1.ConfigMap) bool {
+	if currentHash == "" || currentHash != desired.Annotations[delivery.ContentHashAnnotation] {
 		return false
 	}
 	for k, v := range desired.Labels {
@@ -418,8 +470,9 @@ func (r *PersonaReconciler) gracePeriod() time.Duration {
 // indexes must be registered first (Setup does both).
 func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.Cache, sources *templateSources) error {
 	r.writes, r.deferred, r.waiting, r.overruns, r.configMaps = newOwnWrites(), newDeferredStatuses(), newAwaiting(), newOverruns(), sources
+	r.configMapMetadata = configMaps
 	var err error
-	if r.configMapWriter, err = newConfigMapWriter(mgr.GetConfig(), mgr.GetScheme(), mgr.GetHTTPClient()); err != nil {
+	if r.configMapWriter, err = newConfigMapWriter(mgr.GetConfig(), mgr.GetHTTPClient()); err != nil {
 		return err
 	}
 	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
@@ -427,13 +480,16 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.
 	specOrLabelsChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
 	// A ConfigMap event of the controller's own write needs no render; a
 	// deletion always does, even of a ConfigMap that held the last write.
-	changedByOthers := builder.WithPredicates(predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return !r.writes.holds(e.Object) },
-		UpdateFunc: func(e event.UpdateEvent) bool { return !r.writes.holds(e.ObjectNew) },
-	})
+	changedByOthers := predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
+		CreateFunc: func(e event.TypedCreateEvent[*metav1.PartialObjectMetadata]) bool { return !r.writes.holds(e.Object) },
+		UpdateFunc: func(e event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool {
+			return !r.writes.holds(e.ObjectNew)
+		},
+	}
+	owner := handler.TypedEnqueueRequestForOwner[*metav1.PartialObjectMetadata](mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Persona{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Persona{}, specOrLabelsChanged).
-		Owns(&corev1.ConfigMap{}, changedByOthers).
+		WatchesRawSource(source.Kind(configMaps, configMapMetadata(), owner, changedByOthers)).
 		Watches(&v1alpha1.Persona{}, r.propagating(v1alpha1.PersonaKind), specChanged).
 		Watches(&v1alpha1.PromptLayer{}, r.propagating(v1alpha1.PromptLayerKind), specChanged).
 		WatchesRawSource(watchConfigMapMetadata(configMaps, r.configMapPropagating())).

@@ -80,4 +80,20 @@ var _ = Describe("A hard restart", Serial, func() {
 			Expect(prompt(ns, fmt.Sprintf("p-%03d", i))()).To(Equal(fmt.Sprintf("P %d\n\nShared\n", i)))
 		}
 	})
+
+	It("undoes hand edits made while it was down, the hash annotation left in place", func() {
+		ns := newNamespace()
+		apply(ns, barePersona("p", "First"))
+		apply(ns, barePersona("q", "Other"))
+		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
+		Eventually(ready(ns, "q")).Should(Equal("Rendered"))
+		Expect(manager.Kill()).To(Succeed())
+		cm := configMap(ns, "p")
+		cm.Data["system-prompt.md"] = "edited by hand\n"
+		Expect(k8s.Update(ctx, cm)).To(Succeed())
+		untouched := resourceVersion(ns, "q")
+		Expect(manager.Start(ctx)).To(Succeed())
+		Eventually(prompt(ns, "p"), 10*time.Second).Should(Equal("First\n"))
+		Consistently(func() string { return resourceVersion(ns, "q") }, 2*time.Second).Should(Equal(untouched))
+	})
 })

@@ -98,4 +98,23 @@ var _ = Describe("Admission", func() {
 		Expect(string(out)).To(ContainSubstring(`Warning: spec.inherit[0]: Persona "not-yet" does not exist yet`))
 		Expect(string(out)).To(ContainSubstring(`Warning: spec.layers[0].name: PromptLayer "nor-this" does not exist yet`))
 	})
+
+	It("warns about a templateFrom ConfigMap only while it does not exist", func() {
+		kubectl, err := exec.LookPath("kubectl")
+		if err != nil {
+			Skip("kubectl is not installed")
+		}
+		dir := GinkgoT().TempDir()
+		applyFile := func(name, manifest string) string {
+			file := filepath.Join(dir, name)
+			Expect(os.WriteFile(file, []byte(manifest), 0o600)).To(Succeed())
+			out, err := exec.Command(kubectl, "--kubeconfig", plane.AdminKubeconfig, "apply", "-n", ns, "-f", file).CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), "%s", out)
+			return string(out)
+		}
+		const missing = `Warning: spec.templateFrom.configMapKeyRef.name: ConfigMap "agents" does not exist yet`
+		Expect(applyFile("early.yaml", layer("source: app\ntemplateFrom: {configMapKeyRef: {name: agents, key: AGENTS.md}}"))).To(ContainSubstring(missing))
+		// A ConfigMap the operator does not write, applied with its layer.
+		Expect(applyFile("both.yaml", agentsLayer("{AGENTS.md: Be brief.}"))).NotTo(ContainSubstring("does not exist yet"))
+	})
 })
