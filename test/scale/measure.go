@@ -65,8 +65,11 @@ func personaReady(obj client.Object) bool {
 // priority, about a second after its ConfigMap, so a fan-out is over only
 // then. what names the phase in progress and errors.
 func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, what string, edit func(context.Context) error, want map[string]string, timeout time.Duration) (configMaps, statuses time.Duration, err error) {
-	var cms corev1.ConfigMapList
-	if err := c.List(ctx, &cms, client.InNamespace(w.ns)); err != nil {
+	// The hashes before the edit, from the metadata: listing 2,000
+	// rendered prompts would leave the API server tens of MB of garbage
+	// to collect in the phase.
+	cms := configMapMetadataList().(*metav1.PartialObjectMetadataList)
+	if err := c.List(ctx, cms, client.InNamespace(w.ns)); err != nil {
 		return 0, 0, err
 	}
 	measured := map[string]bool{}
@@ -145,8 +148,8 @@ func configMapMetadataList() client.ObjectList {
 // unexpectedHashes says how many measured ConfigMaps changed to a hash
 // other than the offline render's, for a fan-out that timed out.
 func unexpectedHashes(ctx context.Context, c client.Client, ns string, before, want map[string]string) string {
-	var cms corev1.ConfigMapList
-	if err := c.List(ctx, &cms, client.InNamespace(ns)); err != nil {
+	cms := configMapMetadataList().(*metav1.PartialObjectMetadataList)
+	if err := c.List(ctx, cms, client.InNamespace(ns)); err != nil {
 		return fmt.Sprintf("list the ConfigMaps: %v", err)
 	}
 	var names []string
