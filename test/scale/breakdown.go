@@ -28,6 +28,9 @@ func (ph *phase) describe(n int) string {
 	if ph.cpu.others().Seconds() > 0.25*ph.wall.Seconds() {
 		b.WriteString(" (**disturbed**: others used over a quarter of a core)")
 	}
+	if ph.apiserverRSS > 0 {
+		fmt.Fprintf(&b, "; kube-apiserver's RSS at the start %d MiB", ph.apiserverRSS>>20)
+	}
 	if ph.before == nil || ph.after == nil {
 		return b.String()
 	}

@@ -25,10 +25,17 @@ type phase struct {
 	settleWait      time.Duration
 	throttled       int
 	maxThrottleWait time.Duration
+	// apiserverRSS is kube-apiserver's RSS as the phase starts: its heap
+	// holds the watch cache, which grows with the events of the last
+	// minute or so, and its garbage collection costs with it.
+	apiserverRSS int64
 }
 
 func (r *report) begin(name string, procs processes, before scrape.Snapshot) *phase {
 	ph := &phase{name: name, round: r.round, procs: procs, start: time.Now(), cpuBefore: procs.cpu(), before: before}
+	if rss, err := procStatusBytes(procs.apiserver, "VmRSS"); err == nil {
+		ph.apiserverRSS = rss
+	}
 	r.phases = append(r.phases, ph)
 	if r.logPath != "" {
 		if st, err := os.Stat(r.logPath); err == nil {
