@@ -384,14 +384,10 @@ func (r *PersonaReconciler) write(ctx context.Context, key client.ObjectKey, has
 		return err
 	}
 	if r.writes.wrote(key, version, hash) {
-		return fmt.Errorf("%w: ConfigMap %s was written by someone else while it was written", errWrittenMeanwhile, key.Name)
+		return fmt.Errorf("ConfigMap %s was also written by someone else before this write's answer came back; reading it again", key.Name)
 	}
 	return nil
 }
-
-// errWrittenMeanwhile is the failure of a write that another writer's
-// followed before its answer came back.
-var errWrittenMeanwhile = errors.New("written meanwhile")
 
 // previousData is the data of the ConfigMap an update is about to replace:
 // read once from the API server, and only when the content changes, unless
