@@ -18,11 +18,12 @@ import (
 
 // configMapWriter creates and updates the Personas' ConfigMaps. The
 // controller reads only the new resourceVersion back from a write, so it
-// asks the API server to answer with the ConfigMap's metadata only: otherwise every write of a
-// fan-out would make the API server encode, and the manager decode, the
-// whole rendered prompt once more. Requests are encoded as protobuf in
-// buffers that are reused, and sent as a copy of exactly their size: the
-// HTTP transport may read a request's body after the request returns.
+// asks the API server to answer with the ConfigMap's metadata only:
+// otherwise every write of a fan-out would make the API server encode, and
+// the manager decode, the whole rendered prompt once more. Requests are
+// encoded as protobuf in buffers that are reused, and sent as a copy of
+// exactly their size: the HTTP transport may read a request's body after
+// the request returns.
 type configMapWriter struct {
 	rest    rest.Interface
 	encoder runtime.EncoderWithAllocator

@@ -67,7 +67,7 @@ func trimConfigMapMetadata(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	if name, ok := personaOfConfigMap(m.Name); !ok || !controlledByPersona(m, name) {
+	if !personasOwn(m) {
 		m.ObjectMeta = metav1.ObjectMeta{
 			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 			OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp,

@@ -238,15 +238,16 @@ func (r *PersonaReconciler) configMapHolds(ctx context.Context, p *v1alpha1.Pers
 // A ConfigMap with binaryData has no hash, nor has one that no Persona
 // controls: its data is none of the controller's business.
 func (r *PersonaReconciler) currentConfigMap(ctx context.Context, key client.ObjectKey) (*corev1.ConfigMap, string, error) {
+	// The cache's Get returns a copy of its own.
 	m := configMapMetadata()
 	if err := r.configMapMetadata.Get(ctx, key, m); err != nil {
 		return nil, "", err
 	}
-	if name, ok := personaOfConfigMap(key.Name); !ok || !controlledByPersona(m, name) {
-		return &corev1.ConfigMap{ObjectMeta: *m.ObjectMeta.DeepCopy()}, "", nil
+	if !personasOwn(m) {
+		return &corev1.ConfigMap{ObjectMeta: m.ObjectMeta}, "", nil
 	}
 	if hash, ok := r.writes.hashAt(key, m.ResourceVersion); ok {
-		return &corev1.ConfigMap{ObjectMeta: *m.ObjectMeta.DeepCopy()}, hash, nil
+		return &corev1.ConfigMap{ObjectMeta: m.ObjectMeta}, hash, nil
 	}
 	return r.readConfigMap(ctx, key)
 }
@@ -509,6 +510,13 @@ func (r *PersonaReconciler) configMapDependents(ctx context.Context, obj *metav1
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}})
 	}
 	return reqs
+}
+
+// personasOwn reports whether obj is the ConfigMap of the Persona its name
+// is for, controlled by that Persona.
+func personasOwn(obj client.Object) bool {
+	name, ok := personaOfConfigMap(obj.GetName())
+	return ok && controlledByPersona(obj, name)
 }
 
 func controlledByPersona(obj client.Object, name string) bool {
