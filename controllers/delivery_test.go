@@ -88,6 +88,13 @@ var _ = Describe("Reconciles", func() {
 	It("renders a new Persona once: its own ConfigMap write does not bring it back", func() {
 		const n = 20
 		ns := newNamespace()
+		// The specs before may have left reconciles to come: a fan-out's
+		// status passes follow it by a second.
+		Eventually(func() bool {
+			reconciles := personaReconciles()
+			time.Sleep(1500 * time.Millisecond)
+			return personaReconciles() == reconciles
+		}, 30*time.Second).Should(BeTrue(), "the manager never stopped reconciling")
 		before := personaReconciles()
 		for i := range n {
 			apply(ns, barePersona(fmt.Sprintf("p%d", i), fmt.Sprintf("Persona %d", i)))
