@@ -54,23 +54,21 @@ func (w *ownWrites) writing(key client.ObjectKey, hash string) {
 }
 
 // wrote records the answer of the write writing announced: the ConfigMap
-// holds hash at resourceVersion. It reports whether an event taken for the
-// write had another version: someone else wrote the ConfigMap meanwhile,
-// and what they wrote must be read.
-func (w *ownWrites) wrote(key client.ObjectKey, resourceVersion, hash string) (overwritten bool) {
+// holds that write's hash at resourceVersion. It reports whether an event
+// taken for the write had another version: someone else wrote the
+// ConfigMap meanwhile, and what they wrote must be read. A write that
+// failed is not answered: forget it, since what the ConfigMap holds is
+// unknown (a write fails on a ConfigMap that changed).
+func (w *ownWrites) wrote(key client.ObjectKey, resourceVersion string) (overwritten bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if p := w.known[key].writing; p != nil {
-		overwritten = slices.ContainsFunc(p.seen, func(rv string) bool { return rv != resourceVersion })
+	p := w.known[key].writing
+	if p == nil { // forgotten meanwhile: its Persona is gone
+		return false
 	}
-	w.known[key] = knownData{resourceVersion: resourceVersion, hash: hash}
+	overwritten = slices.ContainsFunc(p.seen, func(rv string) bool { return rv != resourceVersion })
+	w.known[key] = knownData{resourceVersion: resourceVersion, hash: p.hash}
 	return overwritten
-}
-
-// failed drops the write writing announced, which did not happen. What the
-// ConfigMap holds is unknown: a write fails on a ConfigMap that changed.
-func (w *ownWrites) failed(key client.ObjectKey) {
-	w.forget(key)
 }
 
 // read records that the ConfigMap key, read from the API server, holds

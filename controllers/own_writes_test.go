@@ -44,7 +44,7 @@ func TestOwnWrites(t *testing.T) {
 			t.Errorf("%s: taken for the write under way", name)
 		}
 	}
-	if w.wrote(key, "2", "sha256:a") {
+	if w.wrote(key, "2") {
 		t.Error("the write's own event was taken for someone else's write")
 	}
 	if hash, ok := w.hashAt(key, "2"); !ok || hash != "sha256:a" {
@@ -66,7 +66,7 @@ func TestOwnWrites(t *testing.T) {
 	w.writing(key, "sha256:c")
 	w.holds(event("5", "sha256:c", true))
 	w.holds(event("6", "sha256:c", true))
-	if !w.wrote(key, "5", "sha256:c") {
+	if !w.wrote(key, "5") {
 		t.Error("a write answered with version 5, whose ConfigMap was also seen at version 6, was not reported overwritten")
 	}
 
@@ -79,7 +79,7 @@ func TestOwnWrites(t *testing.T) {
 	}
 
 	w.writing(key, "sha256:e")
-	w.failed(key)
+	w.forget(key) // the write failed
 	if _, ok := w.hashAt(key, "6"); ok {
 		t.Error("a failed write leaves what the ConfigMap holds known")
 	}

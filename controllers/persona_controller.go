@@ -381,10 +381,10 @@ func (r *PersonaReconciler) write(ctx context.Context, key client.ObjectKey, has
 	r.writes.writing(key, hash)
 	version, err := do(ctx, cm)
 	if err != nil {
-		r.writes.failed(key)
+		r.writes.forget(key)
 		return err
 	}
-	if r.writes.wrote(key, version, hash) {
+	if r.writes.wrote(key, version) {
 		return fmt.Errorf("ConfigMap %s was also written by someone else before this write's answer came back; reading it again", key.Name)
 	}
 	return nil
