@@ -8,12 +8,12 @@ import (
 
 func TestRatioRow(t *testing.T) {
 	rounds := []*roundResult{
-		{convergence: 12 * time.Second, convergenceFloor: 10 * time.Second},
-		{convergence: 30 * time.Second, convergenceFloor: 10 * time.Second},
-		{convergence: 16 * time.Second, convergenceFloor: 8 * time.Second},
+		{convergence: 12 * time.Second, floors: roundFloors{convergence: measuredOnce(10 * time.Second)}},
+		{convergence: 30 * time.Second, floors: roundFloors{convergence: measuredOnce(10 * time.Second)}},
+		{convergence: 16 * time.Second, floors: roundFloors{convergence: measuredOnce(8 * time.Second)}},
 	}
 	op := func(rr *roundResult) time.Duration { return rr.convergence }
-	floor := func(rr *roundResult) time.Duration { return rr.convergenceFloor }
+	floor := convergenceFloorOf
 	none := func(*roundResult) string { return "" }
 	// Ratios 1.2, 3.0 and 2.0: the median ratio is 2.00, not the ratio of
 	// the medians (16 s / 10 s).
@@ -49,4 +49,10 @@ func TestMedian(t *testing.T) {
 	if got := median([]float64{}); got != 0 {
 		t.Errorf("median of none = %v", got)
 	}
+}
+
+// measuredOnce is a floor measured before a round's phases only, as in a
+// round that timed out.
+func measuredOnce(d time.Duration) bracket {
+	return bracket{before: timed{took: d}}
 }

@@ -59,6 +59,10 @@ func (r *report) figures() figuresJSON {
 		ConvergenceEventsFloorS: median(mapRounds(rs, convergenceSpecFloorOf)).Seconds(),
 		FanOutFloorS:            median(mapRounds(rs, fanOutFloorOf)).Seconds(),
 		FanOutStatusFloorS:      median(mapRounds(rs, fanOutSpecFloorOf)).Seconds(),
+		ClusterFanOutFloorS:     median(mapRounds(rs, clusterFanOutFloorOf)).Seconds(),
+		ParentFanOutFloorS:      median(mapRounds(rs, parentFanOutFloorOf)).Seconds(),
+		FloorsBefore:            floorsJSONOf(rs, func(b bracket) time.Duration { return b.before.took }),
+		FloorsAfter:             floorsJSONOf(rs, func(b bracket) time.Duration { return b.after.took }),
 
 		ConvergenceS:         operatorSeconds(rs, convergenceOf, convergenceTimeoutOf),
 		ConvergenceCreatesS:  operatorSeconds(rs, convergenceCreatesOf, convergenceTimeoutOf),
@@ -75,11 +79,11 @@ func (r *report) figures() figuresJSON {
 		FanOutVsStatusFloorRatio:        operatorRatio(rs, fanOutOf, fanOutSpecFloorOf, fanOutTimeoutOf),
 		FanOutStatusRatio:               operatorRatio(rs, fanOutStatusesOf, fanOutSpecFloorOf, fanOutTimeoutOf),
 		FanOutLeastRatio:                operatorRatio(rs, fanOutSpecFloorOf, fanOutFloorOf, noTimeout),
-		ClusterFanOutRatio:              operatorRatio(rs, clusterFanOutOf, fanOutFloorOf, clusterFanOutTimeoutOf),
-		ClusterFanOutVsStatusFloorRatio: operatorRatio(rs, clusterFanOutOf, fanOutSpecFloorOf, clusterFanOutTimeoutOf),
-		ClusterFanOutStatusRatio:        operatorRatio(rs, clusterFanOutStatusesOf, fanOutSpecFloorOf, clusterFanOutTimeoutOf),
-		ParentFanOutRatio:               operatorRatio(rs, parentFanOutOf, fanOutFloorOf, parentFanOutTimeoutOf),
-		ParentFanOutStatusRatio:         operatorRatio(rs, parentFanOutStatusesOf, fanOutSpecFloorOf, parentFanOutTimeoutOf),
+		ClusterFanOutRatio:              operatorRatio(rs, clusterFanOutOf, clusterFanOutFloorOf, clusterFanOutTimeoutOf),
+		ClusterFanOutVsStatusFloorRatio: operatorRatio(rs, clusterFanOutOf, clusterFanOutSpecFloorOf, clusterFanOutTimeoutOf),
+		ClusterFanOutStatusRatio:        operatorRatio(rs, clusterFanOutStatusesOf, clusterFanOutSpecFloorOf, clusterFanOutTimeoutOf),
+		ParentFanOutRatio:               operatorRatio(rs, parentFanOutOf, parentFanOutFloorOf, parentFanOutTimeoutOf),
+		ParentFanOutStatusRatio:         operatorRatio(rs, parentFanOutStatusesOf, parentFanOutSpecFloorOf, parentFanOutTimeoutOf),
 
 		PeakRSSBytes:       r.peakRSS,
 		BaselineRSSBytes:   r.baselineRSS,
@@ -106,6 +110,20 @@ func (r *report) figures() figuresJSON {
 	f.ConvergencePerPersonaS = perPersona(f.ConvergenceS, n)
 	f.FanOutPerPersonaS = perPersona(f.FanOutS, n)
 	return f
+}
+
+// floorsJSONOf is the medians over the rounds of one turn of the four
+// floors, which of picks from each bracket.
+func floorsJSONOf(rounds []*roundResult, of func(bracket) time.Duration) floorsJSON {
+	at := func(b func(*roundFloors) bracket) float64 {
+		return median(mapRounds(rounds, func(rr *roundResult) time.Duration { return of(b(&rr.floors)) })).Seconds()
+	}
+	return floorsJSON{
+		ConvergenceS:       at(convergenceBracket),
+		ConvergenceEventsS: at(convergenceSpecBracket),
+		FanOutS:            at(fanOutBracket),
+		FanOutStatusS:      at(fanOutSpecBracket),
+	}
 }
 
 // operatorSeconds is the median of an operator time over the rounds, or

@@ -20,9 +20,9 @@ func testReport(n int) *report {
 		machine:      "2 CPUs (test)",
 		managerFlags: []string{"--leader-elect=false"},
 		rounds: []*roundResult{
-			{convergenceFloor: 10 * s, convergenceSpecFloor: 12 * s, fanOutFloor: 2 * s, fanOutSpecFloor: 4 * s,
+			{floors: floorsOnce(),
 				convergence: 12 * s, convergenceCreates: 9 * s, fanOut: 3 * s, fanOutStatuses: 5 * s, clusterFanOut: 4 * s, clusterFanOutStatuses: 6 * s},
-			{convergenceFloor: 10 * s, convergenceSpecFloor: 12 * s, fanOutFloor: 2 * s, fanOutSpecFloor: 4 * s,
+			{floors: floorsOnce(),
 				convergence: 14 * s, convergenceCreates: 9 * s, fanOut: 3 * s, fanOutStatuses: 7 * s, clusterFanOut: 4 * s, clusterFanOutStatuses: 6 * s},
 		},
 		peakRSS:      int64(n)<<10 + 50<<20, // 1 KiB per Persona over a baseline of 50 MiB
@@ -30,6 +30,53 @@ func testReport(n int) *report {
 		steadyWrites: map[string]float64{"GET": 4},
 		webhookOn:    latencies{2 * time.Millisecond, 3 * time.Millisecond},
 		webhookOff:   latencies{time.Millisecond, 2 * time.Millisecond},
+	}
+}
+
+// floorsOnce are a round's four floors, measured before its phases only.
+func floorsOnce() roundFloors {
+	return roundFloors{convergence: measuredOnce(10 * time.Second), convergenceSpec: measuredOnce(12 * time.Second),
+		fanOut: measuredOnce(2 * time.Second), fanOutSpec: measuredOnce(4 * time.Second)}
+}
+
+// Each fan-out stands beside fan-out's floors interpolated to its own
+// middle: a later fan-out, on the API server's larger heap, beside a
+// slower floor.
+func TestFanOutsStandBesideTheirOwnFloors(t *testing.T) {
+	s := time.Second
+	t0 := time.Date(2025, 1, 2, 3, 0, 0, 0, time.UTC)
+	r := testReport(10)
+	rr := r.rounds[0]
+	// The bare fan-out floor took 2 s before the phases and 4 s after,
+	// their middles 100 s apart; the with-status one 4 s and 8 s.
+	rr.floors.fanOut = bracket{before: timed{took: 2 * s, mid: t0}, after: timed{took: 4 * s, mid: t0.Add(100 * s)}}
+	rr.floors.fanOutSpec = bracket{before: timed{took: 4 * s, mid: t0}, after: timed{took: 8 * s, mid: t0.Add(100 * s)}}
+	// The PromptLayer fan-out's ConfigMaps took 4 s from t0+23 s: middle at
+	// 25 s, a quarter of the way, floor 2.5 s. The parent's took 6 s from
+	// t0+72 s: middle at 75 s, floor 3.5 s. Its statuses took 10 s from
+	// there: middle at 77 s, with-status floor 4 + 4×0.77 = 7.08 s.
+	rr.fanOutStart, rr.fanOut = t0.Add(23*s), 4*s
+	rr.parentFanOutStart, rr.parentFanOut, rr.parentFanOutStatuses = t0.Add(72*s), 6*s, 10*s
+	r.rounds = r.rounds[:1]
+	f := r.figures()
+	for name, c := range map[string]struct {
+		got  *float64
+		want float64
+	}{
+		"fanout_ratio":               {f.FanOutRatio, 4 / 2.5},
+		"parent_fanout_ratio":        {f.ParentFanOutRatio, 6 / 3.5},
+		"parent_fanout_status_ratio": {f.ParentFanOutStatusRatio, 10 / 7.08},
+		"fanout_floor_s":             {&f.FanOutFloorS, 2.5},
+		"parent_fanout_floor_s":      {&f.ParentFanOutFloorS, 3.5},
+		"floors_before.fanout_s":     {&f.FloorsBefore.FanOutS, 2},
+		"floors_after.fanout_s":      {&f.FloorsAfter.FanOutS, 4},
+	} {
+		if c.got == nil || math.Abs(*c.got-c.want) > 1e-9 {
+			t.Errorf("%s = %s, want %v", name, show(c.got), c.want)
+		}
+	}
+	if row := r.roundRows()[1]; row[3] != "2.00 → 4.00 s" || row[len(row)-1] != "1.71×" {
+		t.Errorf("the round's row: fan-out floor %q, parent ratio %q; want 2.00 → 4.00 s and 1.71×", row[3], row[len(row)-1])
 	}
 }
 
@@ -90,7 +137,7 @@ func TestJSONDecodesIntoItsTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"timestamp", "machine", "n", "rounds", "curve", "growth", "fanout_ratio", "fanout_status_ratio", "convergence_ratio",
-		"cluster_fanout_ratio", "convergence_floor_s", "fanout_floor_s", "fanout_status_floor_s", "peak_rss_bytes", "renders", "render_p99_s",
+		"cluster_fanout_ratio", "convergence_floor_s", "fanout_floor_s", "fanout_status_floor_s", "parent_fanout_floor_s", "floors_before", "floors_after", "peak_rss_bytes", "renders", "render_p99_s",
 		"steady_writes", "webhook_on_p50_s", "webhook_on_p99_s"} {
 		if _, ok := keys[k]; !ok {
 			t.Errorf("no key %q", k)

@@ -38,10 +38,20 @@ type figuresJSON struct {
 	// Floors, made with a bare client: convergence's bare and with each
 	// Rendered Event; fan-out's bare (the ConfigMap updates) and with the
 	// status patch of each Persona (a fan-out writes no Event per Persona).
+	// Each round measures them before its phases and after them; each
+	// figure here is interpolated in time to the middle of the operator
+	// time it stands beside: convergence's, the PromptLayer fan-out's, the
+	// ClusterPromptLayer's and the parent's.
 	ConvergenceFloorS       float64 `json:"convergence_floor_s"`
 	ConvergenceEventsFloorS float64 `json:"convergence_events_floor_s"`
 	FanOutFloorS            float64 `json:"fanout_floor_s"`
 	FanOutStatusFloorS      float64 `json:"fanout_status_floor_s"`
+	ClusterFanOutFloorS     float64 `json:"cluster_fanout_floor_s"`
+	ParentFanOutFloorS      float64 `json:"parent_fanout_floor_s"`
+	// The floors as measured before the phases and after them; after is
+	// zero when a round timed out.
+	FloorsBefore floorsJSON `json:"floors_before"`
+	FloorsAfter  floorsJSON `json:"floors_after"`
 
 	// The operator's times: fan-outs until every ConfigMap has its new
 	// hash, and, "status", until every Persona's status has it too.
@@ -63,10 +73,10 @@ type figuresJSON struct {
 	// FanOutLeastRatio is fanout_status_floor_s over fanout_floor_s: no
 	// operator that makes the status writes can do better.
 	FanOutLeastRatio                *float64 `json:"fanout_least_ratio"`
-	ClusterFanOutRatio              *float64 `json:"cluster_fanout_ratio"` // over fanout_floor_s: the same writes
+	ClusterFanOutRatio              *float64 `json:"cluster_fanout_ratio"` // over cluster_fanout_floor_s: the same writes as fan-out's
 	ClusterFanOutVsStatusFloorRatio *float64 `json:"cluster_fanout_vs_status_floor_ratio"`
 	ClusterFanOutStatusRatio        *float64 `json:"cluster_fanout_status_ratio"`
-	ParentFanOutRatio               *float64 `json:"parent_fanout_ratio"` // over fanout_floor_s: the same writes
+	ParentFanOutRatio               *float64 `json:"parent_fanout_ratio"` // over parent_fanout_floor_s: the same writes as fan-out's
 	ParentFanOutStatusRatio         *float64 `json:"parent_fanout_status_ratio"`
 
 	// Per Persona: convergence_s and fanout_s over n.
@@ -104,6 +114,14 @@ type figuresJSON struct {
 	WebhookOffP99S      float64  `json:"webhook_off_p99_s"`
 	WebhookHandlerMeanS float64  `json:"webhook_handler_mean_s"`
 	WebhookHandlerP99S  *float64 `json:"webhook_handler_p99_s"`
+}
+
+// floorsJSON is the four floors of one turn, medians over the rounds.
+type floorsJSON struct {
+	ConvergenceS       float64 `json:"convergence_s"`
+	ConvergenceEventsS float64 `json:"convergence_events_s"`
+	FanOutS            float64 `json:"fanout_s"`
+	FanOutStatusS      float64 `json:"fanout_status_s"`
 }
 
 // growthJSON is how the curve grows from its smallest N to its largest:

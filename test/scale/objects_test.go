@@ -79,8 +79,8 @@ func TestOfflineGuardrailSelectsByNamespaceLabel(t *testing.T) {
 
 func TestClusterFanOutRows(t *testing.T) {
 	r := &report{opts: options{n: 10}, rounds: []*roundResult{
-		{fanOut: 4e9, fanOutFloor: 2e9, fanOutSpecFloor: 3e9, clusterFanOut: 5e9, clusterFanOutStatuses: 9e9},
-		{fanOut: 4e9, fanOutFloor: 2e9, fanOutSpecFloor: 4e9, clusterFanOut: 6e9, clusterFanOutStatuses: 5e9},
+		{fanOut: 4e9, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(3e9)}, clusterFanOut: 5e9, clusterFanOutStatuses: 9e9},
+		{fanOut: 4e9, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(4e9)}, clusterFanOut: 6e9, clusterFanOutStatuses: 5e9},
 	}}
 	rows := r.timeRows()
 	// The ClusterPromptLayer's rows come before the parent's two.

@@ -39,8 +39,10 @@ type harness struct {
 
 // roundResult is what one round measured.
 type roundResult struct {
-	convergenceFloor, convergenceSpecFloor, fanOutFloor, fanOutSpecFloor time.Duration
-	convergence, convergenceCreates, fanOut                              time.Duration
+	// floors are measured before the operator's phases and after them;
+	// each operator time stands beside them interpolated to its middle.
+	floors                                  roundFloors
+	convergence, convergenceCreates, fanOut time.Duration
 	// clusterFanOut is the fan-out of the ClusterPromptLayer edit; its
 	// floors are fan-out's: the same writes.
 	clusterFanOut time.Duration
@@ -49,16 +51,14 @@ type roundResult struct {
 	parentFanOut time.Duration
 	// The statuses run on from the same edits until every Persona's status
 	// also names its ConfigMap's new hash.
-	fanOutStatuses, clusterFanOutStatuses, parentFanOutStatuses                  time.Duration
+	fanOutStatuses, clusterFanOutStatuses, parentFanOutStatuses time.Duration
+	// When convergence's creates and each fan-out's edit began.
+	convergenceStart, fanOutStart, clusterFanOutStart, parentFanOutStart         time.Time
 	convergenceTimeout, fanOutTimeout, clusterFanOutTimeout, parentFanOutTimeout string
 }
 
 // Each round's times and timeouts, by measure, for the tables and the JSON.
 var (
-	convergenceFloorOf      = func(rr *roundResult) time.Duration { return rr.convergenceFloor }
-	convergenceSpecFloorOf  = func(rr *roundResult) time.Duration { return rr.convergenceSpecFloor }
-	fanOutFloorOf           = func(rr *roundResult) time.Duration { return rr.fanOutFloor }
-	fanOutSpecFloorOf       = func(rr *roundResult) time.Duration { return rr.fanOutSpecFloor }
 	convergenceOf           = func(rr *roundResult) time.Duration { return rr.convergence }
 	convergenceCreatesOf    = func(rr *roundResult) time.Duration { return rr.convergenceCreates }
 	fanOutOf                = func(rr *roundResult) time.Duration { return rr.fanOut }
@@ -71,6 +71,27 @@ var (
 	convergenceTimeoutOf    = func(rr *roundResult) string { return rr.convergenceTimeout }
 	fanOutTimeoutOf         = func(rr *roundResult) string { return rr.fanOutTimeout }
 	clusterFanOutTimeoutOf  = func(rr *roundResult) string { return rr.clusterFanOutTimeout }
+
+	convergenceStartOf   = func(rr *roundResult) time.Time { return rr.convergenceStart }
+	fanOutStartOf        = func(rr *roundResult) time.Time { return rr.fanOutStart }
+	clusterFanOutStartOf = func(rr *roundResult) time.Time { return rr.clusterFanOutStart }
+	parentFanOutStartOf  = func(rr *roundResult) time.Time { return rr.parentFanOutStart }
+
+	convergenceBracket     = func(f *roundFloors) bracket { return f.convergence }
+	convergenceSpecBracket = func(f *roundFloors) bracket { return f.convergenceSpec }
+	fanOutBracket          = func(f *roundFloors) bracket { return f.fanOut }
+	fanOutSpecBracket      = func(f *roundFloors) bracket { return f.fanOutSpec }
+
+	// Each operator time's floors, interpolated to its middle. The three
+	// fan-outs make the same writes, so they share fan-out's brackets.
+	convergenceFloorOf       = floorAt(convergenceBracket, convergenceStartOf, convergenceOf)
+	convergenceSpecFloorOf   = floorAt(convergenceSpecBracket, convergenceStartOf, convergenceOf)
+	fanOutFloorOf            = floorAt(fanOutBracket, fanOutStartOf, fanOutOf)
+	fanOutSpecFloorOf        = floorAt(fanOutSpecBracket, fanOutStartOf, fanOutStatusesOf)
+	clusterFanOutFloorOf     = floorAt(fanOutBracket, clusterFanOutStartOf, clusterFanOutOf)
+	clusterFanOutSpecFloorOf = floorAt(fanOutSpecBracket, clusterFanOutStartOf, clusterFanOutStatusesOf)
+	parentFanOutFloorOf      = floorAt(fanOutBracket, parentFanOutStartOf, parentFanOutOf)
+	parentFanOutSpecFloorOf  = floorAt(fanOutSpecBracket, parentFanOutStartOf, parentFanOutStatusesOf)
 )
 
 func (rr *roundResult) timeout() bool {
@@ -103,15 +124,17 @@ func (h *harness) measureRounds(ctx context.Context) error {
 
 // round measures the floors with the manager stopped, then starts the
 // manager and measures convergence and the fan-outs of the edits of a
-// PromptLayer, a ClusterPromptLayer and a parent Persona. The round's ClusterPromptLayer, which
-// selects the round's namespace by its label, is created before
-// convergence, so every Persona renders with it throughout. Every round but
-// the last (or one that timed out) stops the manager and deletes what it
-// measured, the ClusterPromptLayer too.
+// PromptLayer, a ClusterPromptLayer and a parent Persona, then stops the
+// manager and measures the floors again. The round's ClusterPromptLayer,
+// which selects the round's namespace by its label, is created before
+// convergence, so every Persona renders with it throughout. The last round
+// (or one that timed out) measures the steady state and the webhook before
+// its manager stops; every other round deletes what it measured, the
+// ClusterPromptLayer too.
 func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	rr := &roundResult{}
 	h.r.round = i
-	if err := h.floors(ctx, i, rr); err != nil {
+	if err := h.floors(ctx, i, before, rr); err != nil {
 		return nil, err
 	}
 	ns := fmt.Sprintf("scale-converge-%d", i)
@@ -164,6 +187,7 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	if last {
 		h.prof.start(ctx, "convergence")
 	}
+	rr.convergenceStart = time.Now()
 	rr.convergence, rr.convergenceCreates, err = convergence(ctx, h.c, world, h.o.workers, convergenceTimeout)
 	if isTimeout(err) {
 		rr.convergenceTimeout = err.Error()
@@ -183,36 +207,48 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 
 	if rr.convergenceTimeout == "" {
 		step("round %d: fan-out: edit PromptLayer %s until all %d ConfigMaps, then all statuses, have the hash rendered offline", i, sharedLayer, h.o.n)
-		if rr.fanOut, rr.fanOutStatuses, rr.fanOutTimeout, err = h.fanOutPhase(ctx, "fan-out", world, editLayer(h.c, world, 2), layerHashes, last); err != nil {
+		if rr.fanOutStart, rr.fanOut, rr.fanOutStatuses, rr.fanOutTimeout, err = h.fanOutPhase(ctx, "fan-out", world, editLayer(h.c, world, 2), layerHashes, last); err != nil {
 			return nil, err
 		}
 	}
 	if rr.convergenceTimeout == "" && rr.fanOutTimeout == "" {
 		step("round %d: ClusterPromptLayer fan-out: edit ClusterPromptLayer %s until all %d ConfigMaps, then all statuses, have the hash rendered offline", i, world.guardrail.Name, h.o.n)
-		if rr.clusterFanOut, rr.clusterFanOutStatuses, rr.clusterFanOutTimeout, err = h.fanOutPhase(ctx, clusterFanOutPhase, world, editGuardrail(h.c, world, 2), guardrailHashes, last); err != nil {
+		if rr.clusterFanOutStart, rr.clusterFanOut, rr.clusterFanOutStatuses, rr.clusterFanOutTimeout, err = h.fanOutPhase(ctx, clusterFanOutPhase, world, editGuardrail(h.c, world, 2), guardrailHashes, last); err != nil {
 			return nil, err
 		}
 	}
 	if !rr.timeout() {
 		step("round %d: Persona parent fan-out: edit Persona %s until all %d ConfigMaps, then all statuses, have the hash rendered offline", i, parentName, h.o.n)
-		if rr.parentFanOut, rr.parentFanOutStatuses, rr.parentFanOutTimeout, err = h.fanOutPhase(ctx, parentFanOutPhase, world, editParent(h.c, world, 2), parentHashes, last); err != nil {
+		if rr.parentFanOutStart, rr.parentFanOut, rr.parentFanOutStatuses, rr.parentFanOutTimeout, err = h.fanOutPhase(ctx, parentFanOutPhase, world, editParent(h.c, world, 2), parentHashes, last); err != nil {
 			return nil, err
 		}
 	}
-	// The last round's ClusterPromptLayer stays, with its Personas, for the
-	// steady state: deleting it would re-render them all.
-	if last || rr.timeout() {
-		return rr, nil
-	}
 
-	if err := h.readManager(ctx); err != nil {
+	// The last round's manager is measured at rest too, with every Persona
+	// it rendered: its ClusterPromptLayer and Personas stay.
+	final := last || rr.timeout()
+	if final {
+		if err := h.measureAtRest(ctx); err != nil {
+			return nil, err
+		}
+	} else if err := h.readManager(ctx); err != nil {
 		return nil, err
 	}
-	step("round %d: stopping the manager and deleting what it measured", i)
+	step("round %d: stopping the manager", i)
 	if err := h.manager.Stop(); err != nil {
 		return nil, fmt.Errorf("stop the manager: %w", err)
 	}
 	h.procs.manager = 0
+	// A round that timed out compares with the floors before it alone.
+	if !rr.timeout() {
+		if err := h.floors(ctx, i, after, rr); err != nil {
+			return nil, err
+		}
+	}
+	if final {
+		return rr, nil
+	}
+	step("round %d: deleting what it measured", i)
 	if err := deleteGuardrail(ctx, h.c, world.guardrail); err != nil {
 		return nil, err
 	}
@@ -222,35 +258,50 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 // fanOutPhase measures the fan-out of edit as the phase name, then waits
 // for the manager to settle, so that the phase's writes include what
 // trailed it. A timeout is not an error: it is returned, to be reported.
-func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit func(context.Context) error, want map[string]string, last bool) (configMaps, statuses time.Duration, timedOut string, err error) {
+func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit func(context.Context) error, want map[string]string, last bool) (start time.Time, configMaps, statuses time.Duration, timedOut string, err error) {
 	ph, err := h.r.beginManaged(name, h.procs, h.metricsURL)
 	if err != nil {
-		return 0, 0, "", err
+		return start, 0, 0, "", err
 	}
 	if last {
 		h.prof.start(ctx, name)
 	}
+	start = time.Now()
 	configMaps, statuses, err = fanOut(ctx, h.c, h.procs, w, name, edit, want, fanOutTimeout)
 	if isTimeout(err) {
 		timedOut = err.Error()
 		step("  %v", err)
 	} else if err != nil {
-		return 0, 0, "", err
+		return start, 0, 0, "", err
 	} else {
 		step("  %s (every status current after %s)", configMaps.Round(time.Millisecond), statuses.Round(time.Millisecond))
 	}
 	if err := h.r.endManaged(ctx, ph, h.metricsURL); err != nil {
-		return 0, 0, "", err
+		return start, 0, 0, "", err
 	}
 	step("waiting until the manager has written nothing for %s", settleQuiet)
-	return configMaps, statuses, timedOut, h.r.settleManaged(ctx, ph, h.metricsURL, settleQuiet)
+	return start, configMaps, statuses, timedOut, h.r.settleManaged(ctx, ph, h.metricsURL, settleQuiet)
 }
+
+// floorTurn is which of a round's two floor measurements is being made.
+type floorTurn struct {
+	// namespace and phase tell its namespaces and phases from the other
+	// turn's.
+	namespace, phase string
+	// of is the measurement of a bracket this turn fills.
+	of func(*bracket) *timed
+}
+
+var (
+	before = floorTurn{of: func(b *bracket) *timed { return &b.before }}
+	after  = floorTurn{namespace: "-after", phase: ", after the phases", of: func(b *bracket) *timed { return &b.after }}
+)
 
 // floors measures the four floors of round i with a bare client, without
 // the webhook and with the manager stopped, so that nobody watches what the
-// bare client writes.
-func (h *harness) floors(ctx context.Context, i int, rr *roundResult) error {
-	floorNS, specNS := fmt.Sprintf("scale-floor-%d", i), fmt.Sprintf("scale-floor-spec-%d", i)
+// bare client writes, into the turn's half of each of rr's brackets.
+func (h *harness) floors(ctx context.Context, i int, turn floorTurn, rr *roundResult) error {
+	floorNS, specNS := fmt.Sprintf("scale-floor-%d%s", i, turn.namespace), fmt.Sprintf("scale-floor-spec-%d%s", i, turn.namespace)
 	// Labelled as the round's measured namespace, and rendered with its
 	// ClusterPromptLayer, so the floors write what the operator writes.
 	for _, ns := range []string{floorNS, specNS} {
@@ -285,26 +336,29 @@ func (h *harness) floors(ctx context.Context, i int, rr *roundResult) error {
 	c, workers := h.c, h.o.workers
 	floors := []struct {
 		name string
-		into *time.Duration
+		into *timed
 		do   func() (time.Duration, error)
 	}{
-		{"convergence floor: a bare client creates the objects, each ConfigMap and status", &rr.convergenceFloor,
+		{"convergence floor: a bare client creates the objects, each ConfigMap and status", turn.of(&rr.floors.convergence),
 			func() (time.Duration, error) { return convergenceFloor(ctx, c, floor, workers, false) }},
-		{"fan-out floor: a bare client updates the ConfigMaps", &rr.fanOutFloor,
+		{"fan-out floor: a bare client updates the ConfigMaps", turn.of(&rr.floors.fanOut),
 			func() (time.Duration, error) { return fanOutFloor(ctx, c, floor, floorEdited.renders, workers, false) }},
-		{"convergence floor with Events: as above, plus each Rendered Event", &rr.convergenceSpecFloor,
+		{"convergence floor with Events: as above, plus each Rendered Event", turn.of(&rr.floors.convergenceSpec),
 			func() (time.Duration, error) { return convergenceFloor(ctx, c, spec, workers, true) }},
-		{"fan-out floor with status: each ConfigMap and status", &rr.fanOutSpecFloor,
+		{"fan-out floor with status: each ConfigMap and status", turn.of(&rr.floors.fanOutSpec),
 			func() (time.Duration, error) { return fanOutFloor(ctx, c, spec, specEdited.renders, workers, true) }},
 	}
 	for _, f := range floors {
-		step("round %d: %s (%d personas, %d workers)", i, f.name, h.o.n, workers)
-		ph := h.r.begin(strings.SplitN(f.name, ":", 2)[0], h.procs, nil)
-		if *f.into, err = f.do(); err != nil {
+		name, what, _ := strings.Cut(f.name, ":")
+		step("round %d: %s%s:%s (%d personas, %d workers)", i, name, turn.phase, what, h.o.n, workers)
+		ph := h.r.begin(name+turn.phase, h.procs, nil)
+		start := time.Now()
+		if f.into.took, err = f.do(); err != nil {
 			return err
 		}
+		f.into.mid = midway(start, f.into.took)
 		h.r.end(ph, nil)
-		step("  %s", f.into.Round(time.Millisecond))
+		step("  %s", f.into.took.Round(time.Millisecond))
 	}
 	for _, ns := range []string{floorNS, specNS} {
 		if err := deleteAll(ctx, c, ns); err != nil {

@@ -32,27 +32,27 @@ func (r *report) timeRows() [][]string {
 	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.convergenceTimeout != "" }) {
 		return append(rows, []string{"fan-out", "not run (convergence timed out)", "", "", "", ""})
 	}
-	rows = append(rows, r.fanOutRows("PromptLayer", fanOutOf, fanOutStatusesOf, fanOutTimeoutOf)...)
+	rows = append(rows, r.fanOutRows("PromptLayer", fanOutOf, fanOutStatusesOf, fanOutFloorOf, fanOutSpecFloorOf, fanOutTimeoutOf)...)
 	rows = append(rows, leastRow("least any operator can reach: the floor with each status patch against the bare floor", r.rounds))
 	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.fanOutTimeout != "" }) {
 		return append(rows, []string{"ClusterPromptLayer fan-out", "not run (the PromptLayer fan-out timed out)", "", "", "", ""})
 	}
-	// The same floors as the PromptLayer's: the same writes.
-	rows = append(rows, r.fanOutRows("ClusterPromptLayer", clusterFanOutOf, clusterFanOutStatusesOf, clusterFanOutTimeoutOf)...)
+	// The same floors as the PromptLayer's (the same writes), at its own moment.
+	rows = append(rows, r.fanOutRows("ClusterPromptLayer", clusterFanOutOf, clusterFanOutStatusesOf, clusterFanOutFloorOf, clusterFanOutSpecFloorOf, clusterFanOutTimeoutOf)...)
 	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.clusterFanOutTimeout != "" }) {
 		return append(rows, []string{"Persona parent fan-out", "not run (the ClusterPromptLayer fan-out timed out)", "", "", "", ""})
 	}
-	return append(rows, r.fanOutRows("Persona parent", parentFanOutOf, parentFanOutStatusesOf, parentFanOutTimeoutOf)...)
+	return append(rows, r.fanOutRows("Persona parent", parentFanOutOf, parentFanOutStatusesOf, parentFanOutFloorOf, parentFanOutSpecFloorOf, parentFanOutTimeoutOf)...)
 }
 
 // fanOutRows are the fan-out of an edit of one object of kind: until every
 // ConfigMap has its new content, against the bare updates, and until every
 // status is current too, against the floor with each status patch.
-func (r *report) fanOutRows(kind string, configMaps, statuses func(*roundResult) time.Duration, timeout func(*roundResult) string) [][]string {
+func (r *report) fanOutRows(kind string, configMaps, statuses, floor, specFloor func(*roundResult) time.Duration, timeout func(*roundResult) string) [][]string {
 	n := r.opts.n
 	return [][]string{
-		ratioRow(fmt.Sprintf("fan-out: edit 1 %s → %d ConfigMaps updated", kind, n), r.rounds, configMaps, fanOutFloorOf, timeout, deliveryTarget),
-		ratioRow("  … until every status is current, against the floor with each status patch", r.rounds, statuses, fanOutSpecFloorOf, timeout, requiredWritesTarget),
+		ratioRow(fmt.Sprintf("fan-out: edit 1 %s → %d ConfigMaps updated", kind, n), r.rounds, configMaps, floor, timeout, deliveryTarget),
+		ratioRow("  … until every status is current, against the floor with each status patch", r.rounds, statuses, specFloor, timeout, requiredWritesTarget),
 	}
 }
 
@@ -111,22 +111,25 @@ func (r *report) managerRows() [][]string {
 	}
 }
 
-// roundRows is a table of every round's times and ratios.
+// roundRows is a table of every round's floors, before and after its
+// phases, and its times, each ratio against its floors interpolated to it.
 func (r *report) roundRows() [][]string {
-	rows := [][]string{{"round", "convergence floor", "… with Events", "convergence", "ratio", "fan-out floor", "… with status", "fan-out", "ratio",
+	rows := [][]string{{"round", "convergence floor", "… with Events", "fan-out floor", "… with status", "convergence", "ratio", "fan-out", "ratio",
 		"statuses current", "ratio", "ClusterPromptLayer fan-out", "ratio", "parent fan-out", "ratio"}}
-	ratio := func(op, floor time.Duration) string {
-		if op <= 0 || floor <= 0 {
+	ratio := func(rr *roundResult, op, floor func(*roundResult) time.Duration) string {
+		if op(rr) <= 0 || floor(rr) <= 0 {
 			return "—"
 		}
-		return fmt.Sprintf("%.2f×", op.Seconds()/floor.Seconds())
+		return fmt.Sprintf("%.2f×", op(rr).Seconds()/floor(rr).Seconds())
 	}
 	for i, rr := range r.rounds {
-		rows = append(rows, []string{fmt.Sprint(i + 1), secs(rr.convergenceFloor), secs(rr.convergenceSpecFloor), secs(rr.convergence), ratio(rr.convergence, rr.convergenceFloor),
-			secs(rr.fanOutFloor), secs(rr.fanOutSpecFloor), secs(rr.fanOut), ratio(rr.fanOut, rr.fanOutFloor),
-			secs(rr.fanOutStatuses), ratio(rr.fanOutStatuses, rr.fanOutSpecFloor),
-			secs(rr.clusterFanOut), ratio(rr.clusterFanOut, rr.fanOutFloor),
-			secs(rr.parentFanOut), ratio(rr.parentFanOut, rr.fanOutFloor)})
+		f := &rr.floors
+		rows = append(rows, []string{fmt.Sprint(i + 1), f.convergence.String(), f.convergenceSpec.String(), f.fanOut.String(), f.fanOutSpec.String(),
+			secs(rr.convergence), ratio(rr, convergenceOf, convergenceSpecFloorOf),
+			secs(rr.fanOut), ratio(rr, fanOutOf, fanOutFloorOf),
+			secs(rr.fanOutStatuses), ratio(rr, fanOutStatusesOf, fanOutSpecFloorOf),
+			secs(rr.clusterFanOut), ratio(rr, clusterFanOutOf, clusterFanOutFloorOf),
+			secs(rr.parentFanOut), ratio(rr, parentFanOutOf, parentFanOutFloorOf)})
 	}
 	return rows
 }

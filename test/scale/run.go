@@ -108,18 +108,21 @@ func measureAt(ctx context.Context, o options, n int, root, dir, binary string, 
 	if err := h.measureRounds(ctx); err != nil {
 		return nil, err
 	}
-	if err := h.measureSteadyState(ctx); err != nil {
-		return nil, err
-	}
-	// At N personas: the webhook's samples that follow add more.
-	if err := h.readManager(ctx); err != nil {
-		return nil, err
-	}
-	if err := h.measureWebhook(ctx); err != nil {
-		return nil, err
-	}
 	r.finish(h.prof, began)
 	return r, nil
+}
+
+// measureAtRest measures the last round's manager once it has settled:
+// the steady state, its figures at N Personas, then the webhook, whose
+// samples add Personas.
+func (h *harness) measureAtRest(ctx context.Context) error {
+	if err := h.measureSteadyState(ctx); err != nil {
+		return err
+	}
+	if err := h.readManager(ctx); err != nil {
+		return err
+	}
+	return h.measureWebhook(ctx)
 }
 
 // measureSteadyState counts the manager's writes while nothing changes: the

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"time"
+)
+
+// timed is one measurement of a floor and the moment halfway through it.
+type timed struct {
+	took time.Duration
+	mid  time.Time
+}
+
+// bracket is one floor measured twice in a round: before the operator's
+// phases and again after them. The API server's heap grows through a
+// round (its watch cache holds the whole objects of every recent event),
+// and its garbage collection with it, so a floor measured only before
+// would stand the later phases beside a floor they never ran with.
+type bracket struct {
+	before, after timed
+}
+
+// at is the floor at moment t, interpolated linearly in time between the
+// two measurements and held at their values outside them: the floor the
+// API server would have given in the state it was in at t. Without an
+// after measurement (a round that timed out) it is the before one.
+func (b bracket) at(t time.Time) time.Duration {
+	if b.after.took <= 0 || !b.after.mid.After(b.before.mid) {
+		return b.before.took
+	}
+	span := b.after.mid.Sub(b.before.mid)
+	into := min(max(t.Sub(b.before.mid), 0), span)
+	return b.before.took + time.Duration(float64(b.after.took-b.before.took)*float64(into)/float64(span))
+}
+
+// roundFloors are the four floors of a round.
+type roundFloors struct {
+	convergence, convergenceSpec, fanOut, fanOutSpec bracket
+}
+
+// midway is the moment halfway through an operator time that began at start.
+func midway(start time.Time, took time.Duration) time.Time {
+	return start.Add(took / 2)
+}
+
+// floorAt is the accessor of a floor interpolated to the middle of an
+// operator measure: which bracket, when the measure began, how long it took.
+func floorAt(floor func(*roundFloors) bracket, start func(*roundResult) time.Time, took func(*roundResult) time.Duration) func(*roundResult) time.Duration {
+	return func(rr *roundResult) time.Duration {
+		return floor(&rr.floors).at(midway(start(rr), took(rr)))
+	}
+}
+
+// String is the two measurements, before → after, or the before one alone.
+func (b bracket) String() string {
+	if b.after.took <= 0 {
+		return secs(b.before.took)
+	}
+	return fmt.Sprintf("%.2f → %s", b.before.took.Seconds(), secs(b.after.took))
+}
