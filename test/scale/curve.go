@@ -54,13 +54,15 @@ func growthOf(points []figuresJSON) *growthJSON {
 		LargestN:                    large.N,
 		ConvergencePerPersonaGrowth: growth(small.ConvergencePerPersonaS, large.ConvergencePerPersonaS),
 		FanOutPerPersonaGrowth:      growth(small.FanOutPerPersonaS, large.FanOutPerPersonaS),
-		ConvergenceFloorGrowth:      growth(perPersona(&small.ConvergenceEventsFloorS, float64(small.N)), perPersona(&large.ConvergenceEventsFloorS, float64(large.N))),
-		FanOutFloorGrowth:           growth(perPersona(&small.FanOutFloorS, float64(small.N)), perPersona(&large.FanOutFloorS, float64(large.N))),
-		RSSPerPersonaGrowth:         growth(&small.RSSPerPersonaBytes, &large.RSSPerPersonaBytes),
-		GrowthTarget:                growthTarget,
-		LargestPeakRSSBytes:         large.PeakRSSBytes,
-		PeakRSSTargetBytes:          peakRSSTarget,
-		SteadyWritesZeroAtEveryN:    !slices.ContainsFunc(points, func(p figuresJSON) bool { return p.SteadyWrites != 0 }),
+		// The floors as measured before the phases: on an API server in the
+		// same state at every N, not interpolated to the operator's times.
+		ConvergenceFloorGrowth:   growth(perPersona(&small.FloorsBefore.ConvergenceEventsS, float64(small.N)), perPersona(&large.FloorsBefore.ConvergenceEventsS, float64(large.N))),
+		FanOutFloorGrowth:        growth(perPersona(&small.FloorsBefore.FanOutS, float64(small.N)), perPersona(&large.FloorsBefore.FanOutS, float64(large.N))),
+		RSSPerPersonaGrowth:      growth(&small.RSSPerPersonaBytes, &large.RSSPerPersonaBytes),
+		GrowthTarget:             growthTarget,
+		LargestPeakRSSBytes:      large.PeakRSSBytes,
+		PeakRSSTargetBytes:       peakRSSTarget,
+		SteadyWritesZeroAtEveryN: !slices.ContainsFunc(points, func(p figuresJSON) bool { return p.SteadyWrites != 0 }),
 	}
 }
 

@@ -61,11 +61,13 @@ func roundRatios(rounds []*roundResult, operator, floor func(*roundResult) time.
 	return ratios
 }
 
-// leastRow is the ratio of fan-out's floors: the one that also makes the
-// writes personas.md#conditions requires over the bare one, in the operator column. No
-// operator that makes those writes can beat it, so it has no target.
+// leastRow is the ratio of fan-out's floors, both at the middle of the
+// PromptLayer fan-out's ConfigMaps: the one that also makes the writes
+// personas.md#conditions requires over the bare one, in the operator
+// column. No operator that makes those writes can beat it, so it has no
+// target.
 func leastRow(measure string, rounds []*roundResult) []string {
-	return ratioRow(measure, rounds, fanOutSpecFloorOf, fanOutFloorOf, func(*roundResult) string { return "" }, noTarget)
+	return ratioRow(measure, rounds, fanOutSpecFloorAtConfigMapsOf, fanOutFloorOf, func(*roundResult) string { return "" }, noTarget)
 }
 
 // median is the middle value; of an even count, the mean of the middle two.

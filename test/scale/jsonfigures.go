@@ -55,14 +55,16 @@ func (r *report) figures() figuresJSON {
 		LoadAverageAfter:  r.loadAfter,
 		ElapsedS:          r.elapsed.Seconds(),
 
-		ConvergenceFloorS:       median(mapRounds(rs, convergenceFloorOf)).Seconds(),
-		ConvergenceEventsFloorS: median(mapRounds(rs, convergenceSpecFloorOf)).Seconds(),
-		FanOutFloorS:            median(mapRounds(rs, fanOutFloorOf)).Seconds(),
-		FanOutStatusFloorS:      median(mapRounds(rs, fanOutSpecFloorOf)).Seconds(),
-		ClusterFanOutFloorS:     median(mapRounds(rs, clusterFanOutFloorOf)).Seconds(),
-		ParentFanOutFloorS:      median(mapRounds(rs, parentFanOutFloorOf)).Seconds(),
-		FloorsBefore:            floorsJSONOf(rs, func(b bracket) time.Duration { return b.before.took }),
-		FloorsAfter:             floorsJSONOf(rs, func(b bracket) time.Duration { return b.after.took }),
+		ConvergenceFloorS:         median(mapRounds(rs, convergenceFloorOf)).Seconds(),
+		ConvergenceEventsFloorS:   median(mapRounds(rs, convergenceSpecFloorOf)).Seconds(),
+		FanOutFloorS:              median(mapRounds(rs, fanOutFloorOf)).Seconds(),
+		FanOutStatusFloorS:        median(mapRounds(rs, fanOutSpecFloorOf)).Seconds(),
+		ClusterFanOutFloorS:       median(mapRounds(rs, clusterFanOutFloorOf)).Seconds(),
+		ParentFanOutFloorS:        median(mapRounds(rs, parentFanOutFloorOf)).Seconds(),
+		ClusterFanOutStatusFloorS: median(mapRounds(rs, clusterFanOutSpecFloorOf)).Seconds(),
+		ParentFanOutStatusFloorS:  median(mapRounds(rs, parentFanOutSpecFloorOf)).Seconds(),
+		FloorsBefore:              floorsJSONOf(rs, func(b bracket) time.Duration { return b.before.took }),
+		FloorsAfter:               floorsJSONOf(rs, func(b bracket) time.Duration { return b.after.took }),
 
 		ConvergenceS:         operatorSeconds(rs, convergenceOf, convergenceTimeoutOf),
 		ConvergenceCreatesS:  operatorSeconds(rs, convergenceCreatesOf, convergenceTimeoutOf),
@@ -76,11 +78,11 @@ func (r *report) figures() figuresJSON {
 		ConvergenceRatio:                operatorRatio(rs, convergenceOf, convergenceFloorOf, convergenceTimeoutOf),
 		ConvergenceEventsRatio:          operatorRatio(rs, convergenceOf, convergenceSpecFloorOf, convergenceTimeoutOf),
 		FanOutRatio:                     operatorRatio(rs, fanOutOf, fanOutFloorOf, fanOutTimeoutOf),
-		FanOutVsStatusFloorRatio:        operatorRatio(rs, fanOutOf, fanOutSpecFloorOf, fanOutTimeoutOf),
+		FanOutVsStatusFloorRatio:        operatorRatio(rs, fanOutOf, fanOutSpecFloorAtConfigMapsOf, fanOutTimeoutOf),
 		FanOutStatusRatio:               operatorRatio(rs, fanOutStatusesOf, fanOutSpecFloorOf, fanOutTimeoutOf),
-		FanOutLeastRatio:                operatorRatio(rs, fanOutSpecFloorOf, fanOutFloorOf, noTimeout),
+		FanOutLeastRatio:                operatorRatio(rs, fanOutSpecFloorAtConfigMapsOf, fanOutFloorOf, noTimeout),
 		ClusterFanOutRatio:              operatorRatio(rs, clusterFanOutOf, clusterFanOutFloorOf, clusterFanOutTimeoutOf),
-		ClusterFanOutVsStatusFloorRatio: operatorRatio(rs, clusterFanOutOf, clusterFanOutSpecFloorOf, clusterFanOutTimeoutOf),
+		ClusterFanOutVsStatusFloorRatio: operatorRatio(rs, clusterFanOutOf, clusterFanOutSpecFloorAtConfigMapsOf, clusterFanOutTimeoutOf),
 		ClusterFanOutStatusRatio:        operatorRatio(rs, clusterFanOutStatusesOf, clusterFanOutSpecFloorOf, clusterFanOutTimeoutOf),
 		ParentFanOutRatio:               operatorRatio(rs, parentFanOutOf, parentFanOutFloorOf, parentFanOutTimeoutOf),
 		ParentFanOutStatusRatio:         operatorRatio(rs, parentFanOutStatusesOf, parentFanOutSpecFloorOf, parentFanOutTimeoutOf),
@@ -112,11 +114,18 @@ func (r *report) figures() figuresJSON {
 	return f
 }
 
-// floorsJSONOf is the medians over the rounds of one turn of the four
-// floors, which of picks from each bracket.
+// floorsJSONOf is the medians of one turn of the four floors, which of
+// picks from each bracket, over the rounds that measured it: a round that
+// timed out measured no floors after.
 func floorsJSONOf(rounds []*roundResult, of func(bracket) time.Duration) floorsJSON {
 	at := func(b func(*roundFloors) bracket) float64 {
-		return median(mapRounds(rounds, func(rr *roundResult) time.Duration { return of(b(&rr.floors)) })).Seconds()
+		var measured []time.Duration
+		for _, rr := range rounds {
+			if d := of(b(&rr.floors)); d > 0 {
+				measured = append(measured, d)
+			}
+		}
+		return median(measured).Seconds()
 	}
 	return floorsJSON{
 		ConvergenceS:       at(convergenceBracket),

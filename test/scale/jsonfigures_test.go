@@ -137,7 +137,7 @@ func TestJSONDecodesIntoItsTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"timestamp", "machine", "n", "rounds", "curve", "growth", "fanout_ratio", "fanout_status_ratio", "convergence_ratio",
-		"cluster_fanout_ratio", "convergence_floor_s", "fanout_floor_s", "fanout_status_floor_s", "parent_fanout_floor_s", "floors_before", "floors_after", "peak_rss_bytes", "renders", "render_p99_s",
+		"cluster_fanout_ratio", "convergence_floor_s", "fanout_floor_s", "fanout_status_floor_s", "parent_fanout_floor_s", "parent_fanout_status_floor_s", "floors_before", "floors_after", "peak_rss_bytes", "renders", "render_p99_s",
 		"steady_writes", "webhook_on_p50_s", "webhook_on_p99_s"} {
 		if _, ok := keys[k]; !ok {
 			t.Errorf("no key %q", k)
@@ -185,5 +185,19 @@ func TestSizesFlag(t *testing.T) {
 	}
 	if err := s.Set("500,0"); err == nil {
 		t.Error("0 Personas accepted")
+	}
+}
+
+// A round that timed out measured no floors after its phases: the medians
+// of the floors after are over the rounds that did.
+func TestFloorsAfterSkipRoundsThatMeasuredNone(t *testing.T) {
+	s := time.Second
+	measured := roundFloors{fanOut: bracket{before: timed{took: 2 * s}, after: timed{took: 4 * s}}}
+	rounds := []*roundResult{{floors: measured}, {floors: roundFloors{fanOut: measuredOnce(2 * s)}}}
+	if got := floorsJSONOf(rounds, func(b bracket) time.Duration { return b.after.took }).FanOutS; got != 4 {
+		t.Errorf("floors_after.fanout_s = %v, want 4 (the one round that measured it)", got)
+	}
+	if got := floorsJSONOf(rounds, func(b bracket) time.Duration { return b.before.took }).FanOutS; got != 2 {
+		t.Errorf("floors_before.fanout_s = %v, want 2", got)
 	}
 }

@@ -7,7 +7,10 @@ import "time"
 // out or did not run) is null, never missing. Times are in seconds, memory
 // in bytes; the times and ratios over rounds are medians, each ratio the
 // median of the rounds' ratios (each operator time over its own round's
-// floor), as in the table.
+// floor, interpolated in time to the operator time's middle between the
+// floor measured before the round's phases and the one after them), as in
+// the table. Ratios from versions that measured the floors before the
+// phases only compare with floors_before, not with these.
 
 // runJSON is the whole run: the figures at one N (the only N, or the
 // curve's largest) at the top level, and every N's in curve.
@@ -42,14 +45,17 @@ type figuresJSON struct {
 	// figure here is interpolated in time to the middle of the operator
 	// time it stands beside: convergence's, the PromptLayer fan-out's, the
 	// ClusterPromptLayer's and the parent's.
-	ConvergenceFloorS       float64 `json:"convergence_floor_s"`
-	ConvergenceEventsFloorS float64 `json:"convergence_events_floor_s"`
-	FanOutFloorS            float64 `json:"fanout_floor_s"`
-	FanOutStatusFloorS      float64 `json:"fanout_status_floor_s"`
-	ClusterFanOutFloorS     float64 `json:"cluster_fanout_floor_s"`
-	ParentFanOutFloorS      float64 `json:"parent_fanout_floor_s"`
-	// The floors as measured before the phases and after them; after is
-	// zero when a round timed out.
+	ConvergenceFloorS         float64 `json:"convergence_floor_s"`
+	ConvergenceEventsFloorS   float64 `json:"convergence_events_floor_s"`
+	FanOutFloorS              float64 `json:"fanout_floor_s"`
+	FanOutStatusFloorS        float64 `json:"fanout_status_floor_s"`
+	ClusterFanOutFloorS       float64 `json:"cluster_fanout_floor_s"`
+	ClusterFanOutStatusFloorS float64 `json:"cluster_fanout_status_floor_s"`
+	ParentFanOutFloorS        float64 `json:"parent_fanout_floor_s"`
+	ParentFanOutStatusFloorS  float64 `json:"parent_fanout_status_floor_s"`
+	// The floors as measured before the phases (what the *_floor_s keys
+	// meant before the floors were measured twice) and after them, medians
+	// over the rounds that measured them; after is zero when none did.
 	FloorsBefore floorsJSON `json:"floors_before"`
 	FloorsAfter  floorsJSON `json:"floors_after"`
 
@@ -67,7 +73,8 @@ type figuresJSON struct {
 	ConvergenceRatio       *float64 `json:"convergence_ratio"`        // over convergence_floor_s
 	ConvergenceEventsRatio *float64 `json:"convergence_events_ratio"` // over convergence_events_floor_s
 	FanOutRatio            *float64 `json:"fanout_ratio"`             // fanout_s over fanout_floor_s
-	// FanOutVsStatusFloorRatio is fanout_s over fanout_status_floor_s.
+	// FanOutVsStatusFloorRatio is fanout_s over the floor with status at
+	// the middle of fanout_s.
 	FanOutVsStatusFloorRatio *float64 `json:"fanout_vs_status_floor_ratio"`
 	FanOutStatusRatio        *float64 `json:"fanout_status_ratio"` // fanout_status_s over fanout_status_floor_s
 	// FanOutLeastRatio is fanout_status_floor_s over fanout_floor_s: no
@@ -131,8 +138,9 @@ type growthJSON struct {
 	LargestN                    int      `json:"largest_n"`
 	ConvergencePerPersonaGrowth *float64 `json:"convergence_per_persona_growth"`
 	FanOutPerPersonaGrowth      *float64 `json:"fanout_per_persona_growth"`
-	// The floors' growth per Persona: convergence's with the Rendered
-	// Events, and fan-out's bare updates.
+	// The floors' growth per Persona, as measured before the rounds'
+	// phases: convergence's with the Rendered Events, and fan-out's bare
+	// updates.
 	ConvergenceFloorGrowth   *float64 `json:"convergence_floor_per_persona_growth"`
 	FanOutFloorGrowth        *float64 `json:"fanout_floor_per_persona_growth"`
 	RSSPerPersonaGrowth      *float64 `json:"rss_per_persona_growth"`

@@ -13,10 +13,8 @@ func (r *report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## persona-operator at scale: N=%d\n\n", r.opts.n)
 	writeTable(&b, r.rows())
-	if len(r.rounds) > 1 {
-		b.WriteString("\nEach round (the table above gives their medians):\n\n")
-		writeTable(&b, r.roundRows())
-	}
+	b.WriteString("\nEach round (the table above gives their medians), its floors as measured before → after its phases:\n\n")
+	writeTable(&b, r.roundRows())
 	r.writeConditions(&b)
 	r.writeBreakdown(&b)
 	return b.String()
@@ -29,8 +27,9 @@ func (r *report) writeConditions(b *strings.Builder) {
 	fmt.Fprintf(b, "- N=%d, harness workers %d, harness client QPS %d / burst %d (not throttled); webhook: %d creates on and %d off, in %d blocks alternating on/off, each after %d uncounted creates\n",
 		n, r.opts.workers, harnessQPS, harnessBurst, len(r.webhookOn), len(r.webhookOff), webhookBlocks, webhookWarmCreates)
 	fmt.Fprintf(b, "- manager flags: %s (defaults otherwise; see cmd/main.go)\n", strings.Join(r.managerFlags, " "))
-	fmt.Fprintf(b, "- %d rounds, each measuring its floors, then the operator with a manager of its own, then its floors again once that manager has stopped; "+
-		"each operator time stands beside its floors interpolated linearly in time to its middle (the API server's heap grows through a round, and its garbage collection with it); ", len(r.rounds))
+	fmt.Fprintf(b, "- %d rounds, each measuring its floors, then the operator with a manager of its own, then (unless it timed out) its floors again once that manager has stopped; "+
+		"each operator time stands beside its floors interpolated linearly in time to its middle (the API server's heap grows through a round, and its garbage collection with it); "+
+		"the last round measures the steady state before its manager stops, and the webhook with a manager started again after its floors; ", len(r.rounds))
 	fmt.Fprintf(b, "floors, measured without the webhook, with %d workers of the same client: convergence = create the layers, the parent and %d Personas + create each ConfigMap + patch each status; "+
 		"fan-out = update the %d ConfigMaps; \"with Events\" and \"with status\" add the other writes personas.md#conditions requires: for convergence each Rendered Event, for fan-out each status patch (a fan-out writes no Event per Persona)\n", r.opts.workers, n, n)
 	fmt.Fprintf(b, "- convergence and fan-out end when the last Persona is Ready / ConfigMap has its new hash, as seen by a watch (cheaper than listing %d rendered objects every 200 ms; the ConfigMaps' watch carries their metadata only, the content-hash annotation included)\n", n)

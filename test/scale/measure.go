@@ -63,14 +63,15 @@ func personaReady(obj client.Object) bool {
 // controller renders), and the time until every persona's status names it
 // too: the controller writes a dependent's status in a pass of low
 // priority, about a second after its ConfigMap, so a fan-out is over only
-// then. what names the phase in progress and errors.
-func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, what string, edit func(context.Context) error, want map[string]string, timeout time.Duration) (configMaps, statuses time.Duration, err error) {
+// then. what names the phase in progress and errors. start is when the
+// edit was made, after the watches were set up.
+func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, what string, edit func(context.Context) error, want map[string]string, timeout time.Duration) (start time.Time, configMaps, statuses time.Duration, err error) {
 	// The hashes before the edit, from the metadata: listing 2,000
 	// rendered prompts would leave the API server tens of MB of garbage
 	// to collect in the phase.
 	cms := configMapMetadataList().(*metav1.PartialObjectMetadataList)
 	if err := c.List(ctx, cms, client.InNamespace(w.ns)); err != nil {
-		return 0, 0, err
+		return start, 0, 0, err
 	}
 	measured := map[string]bool{}
 	for _, p := range w.personas {
@@ -83,11 +84,11 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 		}
 	}
 	if len(before) != len(w.personas) {
-		return 0, 0, fmt.Errorf("%s: %d of the %d ConfigMaps exist before the edit", what, len(before), len(w.personas))
+		return start, 0, 0, fmt.Errorf("%s: %d of the %d ConfigMaps exist before the edit", what, len(before), len(w.personas))
 	}
 	for name, hash := range before {
 		if want[name] == hash {
-			return 0, 0, fmt.Errorf("%s: ConfigMap %s has the hash of the edit before it", what, name)
+			return start, 0, 0, fmt.Errorf("%s: ConfigMap %s has the hash of the edit before it", what, name)
 		}
 	}
 	delivered := func(obj client.Object) bool {
@@ -96,7 +97,7 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 	}
 	cmTracker, err := track(ctx, c, w.ns, what+": updated ConfigMaps", configMapMetadataList, len(before), delivered)
 	if err != nil {
-		return 0, 0, err
+		return start, 0, 0, err
 	}
 	defer cmTracker.stop()
 	current := func(obj client.Object) bool {
@@ -107,13 +108,13 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 	statusTracker, err := track(ctx, c, w.ns, what+": current statuses", func() client.ObjectList { return &v1alpha1.PersonaList{} },
 		len(before), current)
 	if err != nil {
-		return 0, 0, err
+		return start, 0, 0, err
 	}
 	defer statusTracker.stop()
 	cpuBefore := procs.cpu()
-	start := time.Now()
+	start = time.Now()
 	if err := edit(ctx); err != nil {
-		return 0, 0, fmt.Errorf("%s: %w", what, err)
+		return start, 0, 0, fmt.Errorf("%s: %w", what, err)
 	}
 	deliveredAt, err := cmTracker.wait(ctx, start, timeout)
 	cpuDelivering := procs.cpu().minus(cpuBefore)
@@ -122,16 +123,16 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 		if errors.As(err, &te) {
 			te.detail = unexpectedHashes(ctx, c, w.ns, before, want)
 		}
-		return 0, 0, err
+		return start, 0, 0, err
 	}
 	currentAt, err := statusTracker.wait(ctx, start, timeout)
 	if err != nil {
-		return deliveredAt.Sub(start), 0, err
+		return start, deliveredAt.Sub(start), 0, err
 	}
 	step("  ConfigMaps: %s (CPU until the last: %s); statuses: %s", cmTracker.curve(start), cpuDelivering, statusTracker.curve(start))
 	// The two watches are separate streams: statuses seen before the last
 	// ConfigMap count from when both were done.
-	return deliveredAt.Sub(start), max(currentAt.Sub(start), deliveredAt.Sub(start)), nil
+	return start, deliveredAt.Sub(start), max(currentAt.Sub(start), deliveredAt.Sub(start)), nil
 }
 
 // configMapMetadataList is a list of ConfigMaps by their metadata only. The

@@ -25,7 +25,7 @@ const (
 )
 
 // harness is what the rounds share: the control plane, the harness's
-// client and the manager, which each round starts and all but the last stop.
+// client and the manager, which each round starts and stops.
 type harness struct {
 	o          options
 	r          *report
@@ -92,6 +92,10 @@ var (
 	clusterFanOutSpecFloorOf = floorAt(fanOutSpecBracket, clusterFanOutStartOf, clusterFanOutStatusesOf)
 	parentFanOutFloorOf      = floorAt(fanOutBracket, parentFanOutStartOf, parentFanOutOf)
 	parentFanOutSpecFloorOf  = floorAt(fanOutSpecBracket, parentFanOutStartOf, parentFanOutStatusesOf)
+	// The floor with each status patch at the middle of a fan-out's
+	// ConfigMaps, for their time against it.
+	fanOutSpecFloorAtConfigMapsOf        = floorAt(fanOutSpecBracket, fanOutStartOf, fanOutOf)
+	clusterFanOutSpecFloorAtConfigMapsOf = floorAt(fanOutSpecBracket, clusterFanOutStartOf, clusterFanOutOf)
 )
 
 func (rr *roundResult) timeout() bool {
@@ -107,7 +111,7 @@ func (h *harness) createNamespace(ctx context.Context, ns string, labels map[str
 }
 
 // measureRounds runs the rounds, each measuring the floors, then the
-// operator; a round that timed out is the last.
+// operator, then the floors again; a round that timed out is the last.
 func (h *harness) measureRounds(ctx context.Context) error {
 	for i := 1; i <= h.o.rounds; i++ {
 		rr, err := h.round(ctx, i)
@@ -128,9 +132,9 @@ func (h *harness) measureRounds(ctx context.Context) error {
 // manager and measures the floors again. The round's ClusterPromptLayer,
 // which selects the round's namespace by its label, is created before
 // convergence, so every Persona renders with it throughout. The last round
-// (or one that timed out) measures the steady state and the webhook before
-// its manager stops; every other round deletes what it measured, the
-// ClusterPromptLayer too.
+// (or one that timed out) measures the steady state before its manager
+// stops and the webhook after a manager starts again; every other round
+// deletes what it measured, the ClusterPromptLayer too.
 func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	rr := &roundResult{}
 	h.r.round = i
@@ -228,12 +232,15 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	// it rendered: its ClusterPromptLayer and Personas stay.
 	final := last || rr.timeout()
 	if final {
-		if err := h.measureAtRest(ctx); err != nil {
+		if err := h.measureSteadyState(ctx); err != nil {
 			return nil, err
 		}
-	} else if err := h.readManager(ctx); err != nil {
+	}
+	if err := h.readManager(ctx); err != nil {
 		return nil, err
 	}
+	// The last round's profiles read the manager; they end before it stops.
+	h.prof.wait()
 	step("round %d: stopping the manager", i)
 	if err := h.manager.Stop(); err != nil {
 		return nil, fmt.Errorf("stop the manager: %w", err)
@@ -246,7 +253,7 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 		}
 	}
 	if final {
-		return rr, nil
+		return rr, h.measureWebhookRestarted(ctx)
 	}
 	step("round %d: deleting what it measured", i)
 	if err := deleteGuardrail(ctx, h.c, world.guardrail); err != nil {
@@ -266,8 +273,7 @@ func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit f
 	if last {
 		h.prof.start(ctx, name)
 	}
-	start = time.Now()
-	configMaps, statuses, err = fanOut(ctx, h.c, h.procs, w, name, edit, want, fanOutTimeout)
+	start, configMaps, statuses, err = fanOut(ctx, h.c, h.procs, w, name, edit, want, fanOutTimeout)
 	if isTimeout(err) {
 		timedOut = err.Error()
 		step("  %v", err)

@@ -125,7 +125,7 @@ func (r *report) roundRows() [][]string {
 	for i, rr := range r.rounds {
 		f := &rr.floors
 		rows = append(rows, []string{fmt.Sprint(i + 1), f.convergence.String(), f.convergenceSpec.String(), f.fanOut.String(), f.fanOutSpec.String(),
-			secs(rr.convergence), ratio(rr, convergenceOf, convergenceSpecFloorOf),
+			secs(rr.convergence), ratio(rr, convergenceOf, convergenceFloorOf),
 			secs(rr.fanOut), ratio(rr, fanOutOf, fanOutFloorOf),
 			secs(rr.fanOutStatuses), ratio(rr, fanOutStatusesOf, fanOutSpecFloorOf),
 			secs(rr.clusterFanOut), ratio(rr, clusterFanOutOf, clusterFanOutFloorOf),

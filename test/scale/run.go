@@ -112,17 +112,32 @@ func measureAt(ctx context.Context, o options, n int, root, dir, binary string, 
 	return r, nil
 }
 
-// measureAtRest measures the last round's manager once it has settled:
-// the steady state, its figures at N Personas, then the webhook, whose
-// samples add Personas.
-func (h *harness) measureAtRest(ctx context.Context) error {
-	if err := h.measureSteadyState(ctx); err != nil {
+// measureWebhookRestarted starts the manager again once the last round's
+// floors are measured, waits until it has read what it delivered, and
+// measures the webhook. The samples run last because they add Personas:
+// before the floors, the API server would measure them on a larger heap.
+func (h *harness) measureWebhookRestarted(ctx context.Context) error {
+	step("starting the manager again for the webhook's samples")
+	if err := h.manager.Start(ctx); err != nil {
 		return err
 	}
-	if err := h.readManager(ctx); err != nil {
+	h.procs.manager = h.manager.PID()
+	if _, err := settle(ctx, h.metricsURL, settleQuiet, settleLimit); err != nil {
 		return err
 	}
-	return h.measureWebhook(ctx)
+	if err := waitWebhook(ctx, h.c, webhookNamespace, true); err != nil {
+		return err
+	}
+	if err := h.measureWebhook(ctx); err != nil {
+		return err
+	}
+	// The restart renders every Persona again: its failures count too.
+	s, err := scrape.Get(ctx, h.metricsURL)
+	if err != nil {
+		return err
+	}
+	h.r.renderFailures += s.Sum("persona_render_failures_total", nil)
+	return nil
 }
 
 // measureSteadyState counts the manager's writes while nothing changes: the
