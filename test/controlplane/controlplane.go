@@ -58,9 +58,9 @@ func Start(root string) (*Plane, error) {
 		},
 	}
 	// etcd's default quota, 2 GiB of database file, which compaction does
-	// not shrink, fills in the scale harness's N = 8,000 rounds (each
-	// writes about 100,000 objects, floors included); 8 GiB is the largest
-	// etcd recommends.
+	// not shrink, fills in the scale harness's second round at N = 8,000
+	// (each writes about 1.7 GiB of revisions, floors included); 8 GiB is
+	// the largest etcd recommends.
 	env.ControlPlane.Etcd = &envtest.Etcd{}
 	env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.Itoa(etcdQuotaBytes))
 	cfg, err := env.Start()
