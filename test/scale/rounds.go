@@ -157,14 +157,7 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	}
 
 	step("round %d: starting the manager %s", i, strings.Join(h.r.managerFlags, " "))
-	if err := h.manager.Start(ctx); err != nil {
-		return nil, err
-	}
-	h.procs.manager = h.manager.PID()
-	if _, err := settle(ctx, h.metricsURL, 3*time.Second, settleLimit); err != nil {
-		return nil, err
-	}
-	if err := waitWebhook(ctx, h.c, webhookNamespace, true); err != nil {
+	if err := h.startManager(ctx, 3*time.Second); err != nil {
 		return nil, err
 	}
 	if err := h.readBaselineRSS(); err != nil {
@@ -399,6 +392,25 @@ func (h *harness) readManager(ctx context.Context) error {
 		return err
 	}
 	h.r.final = final
-	h.r.renderFailures += final.Sum("persona_render_failures_total", nil)
+	h.r.addRenderFailures(final)
 	return nil
+}
+
+// startManager starts the manager and waits until it has settled (no
+// write for quiet, its queue empty) and serves the webhook.
+func (h *harness) startManager(ctx context.Context, quiet time.Duration) error {
+	if err := h.manager.Start(ctx); err != nil {
+		return err
+	}
+	h.procs.manager = h.manager.PID()
+	if _, err := settle(ctx, h.metricsURL, quiet, settleLimit); err != nil {
+		return err
+	}
+	return waitWebhook(ctx, h.c, webhookNamespace, true)
+}
+
+// addRenderFailures adds the render failures of a manager's metrics, read
+// before it stops: every manager's count.
+func (r *report) addRenderFailures(s scrape.Snapshot) {
+	r.renderFailures += s.Sum("persona_render_failures_total", nil)
 }

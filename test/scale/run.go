@@ -118,14 +118,7 @@ func measureAt(ctx context.Context, o options, n int, root, dir, binary string, 
 // before the floors, the API server would measure them on a larger heap.
 func (h *harness) measureWebhookRestarted(ctx context.Context) error {
 	step("starting the manager again for the webhook's samples")
-	if err := h.manager.Start(ctx); err != nil {
-		return err
-	}
-	h.procs.manager = h.manager.PID()
-	if _, err := settle(ctx, h.metricsURL, settleQuiet, settleLimit); err != nil {
-		return err
-	}
-	if err := waitWebhook(ctx, h.c, webhookNamespace, true); err != nil {
+	if err := h.startManager(ctx, settleQuiet); err != nil {
 		return err
 	}
 	if err := h.measureWebhook(ctx); err != nil {
@@ -136,7 +129,7 @@ func (h *harness) measureWebhookRestarted(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h.r.renderFailures += s.Sum("persona_render_failures_total", nil)
+	h.r.addRenderFailures(s)
 	return nil
 }
 
