@@ -24,16 +24,15 @@ set -euo pipefail
 K8S_VERSION="${ENVTEST_K8S_VERSION:-1.37.2}"
 ETCD_VERSION="${ENVTEST_ETCD_VERSION:-3.7.3}"
 
-log() { printf 'envtest-binaries: %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+LOG_PREFIX=envtest-binaries
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 command -v go >/dev/null 2>&1 || die "go not found on PATH"
 
 # Staging modules (k8s.io/api, k8s.io/apiserver, ...) are tagged v0.<minor>.<patch>.
 [[ "$K8S_VERSION" =~ ^1\.([0-9]+)\.([0-9]+)$ ]] || die "ENVTEST_K8S_VERSION must look like 1.N.M, got '$K8S_VERSION'"
 STAGING_VERSION="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
-K8S_MAJOR=1
-K8S_MINOR="${BASH_REMATCH[1]}"
 
 GOOS_="$(go env GOOS)"
 GOARCH_="$(go env GOARCH)"
@@ -42,14 +41,8 @@ mkdir -p "$ROOT/k8s"
 ROOT="$(cd "$ROOT" && pwd -P)"
 DEST="$ROOT/k8s/${K8S_VERSION}-${GOOS_}-${GOARCH_}"
 
-apiserver_ok() {
-    [[ -x "$DEST/kube-apiserver" ]] &&
-        "$DEST/kube-apiserver" --version 2>/dev/null | grep -q "v${K8S_VERSION}\b"
-}
-etcd_ok() {
-    [[ -x "$DEST/etcd" ]] &&
-        "$DEST/etcd" --version 2>/dev/null | grep -q "${ETCD_VERSION}\b"
-}
+apiserver_ok() { reports_version "$DEST/kube-apiserver" "v${K8S_VERSION//./\\.}([^0-9.]|$)"; }
+etcd_ok() { reports_version "$DEST/etcd" "${ETCD_VERSION//./\\.}([^0-9.]|$)"; }
 kubectl_ok() {
     [[ -x "$DEST/kubectl" ]] && "$DEST/kubectl" version --client >/dev/null 2>&1
 }
@@ -62,7 +55,6 @@ if all_ok; then
 fi
 
 TMP=""
-CHILD=""
 PARTIALS=()
 cleanup() {
     local f
@@ -104,19 +96,6 @@ TMP="$(mktemp -d "${TMPDIR:-/tmp}/envtest-binaries.XXXXXX")"
 export GOWORK=off GO111MODULE=on
 export CGO_ENABLED="${CGO_ENABLED:-0}"
 
-# gorun DIR ARGS...: `go -C DIR ARGS...` (stdout to stderr). Run in the background
-# and waited for, so that an INT/TERM trap fires at once and can stop the build
-# (bash would otherwise defer the trap until a foreground child finishes).
-gorun() {
-    local dir="$1" rc=0
-    shift
-    go -C "$dir" "$@" >&2 &
-    CHILD=$!
-    wait "$CHILD" || rc=$?
-    CHILD=""
-    return "$rc"
-}
-
 # build_to DIR NAME PKG [LDFLAGS]: build PKG in module DIR to $DEST/NAME atomically.
 build_to() {
     local dir="$1" name="$2" pkg="$3" ldflags="${4:-}" partial start
@@ -133,52 +112,9 @@ build_to() {
 KUBE_MOD_READY=""
 prepare_kube_module() {
     [[ -n "$KUBE_MOD_READY" ]] && return 0
-    local dir="$TMP/kube" gomod
-    mkdir -p "$dir"
-    log "resolving k8s.io/kubernetes@v${K8S_VERSION} ..."
-    # Locate k8s.io/kubernetes's own go.mod (download -json prints its cache path).
-    gomod="$(go -C "$dir" mod download -json "k8s.io/kubernetes@v${K8S_VERSION}" |
-        sed -n 's/^[[:space:]]*"GoMod":[[:space:]]*"\(.*\)",\{0,1\}$/\1/p')" ||
-        die "go mod download k8s.io/kubernetes@v${K8S_VERSION} failed"
-    [[ -n "$gomod" && -f "$gomod" ]] || die "could not download go.mod of k8s.io/kubernetes@v${K8S_VERSION}"
-    gorun "$dir" mod init envtest-binaries/kube 2>/dev/null || die "go mod init failed in $dir"
-    {
-        echo
-        echo "require k8s.io/kubernetes v${K8S_VERSION}"
-        echo
-        echo "// k8s.io/kubernetes's replace directives, with ./staging/src/k8s.io/X -> k8s.io/X ${STAGING_VERSION}"
-        echo "replace ("
-        # Handles both block form and single-line `replace a => ./staging/...`.
-        awk -v v="$STAGING_VERSION" '
-            /^replace[[:space:]]*\(/ { inblk = 1; next }
-            inblk && /^\)/           { inblk = 0; next }
-            {
-                line = $0
-                if (!inblk) { if (line !~ /^replace[[:space:]]/) next; sub(/^replace[[:space:]]+/, "", line) }
-                n = split(line, f, /[[:space:]]+/)
-                # fields: [""] path "=>" target  (possible leading empty field)
-                i = (f[1] == "") ? 2 : 1
-                if (f[i+1] == "=>" && f[i+2] ~ /^\.\/staging\/src\//) {
-                    t = f[i+2]; sub(/^\.\/staging\/src\//, "", t)
-                    printf "\t%s => %s %s\n", f[i], t, v
-                }
-            }' "$gomod"
-        echo ")"
-    } >>"$dir/go.mod"
-    grep -q "=> k8s.io/api ${STAGING_VERSION}" "$dir/go.mod" || die "no staging replaces found in $gomod"
-    gorun "$dir" get "k8s.io/kubernetes/cmd/kube-apiserver@v${K8S_VERSION}"
+    kubernetes_module "$TMP/kube" "$K8S_VERSION" "$STAGING_VERSION"
+    gorun "$TMP/kube" get "k8s.io/kubernetes/cmd/kube-apiserver@v${K8S_VERSION}"
     KUBE_MOD_READY=1
-}
-
-kube_ldflags() {
-    local pkg kv k v out=""
-    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-        for kv in "gitVersion=v${K8S_VERSION}" "gitMajor=${K8S_MAJOR}" "gitMinor=${K8S_MINOR}" "gitTreeState=clean"; do
-            k="${kv%%=*}"; v="${kv#*=}"
-            out+=" -X ${pkg}.${k}=${v}"
-        done
-    done
-    echo "$out"
 }
 
 TOTAL_START=$SECONDS
@@ -206,7 +142,7 @@ fi
 
 if ! apiserver_ok; then
     prepare_kube_module
-    build_to "$TMP/kube" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$(kube_ldflags)"
+    build_to "$TMP/kube" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$(kube_ldflags "$K8S_VERSION")"
     apiserver_ok || die "built kube-apiserver does not report version v${K8S_VERSION}"
 fi
 
@@ -219,7 +155,7 @@ if ! kubectl_ok; then
     else
         prepare_kube_module
         gorun "$TMP/kube" get "k8s.io/kubernetes/cmd/kubectl@v${K8S_VERSION}"
-        build_to "$TMP/kube" kubectl k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags)"
+        build_to "$TMP/kube" kubectl k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags "$K8S_VERSION")"
     fi
     kubectl_ok || die "kubectl in $DEST does not run"
 fi
