@@ -49,29 +49,29 @@ fmt: ## Run go fmt.
 vet: ## Run go vet.
 	go vet ./...
 
-.PHONY: verify-generated
-verify-generated: manifests generate chart ## Fail when generated files are not committed.
-	@git diff --exit-code -- api config/crd dist/chart/crds dist/chart/Chart.yaml || { echo "generated files are stale: run 'make manifests generate chart' and commit"; exit 1; }
+.PHONY: verify
+verify: manifests generate chart build-installer ## Fail when a generated file is not as committed: deepcopy, CRDs, RBAC, webhook, the chart and dist/install.yaml.
+	@git diff --exit-code -- api config dist || { echo "generated files are stale: run 'make manifests generate chart build-installer' and commit the result" >&2; exit 1; }
+	@untracked="$$(git ls-files --others --exclude-standard -- api config dist)" && [ -z "$$untracked" ] || { echo "generated files are not committed:" >&2; echo "$$untracked" >&2; exit 1; }
 
 .PHONY: test
-test: manifests generate vet chart-lint ## Run every test: unit tests, envtest suites with the real kube-apiserver and the webhook, the chart and installer checks, and the e2e suite on a real node.
+test: manifests generate vet chart-lint ## Run every test that runs as an ordinary user: unit tests, fuzz seeds, envtest suites with the real kube-apiserver and the webhook, the chart and installer checks.
 	assets="$$(hack/envtest-binaries.sh)" && \
 	KUBEBUILDER_ASSETS="$$assets" PERSONA_REQUIRE_ENVTEST=1 PERSONA_HELM="$(HELM)" go test $(GO_TEST_FLAGS) ./...
-	$(MAKE) --no-print-directory e2e
 
 # E2E_EDITS is how many prompt edits the e2e suite measures edit -> pod over
 # (empty: 21).
 E2E_EDITS ?=
 
-.PHONY: e2e
-e2e: ## Run the single-node e2e suite (root): a real kubelet on containerd runs config/samples' agent; builds kubelet, kube-scheduler and kube-controller-manager once.
+.PHONY: test-e2e e2e
+test-e2e e2e: ## Run the single-node e2e suite (root): a real kubelet on containerd runs config/samples' agent; builds kubelet, kube-scheduler and kube-controller-manager once.
 	assets="$$(hack/envtest-binaries.sh)" && node="$$(hack/e2e-binaries.sh)" && hack/e2e-node.sh && \
 	KUBEBUILDER_ASSETS="$$assets" PERSONA_E2E_BINARIES="$$node" PERSONA_REQUIRE_E2E=1 PERSONA_E2E_EDITS="$(E2E_EDITS)" \
 		go test -count=1 -v -timeout 15m ./test/e2e
 
 .PHONY: e2e-fast
 e2e-fast: ## The e2e suite with 3 prompt edits instead of 21, for iteration.
-	$(MAKE) --no-print-directory e2e E2E_EDITS=3
+	$(MAKE) --no-print-directory test-e2e E2E_EDITS=3
 
 .PHONY: envtest
 envtest: ## Build kube-apiserver and etcd from the Go module proxy into the envtest cache (idempotent).

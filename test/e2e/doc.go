@@ -1,4 +1,4 @@
-// Package e2e is the single-node end-to-end suite of `make e2e`: envtest's
+// Package e2e is the single-node end-to-end suite of `make test-e2e`: envtest's
 // kube-apiserver and etcd, kube-scheduler, kube-controller-manager (garbage
 // collector, Deployments, ReplicaSets), containerd and a kubelet run real
 // containers of config/samples' agent Deployment, and the suite checks how a

@@ -87,7 +87,7 @@ func leaveTimeForCleanup(t *testing.T, next time.Duration) {
 	}
 }
 
-// requireNode skips the suite where it cannot run, unless make e2e asked for
+// requireNode skips the suite where it cannot run, unless make test-e2e asked for
 // it (PERSONA_REQUIRE_E2E=1): then it fails with the reason.
 func requireNode(t *testing.T) string {
 	var why string
@@ -97,7 +97,7 @@ func requireNode(t *testing.T) string {
 	case os.Getenv("KUBEBUILDER_ASSETS") == "":
 		why = "KUBEBUILDER_ASSETS is not set (hack/envtest-binaries.sh)"
 	case os.Getenv("PERSONA_E2E_BINARIES") == "":
-		why = "PERSONA_E2E_BINARIES is not set (hack/e2e-binaries.sh): run make e2e"
+		why = "PERSONA_E2E_BINARIES is not set (hack/e2e-binaries.sh): run make test-e2e"
 	}
 	if why != "" {
 		if os.Getenv("PERSONA_REQUIRE_E2E") == "1" {
