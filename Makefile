@@ -39,7 +39,7 @@ manifests: controller-gen ## Generate the CRDs, RBAC role and webhook configurat
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.
-	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+	$(CONTROLLER_GEN) object paths="./api/..."
 
 .PHONY: fmt
 fmt: ## Run go fmt.

@@ -1,4 +1,4 @@
-// Package controllers holds the Persona and PromptLayer reconcilers.
+// Package controllers holds the Persona, PromptLayer and ClusterPromptLayer reconcilers.
 package controllers
 
 import (
@@ -23,7 +23,7 @@ type Options struct {
 	WatchNamespaces []string
 }
 
-// Setup registers the field indexes and both controllers with the manager.
+// Setup registers the field indexes and the three controllers with the manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := setupIndexes(ctx, mgr); err != nil {
 		return fmt.Errorf("register field indexes: %w", err)

@@ -107,7 +107,7 @@ func NewCommand(s *Streams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   Name,
 		Short: "Render, validate, diff and import persona-operator Personas offline",
-		Long: `kubectl-persona works with the Persona and PromptLayer manifests of
+		Long: `kubectl-persona works with the Persona, PromptLayer and ClusterPromptLayer manifests of
 persona-operator (prompts.persona-operator.dev/v1alpha1) without a cluster.
 It uses the operator's own resolution and rendering, so what it prints is
 byte for byte what the operator writes to a persona's ConfigMap.
