@@ -223,7 +223,12 @@ type Persona struct {
 
 	// +optional
 	Spec PersonaSpec `json:"spec,omitempty"`
+	// Status reads {observedGeneration: -1} until the controller first
+	// writes it, so that kstatus and Argo CD read a new object as in
+	// progress rather than current (the API server applies the default to
+	// objects it reads, and keeps no status from a create).
 	// +optional
+	// +kubebuilder:default={observedGeneration:-1}
 	Status PersonaStatus `json:"status,omitempty"`
 }
 
