@@ -20,7 +20,17 @@ const (
 	// bytesPerTree is what each parse tree keeps besides its nodes: the
 	// parsed and Tree structs, and a cache entry.
 	bytesPerTree = 384
+	// maxBytesPerSourceByte bounds what a parse keeps per byte of source,
+	// whatever its shape: the densest (nested parentheses) keeps 79.
+	maxBytesPerSourceByte = 96
 )
+
+// MaxParsedBytes bounds the memory that parsing one template of n source
+// bytes keeps, at most MaxSourceBytes of them: the webhook weighs what it
+// lets in at once by it.
+func (l Limits) MaxParsedBytes(n int) int {
+	return min(n, l.MaxSourceBytes) * maxBytesPerSourceByte
+}
 
 // estimateSize is the memory p keeps, in bytes: its trees and nodes, the
 // text they copy out of the source, and the source itself, which the trees

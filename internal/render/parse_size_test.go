@@ -67,6 +67,9 @@ func TestParsedSizeEstimate(t *testing.T) {
 		if ratio < 1/1.5 || ratio > 1.5 {
 			t.Errorf("%s: estimated %d bytes, the parse keeps %d", c.name, e, m)
 		}
+		if bound := DefaultLimits.MaxParsedBytes(len(c.src)); len(c.src) > 1024 && m > bound {
+			t.Errorf("%s: the parse keeps %d bytes, over MaxParsedBytes' %d", c.name, m, bound)
+		}
 	}
 }
 
