@@ -33,7 +33,6 @@ func review(t *testing.T, uid string, size int) []byte {
 	return body
 }
 
-
 func TestRequestUID(t *testing.T) {
 	uid, ok := requestUID(bytes.NewReader(review(t, "1", 3<<20)))
 	if !ok || uid != "u-1" {
