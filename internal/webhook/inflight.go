@@ -17,30 +17,49 @@ import (
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
-// DefaultInflightBytes bounds the memory the webhook lets its requests take
-// at once, by requestWeight: one maximal Persona (3 MiB of templates, with
-// the densest template) at a time beside a few dozen ordinary requests.
-const DefaultInflightBytes = 24 << 20
+// The webhook bounds the memory its requests may take at once, by
+// requestWeight, in two lanes, so that heavy requests, which wait for each
+// other, never hold up ordinary ones.
+const (
+	// HeavyInflightBytes bounds the requests over lightRequestBytes: one
+	// maximal Persona (3 MiB of the densest templates weighs 18 MiB) at a time.
+	HeavyInflightBytes = 24 << 20
+	// LightInflightBytes bounds the others: two of the largest, or dozens
+	// of typical ones, at a time.
+	LightInflightBytes = 16 << 20
+	lightRequestBytes  = 64 << 10
+)
 
 // maxRequestBytes is the largest admission request controller-runtime
 // reads; a request of unknown length weighs as much.
 const maxRequestBytes = 7 << 20
 
 // inflight lets a request in only when the memory it may take, by
-// requestWeight, fits beside the requests being validated, before its body
-// is read: so a waiting request holds no memory, and concurrent heavy
-// requests never exhaust the heap. A request that cannot get in within
-// half its timeout is denied with the reason.
+// requestWeight, fits beside the requests of its lane being validated,
+// before its body is read: so a waiting request holds no memory, and
+// concurrent heavy requests never exhaust the heap. A request that cannot
+// get in within half its timeout is denied with the reason.
 type inflight struct {
-	sem    *semaphore.Weighted
-	limit  int64
-	limits render.Limits
+	light, heavy *lane
+	limits       render.Limits
+}
+
+// lane is one bound of inflight.
+type lane struct {
+	sem   *semaphore.Weighted
+	limit int64
+	// what names the lane's requests in a denial.
+	what string
 	// held is the weight of the requests being validated, for the denial.
 	held atomic.Int64
 }
 
-func newInflight(limit int64, limits render.Limits) *inflight {
-	return &inflight{sem: semaphore.NewWeighted(limit), limit: limit, limits: limits}
+func newInflight(light, heavy int64, limits render.Limits) *inflight {
+	return &inflight{
+		light:  &lane{sem: semaphore.NewWeighted(light), limit: light, what: fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)},
+		heavy:  &lane{sem: semaphore.NewWeighted(heavy), limit: heavy, what: fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)},
+		limits: limits,
+	}
 }
 
 // wrap serves next under the bound.
@@ -52,27 +71,37 @@ func (l *inflight) wrap(next http.Handler) http.Handler {
 // validated: its body and the copies decoding makes (the AdmissionReview's
 // raw object, the decoded map and the typed object), and the parse tree of
 // its largest template, which is at most n bytes of source. Templates are
-// parsed one at a time, so one tree is live at once.
+// parsed one at a time, so one tree is live at once. A request of unknown
+// length weighs as much as the largest.
 func (l *inflight) requestWeight(n int64) int64 {
 	if n < 0 || n > maxRequestBytes {
 		n = maxRequestBytes
 	}
-	return min(4*n+int64(l.limits.MaxParsedBytes(int(n))), l.limit)
+	return 4*n + int64(l.limits.MaxParsedBytes(int(n)))
+}
+
+// laneOf is the lane of a request of n body bytes.
+func (l *inflight) laneOf(n int64) *lane {
+	if n >= 0 && n <= lightRequestBytes {
+		return l.light
+	}
+	return l.heavy
 }
 
 func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
-	weight := l.requestWeight(r.ContentLength)
+	in := l.laneOf(r.ContentLength)
+	weight := min(l.requestWeight(r.ContentLength), in.limit)
 	ctx, cancel := context.WithTimeout(r.Context(), waitFor(r))
-	err := l.sem.Acquire(ctx, weight)
+	err := in.sem.Acquire(ctx, weight)
 	cancel()
 	if err != nil {
-		l.deny(w, r)
+		in.deny(w, r)
 		return
 	}
-	l.held.Add(weight)
+	in.held.Add(weight)
 	defer func() {
-		l.held.Add(-weight)
-		l.sem.Release(weight)
+		in.held.Add(-weight)
+		in.sem.Release(weight)
 	}()
 	next.ServeHTTP(w, r)
 }
@@ -92,9 +121,9 @@ func waitFor(r *http.Request) time.Duration {
 // response must carry the request's uid, which the API server writes
 // first; when it cannot be read from the start of the body, the answer is
 // 429, which the API server reports as the webhook's failure.
-func (l *inflight) deny(w http.ResponseWriter, r *http.Request) {
-	msg := fmt.Sprintf("the webhook is validating %d MiB of requests already (its bound is %d MiB); try again in a moment",
-		(l.held.Load()+(1<<20)-1)>>20, l.limit>>20)
+func (l *lane) deny(w http.ResponseWriter, r *http.Request) {
+	msg := fmt.Sprintf("the webhook is validating %d MiB of %s already (its bound is %d MiB); try again in a moment",
+		(l.held.Load()+(1<<20)-1)>>20, l.what, l.limit>>20)
 	uid, ok := requestUID(io.LimitReader(r.Body, 64<<10))
 	if !ok {
 		w.Header().Set("Retry-After", "1")

@@ -50,9 +50,9 @@ func TestRequestUID(t *testing.T) {
 // once they are done it is let in.
 func TestInflightBound(t *testing.T) {
 	limits := render.DefaultLimits
-	l := newInflight(24<<20, limits)
-	if w := l.requestWeight(3 << 20); 2*w <= l.limit {
-		t.Fatalf("two maximal requests (%d bytes each) fit in %d", w, l.limit)
+	l := newInflight(16<<20, 24<<20, limits)
+	if w := l.requestWeight(3 << 20); 2*w <= l.heavy.limit {
+		t.Fatalf("two maximal requests (%d bytes each) fit in %d", w, l.heavy.limit)
 	}
 	release := make(chan struct{})
 	entered := make(chan struct{}, 4)
@@ -98,17 +98,27 @@ func TestInflightBound(t *testing.T) {
 	}
 	r := denial.Response
 	if r == nil || r.Allowed || r.UID != "u-second" || r.Result == nil || r.Result.Code != http.StatusTooManyRequests ||
-		!strings.Contains(r.Result.Message, fmt.Sprintf("the webhook is validating %d MiB of requests already (its bound is 24 MiB); try again", held)) {
+		!strings.Contains(r.Result.Message, fmt.Sprintf("the webhook is validating %d MiB of requests over 64 KiB already (its bound is 24 MiB); try again", held)) {
 		t.Errorf("denial %+v %+v", r, r.Result)
 	}
 
-	// An ordinary request fits beside the maximal one.
-	resp = post("timeout=400ms", review(t, "small", 2<<10))
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("an ordinary request beside a maximal one: %s", resp.Status)
+	// While a heavy request waits in line, an ordinary one is let in at once.
+	waiting := make(chan struct{})
+	go func() {
+		defer close(waiting)
+		if resp := post("timeout=2s", review(t, "waiting", 3<<20)); resp != nil {
+			resp.Body.Close()
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start = time.Now()
+	resp = post("timeout=2s", review(t, "small", 2<<10))
+	if resp.StatusCode != http.StatusOK || time.Since(start) > 500*time.Millisecond {
+		t.Errorf("an ordinary request beside a waiting maximal one: %s after %v", resp.Status, time.Since(start))
 	}
 	resp.Body.Close()
 	<-entered
+	<-waiting
 
 	close(release)
 	<-done

@@ -46,7 +46,7 @@ type Validator struct {
 func Register(mgr ctrl.Manager) {
 	v := &Validator{Reader: mgr.GetClient()}
 	// One bound for every path: they share the heap.
-	limit := newInflight(DefaultInflightBytes, render.Default().Limits())
+	limit := newInflight(LightInflightBytes, HeavyInflightBytes, render.Default().Limits())
 	server := mgr.GetWebhookServer()
 	for _, path := range []string{PersonaPath, PromptLayerPath, ClusterPromptLayerPath} {
 		server.Register(path, limit.wrap(&webhook.Admission{Handler: v}))
