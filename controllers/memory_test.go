@@ -144,4 +144,3 @@ var _ = Describe("Memory against the cluster", func() {
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a dry run stored a Persona: %v", err)
 	})
 })
-
