@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
@@ -32,7 +33,11 @@ func setMemoryLimit(log logr.Logger, limit memlimit.Provider) int64 {
 	case set == math.MaxInt64:
 		log.Info("the container has no memory limit; the Go memory limit is not set")
 	default:
-		log.Info("set the Go memory limit to 90% of the container's memory limit", "bytes", set, "MiB", set>>20)
+		ratio := strconv.FormatFloat(memoryLimitRatio, 'f', -1, 64)
+		if v, ok := os.LookupEnv("AUTOMEMLIMIT"); ok {
+			ratio = v // the library's override of the ratio
+		}
+		log.Info("set the Go memory limit from the container's memory limit", "bytes", set, "MiB", set>>20, "ratio", ratio)
 	}
 	return goMemoryLimit()
 }
