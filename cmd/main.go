@@ -5,6 +5,7 @@ package main
 import (
 	"os"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -17,6 +18,7 @@ func main() {
 	flags, logOpts := parseFlags()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
 	log := ctrl.Log.WithName("setup")
+	setMemoryLimit(log, memlimit.FromCgroup)
 	fail := func(err error, what string) {
 		log.Error(err, what)
 		os.Exit(1)

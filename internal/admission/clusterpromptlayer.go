@@ -46,8 +46,9 @@ func ValidateClusterPromptLayer(obj map[string]any) field.ErrorList {
 		errs = append(errs, field.Required(tp, "the guardrail's Go template"))
 	case present:
 		// An empty template is allowed: it adds nothing.
-		errs = append(errs, checkTemplate(tp, render.KindClusterLayer, name, tmpl)...)
-		errs = append(errs, checkNoInclude(tp, name, tmpl)...)
+		includes, tmplErrs := inspectTemplate(tp, render.KindClusterLayer, name, tmpl)
+		errs = append(errs, tmplErrs...)
+		errs = append(errs, checkNoInclude(tp, includes)...)
 	}
 	for _, key := range []string{"namespaceSelector", "personaSelector"} {
 		errs = append(errs, validateSelector(specPath.Child(key), spec[key])...)
@@ -58,8 +59,7 @@ func ValidateClusterPromptLayer(obj map[string]any) field.ErrorList {
 // checkNoInclude refuses include calls: the PromptLayers they name differ per
 // namespace, and a guardrail is the same text everywhere. A non-literal
 // include does not parse, and checkTemplate reports it.
-func checkNoInclude(p *field.Path, name, src string) field.ErrorList {
-	names := render.Default().Includes(render.KindClusterLayer, name, src)
+func checkNoInclude(p *field.Path, names []string) field.ErrorList {
 	if len(names) == 0 {
 		return nil
 	}

@@ -14,17 +14,25 @@ import (
 // section name (platform.<key>, extension.<id>, layer.<name>) that the
 // message carries, as a render failure's would.
 func checkTemplate(p *field.Path, kind render.SectionKind, name, src string) field.ErrorList {
+	_, errs := inspectTemplate(p, kind, name, src)
+	return errs
+}
+
+// inspectTemplate is checkTemplate that also returns the layers the
+// template's include calls name. The parse is not cached: admission sees
+// templates that are never stored (dry runs, refused objects, the CLI).
+func inspectTemplate(p *field.Path, kind render.SectionKind, name, src string) ([]string, field.ErrorList) {
 	engine := render.Default()
-	err := engine.Check(kind, name, src)
+	includes, err := engine.Inspect(kind, name, src)
 	if err == nil {
-		return nil
+		return includes, nil
 	}
 	var limit *render.LimitError
 	if errors.As(err, &limit) && limit.Limit == "source" {
 		tooLong := field.TooLong(p, nil, engine.Limits().MaxSourceBytes)
 		tooLong.Detail = limit.Error()
-		return field.ErrorList{tooLong}
+		return includes, field.ErrorList{tooLong}
 	}
 	// The source is left out of the message: it can be 64 KiB.
-	return field.ErrorList{field.Invalid(p, field.OmitValueType{}, err.Error())}
+	return includes, field.ErrorList{field.Invalid(p, field.OmitValueType{}, err.Error())}
 }

@@ -15,7 +15,24 @@ import (
 // a variable of personas.md#variables wherever the type of . is known statically: at the top
 // level, and inside range and with over a known field.
 func (e *Engine) Check(kind SectionKind, name, src string) error {
-	p := e.cache.get(kind, name, src)
+	return e.cache.get(kind, name, src).check()
+}
+
+// Inspect checks a template source as Check does and returns the layers its
+// include calls name, in order, as Includes does. It keeps nothing: a source
+// the cache holds is not parsed again, and any other is parsed and dropped,
+// so templates that may never be stored or rendered (admission's: dry runs,
+// refused objects, direct calls) fill no cache.
+func (e *Engine) Inspect(kind SectionKind, name, src string) (includes []string, err error) {
+	p := e.cache.peek(kind, name, src)
+	if p == nil {
+		p = parseChecked(SectionName(kind, name), src, &e.limits)
+	}
+	return p.includes, p.check()
+}
+
+// check is Check's verdict on p, computed once.
+func (p *parsed) check() error {
 	if p.err != nil {
 		return p.err
 	}

@@ -32,6 +32,10 @@ type executor struct {
 	out []byte
 	// writers are reused writers, one per nesting level of execution.
 	writers []*budgetWriter
+	// bindings are the templates bound since the executor left the pool.
+	// They are unbound when it returns, so an idle executor keeps no
+	// parse tree alive that the cache has dropped.
+	bindings []*template.Template
 }
 
 // maxBoundNames bounds the template names an executor keeps bound; past it
@@ -56,15 +60,17 @@ func (x *executor) bind(p *parsed) *template.Template {
 }
 
 func (x *executor) bindTree(name string, t *parse.Tree) *template.Template {
-	if nt := x.bound[name]; nt != nil {
+	nt := x.bound[name]
+	if nt != nil {
 		nt.Tree = t
-		return nt
+	} else {
+		var err error
+		if nt, err = x.root.AddParseTree(name, t); err != nil {
+			panic(err) // AddParseTree fails only on a nil template
+		}
+		x.bound[name] = nt
 	}
-	nt, err := x.root.AddParseTree(name, t)
-	if err != nil {
-		panic(err) // AddParseTree fails only on a nil template
-	}
-	x.bound[name] = nt
+	x.bindings = append(x.bindings, nt)
 	return nt
 }
 
@@ -179,6 +185,13 @@ func (p *executorPool) get(e *Engine) *executor {
 
 func (p *executorPool) put(x *executor) {
 	x.includes, x.chain, x.active, x.includeDepth = nil, x.chain[:0], x.active[:0], 0
+	for _, nt := range x.bindings {
+		nt.Tree = nil
+	}
+	x.bindings = x.bindings[:0]
+	if cap(x.bindings) > maxBoundNames {
+		x.bindings = nil
+	}
 	for i, b := range x.buffers {
 		if cap(b) > maxKeptBuffer {
 			x.buffers[i] = nil

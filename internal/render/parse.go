@@ -18,6 +18,8 @@ type parsed struct {
 	// empty is true when executing main would write nothing but spaces.
 	empty bool
 	err   error
+	// size is estimateSize's estimate of the memory this keeps.
+	size int
 
 	checkOnce sync.Once
 	checkErr  error
@@ -33,6 +35,12 @@ var builtinNames = map[string]any{
 // parseTemplate parses src under name with the function set of personas.md#functions,
 // checks what can be checked without data, and inserts the budget checks.
 func parseTemplate(name, src string, limits *Limits) *parsed {
+	p := parseChecked(name, src, limits)
+	p.size = estimateSize(p, src)
+	return p
+}
+
+func parseChecked(name, src string, limits *Limits) *parsed {
 	p := &parsed{name: name}
 	if len(src) > limits.MaxSourceBytes {
 		p.err = limits.sourceError(len(src))

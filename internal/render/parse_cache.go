@@ -4,7 +4,8 @@ import "sync"
 
 // parseCache holds parsed templates by name and source, so a re-render
 // never re-parses. It keeps two generations and drops the older one when the
-// newer has taken in maxCacheBytes of source, bounding its memory.
+// newer holds maxCacheBytes by estimateSize, so what it keeps is bounded by
+// the memory of its parse trees rather than by the length of its sources.
 type parseCache struct {
 	limits    *Limits
 	mu        sync.RWMutex
@@ -15,6 +16,9 @@ type parseCache struct {
 	parses int
 }
 
+// maxCacheBytes bounds the estimated memory of one generation, so the
+// cache keeps at most twice this: a few thousand typical templates, or
+// a dozen 64 KiB sources of the densest kind.
 const maxCacheBytes = 32 << 20
 
 func newParseCache(l *Limits) *parseCache {
@@ -47,10 +51,22 @@ func (c *parseCache) get(kind SectionKind, name, src string) *parsed {
 		p = parseTemplate(SectionName(kind, name), src, c.limits)
 		c.parses++
 	}
-	if c.currBytes+len(name)+len(src) > maxCacheBytes {
+	if c.currBytes+p.size > maxCacheBytes {
 		c.previous, c.current, c.currBytes = c.current, map[cacheKey]*parsed{}, 0
 	}
 	c.current[k] = p
-	c.currBytes += len(name) + len(src)
+	c.currBytes += p.size
 	return p
+}
+
+// peek returns src parsed when either generation holds it, and nil
+// otherwise, without changing the cache.
+func (c *parseCache) peek(kind SectionKind, name, src string) *parsed {
+	k := cacheKey{kind, name, src}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if p := c.current[k]; p != nil {
+		return p
+	}
+	return c.previous[k]
 }

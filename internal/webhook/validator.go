@@ -19,6 +19,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	personaadmission "github.com/persona-operator/persona-operator/internal/admission"
+	"github.com/persona-operator/persona-operator/internal/render"
 )
 
 // Paths the webhook is served at, as config/webhook registers them.
@@ -44,10 +45,12 @@ type Validator struct {
 // Register serves the webhook for every kind on the manager's webhook server.
 func Register(mgr ctrl.Manager) {
 	v := &Validator{Reader: mgr.GetClient()}
+	// One bound for every path: they share the heap.
+	limit := newInflight(LightInflightBytes, HeavyInflightBytes, render.Default().Limits())
 	server := mgr.GetWebhookServer()
-	server.Register(PersonaPath, &webhook.Admission{Handler: v})
-	server.Register(PromptLayerPath, &webhook.Admission{Handler: v})
-	server.Register(ClusterPromptLayerPath, &webhook.Admission{Handler: v})
+	for _, path := range []string{PersonaPath, PromptLayerPath, ClusterPromptLayerPath} {
+		server.Register(path, limit.wrap(&webhook.Admission{Handler: v}))
+	}
 }
 
 // Handle implements admission.Handler.

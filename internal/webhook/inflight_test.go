@@ -1,0 +1,132 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+// review is an AdmissionReview as the API server sends it, with an object
+// of about size bytes.
+func review(t *testing.T, uid string, size int) []byte {
+	t.Helper()
+	obj, _ := json.Marshal(map[string]any{"kind": "Persona", "spec": map[string]any{"prompt": strings.Repeat("x", size)}})
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  &admissionv1.AdmissionRequest{UID: types.UID("u-" + uid), Object: runtime.RawExtension{Raw: obj}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+func TestRequestUID(t *testing.T) {
+	uid, ok := requestUID(bytes.NewReader(review(t, "1", 3<<20)))
+	if !ok || uid != "u-1" {
+		t.Errorf("uid %q, %v; want u-1", uid, ok)
+	}
+	// The uid after a large value is not read: the body is limited.
+	late := []byte(`{"request":{"object":{"x":"` + strings.Repeat("x", 128<<10) + `"},"uid":"late"}}`)
+	if uid, ok := requestUID(bytes.NewReader(late[:64<<10])); ok {
+		t.Errorf("read uid %q past the limit", uid)
+	}
+}
+
+// TestInflightBound: a request that does not fit beside the ones being
+// validated waits, and is denied with the reason after half its timeout;
+// once they are done it is let in.
+func TestInflightBound(t *testing.T) {
+	limits := render.DefaultLimits
+	l := newInflight(16<<20, 24<<20, limits)
+	if w := l.requestWeight(3 << 20); 2*w <= l.heavy.limit {
+		t.Fatalf("two maximal requests (%d bytes each) fit in %d", w, l.heavy.limit)
+	}
+	release := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	srv := httptest.NewServer(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		if r.URL.Query().Get("block") != "" {
+			<-release
+		}
+		_, _ = w.Write([]byte("validated"))
+	})))
+	defer srv.Close()
+	post := func(query string, body []byte) *http.Response {
+		resp, err := http.Post(srv.URL+"/?"+query, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		return resp
+	}
+
+	first := review(t, "first", 3<<20)
+	// Its body and three copies, and a parse of 64 KiB at 96 bytes a byte.
+	held := (4*len(first) + 64<<10*96 + 1<<20 - 1) >> 20
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp := post("block=1&timeout=10s", first); resp != nil {
+			resp.Body.Close()
+		}
+	}()
+	<-entered
+
+	start := time.Now()
+	resp := post("timeout=400ms", review(t, "second", 3<<20))
+	waited := time.Since(start)
+	var denial admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&denial); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if waited < 200*time.Millisecond {
+		t.Errorf("denied after %v, before half its timeout", waited)
+	}
+	r := denial.Response
+	if r == nil || r.Allowed || r.UID != "u-second" || r.Result == nil || r.Result.Code != http.StatusTooManyRequests ||
+		!strings.Contains(r.Result.Message, fmt.Sprintf("the webhook is validating %d MiB of requests over 64 KiB already (its bound is 24 MiB); try again", held)) {
+		t.Errorf("denial %+v %+v", r, r.Result)
+	}
+
+	// While a heavy request waits in line, an ordinary one is let in at once.
+	waiting := make(chan struct{})
+	go func() {
+		defer close(waiting)
+		if resp := post("timeout=2s", review(t, "waiting", 3<<20)); resp != nil {
+			resp.Body.Close()
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start = time.Now()
+	resp = post("timeout=2s", review(t, "small", 2<<10))
+	if resp.StatusCode != http.StatusOK || time.Since(start) > 500*time.Millisecond {
+		t.Errorf("an ordinary request beside a waiting maximal one: %s after %v", resp.Status, time.Since(start))
+	}
+	resp.Body.Close()
+	<-entered
+	<-waiting
+
+	close(release)
+	<-done
+	resp = post("timeout=400ms", review(t, "third", 3<<20))
+	got := new(bytes.Buffer)
+	_, _ = got.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if got.String() != "validated" {
+		t.Errorf("after the first was done, the next was answered %q", got)
+	}
+}
