@@ -61,6 +61,51 @@ var murmurFuncs = template.FuncMap{
 	"contains":  strings.Contains,
 }
 
+// murmur is Murmur's set bound to x's budget. Its functions are typed
+// rather than guarded, being cheap and common: each charges its cost
+// (budget_work.go) before it runs.
+func (x *executor) murmur() template.FuncMap {
+	text := func(name string, bytes int, s ...string) error {
+		n := 0
+		for _, a := range s {
+			n += len(a)
+		}
+		return x.budget.charge(name, cost{bytes: bytes, work: linearWork(n, len(s))})
+	}
+	return template.FuncMap{
+		"quote": func(s string) (string, error) {
+			if err := text("quote", escapedSize(s)+2, s); err != nil {
+				return "", err
+			}
+			return strconv.Quote(s), nil
+		},
+		"lower": func(s string) (string, error) {
+			if err := text("lower", caseSize(s, false), s); err != nil {
+				return "", err
+			}
+			return strings.ToLower(s), nil
+		},
+		"trimSpace": func(s string) (string, error) {
+			if err := text("trimSpace", 0, s); err != nil {
+				return "", err
+			}
+			return strings.TrimSpace(s), nil
+		},
+		"hasPrefix": func(s, prefix string) (bool, error) {
+			if err := text("hasPrefix", 0, s, prefix); err != nil {
+				return false, err
+			}
+			return strings.HasPrefix(s, prefix), nil
+		},
+		"contains": func(s, substr string) (bool, error) {
+			if err := text("contains", 0, s, substr); err != nil {
+				return false, err
+			}
+			return strings.Contains(s, substr), nil
+		},
+	}
+}
+
 // builtinOverrides are text/template builtins that can build large strings
 // from many or large arguments; they run under the same guard as Sprig's.
 var builtinOverrides = template.FuncMap{
@@ -107,13 +152,13 @@ func (x *executor) funcMap() template.FuncMap {
 		if !ok {
 			panic("sprig has no function " + name)
 		}
-		m[name] = x.guard(fn, costs[name])
+		m[name] = x.guard(name, fn, costs[name])
 	}
 	for name, fn := range builtinOverrides {
-		m[name] = x.guard(fn, nil)
+		m[name] = x.guard(name, fn, builtinCosts[name])
 	}
-	m["printf"] = x.guard(fmt.Sprintf, printfCost)
-	maps.Copy(m, murmurFuncs)
+	m["printf"] = x.guard("printf", fmt.Sprintf, printfCost)
+	maps.Copy(m, x.murmur())
 	m["include"] = x.include
 	return m
 }
