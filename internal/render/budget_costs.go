@@ -74,6 +74,15 @@ var costs = map[string]costFunc{
 	"camelcase":                  caseCost(false),
 	"snakecase":                  caseCost(true),
 	"kebabcase":                  caseCost(true),
+	"initials":                   runeCost,
+	"nospace":                    runeCost,
+	"trim":                       runeCost,
+	"trimall":                    runeCost,
+	"trimAll":                    runeCost,
+	"abbrev":                     runeCost,
+	"abbrevboth":                 runeCost,
+	"trunc":                      runeCost,
+	"substr":                     runeCost,
 	"squote":                     printCost,
 	"cat":                        printCost,
 	"toString":                   printCost,
@@ -235,7 +244,7 @@ func replaceCost(args []reflect.Value) (cost, error) {
 func wrapWithCost(args []reflect.Value) (cost, error) {
 	width, sep, s := int(args[0].Int()), args[1].String(), args[2].String()
 	breaks := strings.Count(s, " ") + len(s)/max(width, 1) + 1
-	return cost{bytes: addCap(len(s), mulCap(breaks, len(sep)))}, nil
+	return cost{bytes: addCap(len(s), mulCap(breaks, len(sep))), work: workOf(len(s), runeStep)}, nil
 }
 
 // regexReplaceCost charges a regular-expression replacement as the matches
@@ -249,16 +258,17 @@ func regexReplaceCost(literal bool) costFunc {
 		if err != nil {
 			return cost{}, err
 		}
+		c.work = addWork(c.work, linearWork(mulCap(c.units, len(repl)), 0))
 		c.units = 0 // the result is one string, bounded by its size
 		c.work = addWork(c.work, c.work)
-		c.sized = func() int { return replacedSize(re.re, s, repl, literal) }
+		c.sized = func(limit int) int { return replacedSize(re.re, s, repl, literal, limit) }
 		return c, nil
 	}
 }
 
 // replacedSize is the size of re's replacement of every match in s by repl,
-// or more than maxExpansion once it is known to be at least that.
-func replacedSize(re *regexp.Regexp, s, repl string, literal bool) int {
+// or more than limit once it is known to be more.
+func replacedSize(re *regexp.Regexp, s, repl string, literal bool, limit int) int {
 	refs := strings.Count(repl, "$")
 	size := len(s)
 	var buf []byte
@@ -267,14 +277,14 @@ func replacedSize(re *regexp.Regexp, s, repl string, literal bool) int {
 		if !literal && refs > 0 {
 			// Every reference expands to part of the match, so this
 			// bounds the expansion before it is built.
-			if addCap(len(repl), mulCap(refs, m[1]-m[0])) > maxExpansion {
+			if addCap(len(repl), mulCap(refs, m[1]-m[0])) > limit {
 				return math.MaxInt
 			}
 			buf = re.ExpandString(buf[:0], repl, s, m)
 			n = len(buf)
 		}
 		size = addCap(size, n) - (m[1] - m[0])
-		if size > maxExpansion {
+		if size-len(s) > limit {
 			return size
 		}
 	}

@@ -17,8 +17,8 @@ type cost struct {
 	bytes int
 	work  time.Duration
 	// sized, when set, computes the result's size exactly, once the work
-	// is known to fit; it costs as much as work.
-	sized func() int
+	// is known to fit, or tells it is over limit; it costs as much as work.
+	sized func(limit int) int
 }
 
 // costFunc tells, before a call, what it costs. A function without one costs

@@ -85,7 +85,7 @@ func (b *budget) charge(name string, c cost) error {
 		}
 	}
 	if c.sized != nil {
-		if n := c.sized(); n > b.limits.MaxOutputBytes {
+		if n := c.sized(b.limits.MaxOutputBytes); n > b.limits.MaxOutputBytes {
 			return b.limits.outputError(n)
 		}
 	}

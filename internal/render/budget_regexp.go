@@ -23,7 +23,7 @@ const (
 	// regexpStep is the time of one instruction over one byte of input,
 	// measured at worst (about 22 ns, patterns of 30 to 3,000 character
 	// classes over 80 to 800 KB, on a loaded 2-core EPYC), with a margin.
-	regexpStep = 25 * time.Nanosecond
+	regexpStep = 40 * time.Nanosecond
 	// regexpCompileStep is the time compiling takes per instruction.
 	regexpCompileStep = 200 * time.Nanosecond
 )
@@ -47,7 +47,7 @@ func compileBounded(pattern string) (*boundedRegexp, error) {
 
 func compileChecked(pattern string) (*regexp.Regexp, int, *syntax.Regexp, error) {
 	if len(pattern) > maxRegexpSource {
-		return nil, 0, nil, fmt.Errorf("regular expression of %d bytes, over the limit of %d bytes", len(pattern), maxRegexpSource)
+		return nil, 0, nil, limitErrorf(LimitRegexp, "render budget exceeded: a regular expression of %d bytes, over the limit of %d bytes", len(pattern), maxRegexpSource)
 	}
 	tree, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
@@ -69,9 +69,9 @@ func compileChecked(pattern string) (*regexp.Regexp, int, *syntax.Regexp, error)
 
 func regexpSizeError(n int) error {
 	if n > 10*maxRegexpInsts {
-		return fmt.Errorf("regular expression too large: more than %d instructions, over the limit of %d", 10*maxRegexpInsts, maxRegexpInsts)
+		return limitErrorf(LimitRegexp, "render budget exceeded: a regular expression of more than %d instructions, over the limit of %d", 10*maxRegexpInsts, maxRegexpInsts)
 	}
-	return fmt.Errorf("regular expression too large: %d instructions, over the limit of %d", n, maxRegexpInsts)
+	return limitErrorf(LimitRegexp, "render budget exceeded: a regular expression of %d instructions, over the limit of %d", n, maxRegexpInsts)
 }
 
 // expandedSize bounds the instructions re compiles to, counted repeats

@@ -41,6 +41,10 @@ func (e *TooLargeError) Error() string {
 // LimitTime is the Limit of a LimitError for the wall-time budget of a render.
 const LimitTime = "time"
 
+// LimitRegexp is the Limit of a LimitError for a regular expression too
+// large to compile.
+const LimitRegexp = "regular expression"
+
 // LimitPersonaTime is the Limit of a LimitError for the wall-time budget
 // that a persona's prompt and its variants share.
 const LimitPersonaTime = "persona time"
@@ -48,7 +52,7 @@ const LimitPersonaTime = "persona time"
 // LimitError reports a render that exceeded one of its limits
 // (personas.md#limits). Its message names the limit.
 type LimitError struct {
-	// Limit names the limit: "time", "persona time", "units", "output", "source", "call
+	// Limit names the limit: "time", "persona time", "regular expression", "units", "output", "source", "call
 	// depth" or "value depth".
 	Limit string
 	msg   string
