@@ -80,8 +80,8 @@ func (b *budget) charge(name string, c cost) error {
 		return b.limits.outputError(c.bytes)
 	}
 	if c.work >= minCheckedWork {
-		if left := time.Until(b.deadline); c.work > left {
-			return b.workError(name, c.work, left)
+		if c.work > time.Until(b.deadline) {
+			return b.workError(name, c.work)
 		}
 	}
 	if c.sized != nil {

@@ -81,14 +81,15 @@ func (l *Limits) personaDurationError() *LimitError {
 }
 
 // workError refuses a call to the function name whose work, estimated from
-// its arguments before it runs, is more than the time left.
-func (b *budget) workError(name string, work, left time.Duration) *LimitError {
+// its arguments before it runs, is more than the time left. The message
+// leaves the time left out, so that it reads the same on every reconcile.
+func (b *budget) workError(name string, work time.Duration) *LimitError {
 	limit, what := LimitTime, b.limits.MaxDuration.String()
 	if b.shared {
 		limit, what = LimitPersonaTime, b.limits.MaxPersonaDuration.String()+" for the persona's prompt and its variants"
 	}
-	return limitErrorf(limit, "render budget exceeded: a call to %s would take longer than the limit of %s (about %s of work, %s left)",
-		name, what, roundWork(work), max(left, 0).Round(time.Millisecond))
+	return limitErrorf(limit, "render budget exceeded: a call to %s would take longer than the limit of %s (about %s of work)",
+		name, what, roundWork(work))
 }
 
 // roundWork rounds an estimate to two significant figures or so.
