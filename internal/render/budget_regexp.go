@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"math"
 	"reflect"
 	"regexp"
@@ -51,9 +50,9 @@ func compileChecked(pattern string) (*regexp.Regexp, int, *syntax.Regexp, error)
 	}
 	tree, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("error parsing regexp: %w", err)
+		return nil, 0, nil, err
 	}
-	if n := expandedSize(tree); n > maxRegexpInsts {
+	if n := addCap(expandedSize(tree), programOverhead); n > maxRegexpInsts {
 		return nil, 0, nil, regexpSizeError(n)
 	}
 	prog, err := syntax.Compile(tree.Simplify())
@@ -74,8 +73,12 @@ func regexpSizeError(n int) error {
 	return limitErrorf(LimitRegexp, "render budget exceeded: a regular expression of %d instructions, over the limit of %d", n, maxRegexpInsts)
 }
 
+// programOverhead is the instructions every program has besides its
+// expression's: a fail, the whole match's capture and the match.
+const programOverhead = 4
+
 // expandedSize bounds the instructions re compiles to, counted repeats
-// expanded; it saturates past ten times the limit.
+// expanded, besides programOverhead; it saturates past ten times the limit.
 func expandedSize(re *syntax.Regexp) int {
 	const ceiling = 10*maxRegexpInsts + 1
 	sum := func(subs []*syntax.Regexp) int {
