@@ -1,0 +1,57 @@
+package render
+
+import (
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// fuzzSlack is how far past its limit a render may run: the clock is read
+// between calls, and every call is charged its worst case before it runs.
+const fuzzSlack = 50 * time.Millisecond
+
+// fuzzAlloc bounds what one render may allocate (runtime.MemStats
+// TotalAlloc): a few times the output limit, as worstAlloc.
+const fuzzAlloc = worstAlloc
+
+// FuzzFunctionSetBounds renders templates built from the function set: the
+// seeds (testdata/fuzz/FuzzFunctionSetBounds, and every worst case of
+// TestEveryFunctionWorstCase) call each function with its worst arguments,
+// and the fuzzer recombines them. Whatever the template, a render must end
+// within the wall-time limit plus fuzzSlack, allocate at most fuzzAlloc, and
+// fail, if it fails, with a RenderError.
+func FuzzFunctionSetBounds(f *testing.F) {
+	for _, cases := range worstCases {
+		for _, src := range cases {
+			f.Add(src)
+		}
+	}
+	e := NewEngine(DefaultLimits)
+	f.Fuzz(func(t *testing.T, src string) {
+		b := &Bundle{
+			Version:    BundleVersion,
+			Persona:    PersonaFields{Name: "p", Namespace: "ns", Harness: "claude"},
+			Extensions: []Extension{{ID: "a", Origin: "persona/p", Template: src}},
+			Includes:   map[string]string{"heavy": `{{ range until 1000 }}x{{ end }}`},
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		_, err := e.Render(b, "")
+		elapsed := time.Since(start)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			var re *RenderError
+			if !errors.As(err, &re) {
+				t.Fatalf("error is not a RenderError: %v", err)
+			}
+		}
+		if limit := DefaultLimits.MaxDuration + fuzzSlack; elapsed > limit {
+			t.Fatalf("render took %s, over %s: %.300v", elapsed, limit, err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > fuzzAlloc {
+			t.Fatalf("render allocated %d MiB, over %d MiB: %.300v", alloc>>20, fuzzAlloc>>20, err)
+		}
+	})
+}
