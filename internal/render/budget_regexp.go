@@ -100,12 +100,14 @@ func expandedSize(re *syntax.Regexp) int {
 	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
 		return min(addCap(sum(re.Sub), 2), ceiling)
 	case syntax.OpRepeat:
-		sub := addCap(sum(re.Sub), 2)
-		copies := re.Max
-		if copies < 0 {
-			copies = re.Min + 1
+		// x{n,m} simplifies to n copies of x and m-n nested optional ones,
+		// each of those one instruction more; x{n,} to n copies and x*.
+		sub := sum(re.Sub)
+		optional := re.Max - re.Min
+		if re.Max < 0 {
+			optional = 1
 		}
-		return min(mulCap(max(copies, 1), sub), ceiling)
+		return min(addCap(mulCap(re.Min, sub), mulCap(max(optional, 0), addCap(sub, 2))), ceiling)
 	}
 	return 1
 }

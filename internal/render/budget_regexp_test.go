@@ -13,7 +13,7 @@ func TestExpandedSizeBoundsTheProgram(t *testing.T) {
 	for _, p := range []string{
 		"", "a", "abc", "[a-j]", "a*", "a+?", "(a|b|c)", "(?:a{1000})", "(?:a{2,5}){3}", "a{0,}", "a{3,}",
 		"(?i)straße", `\bword\b`, "(?m)^x$", "((a)(b))+", "(?:(?:a{10}){10}){10}", "x{0}", "(?:a|)*",
-		"[^a-z0-9]+", `\p{Greek}+`, ".*", "(?s).*?", "a(?:.*X)?", strings.Repeat("[a-j]", 300) + "k",
+		"[^a-z0-9]+", "a{2,}b{0,3}(?:cd){1,}", "(?:ab){0,2}", `\p{Greek}+`, ".*", "(?s).*?", "a(?:.*X)?", strings.Repeat("[a-j]", 300) + "k",
 	} {
 		tree, err := syntax.Parse(p, syntax.Perl)
 		if err != nil {
