@@ -3,7 +3,9 @@ package render
 import (
 	"errors"
 	"maps"
+	"math"
 	"slices"
+	"strings"
 	"runtime"
 	"testing"
 	"time"
@@ -29,6 +31,7 @@ func FuzzFunctionSetBounds(f *testing.F) {
 			f.Add(src)
 		}
 	}
+	calibrateWorkScale(f)
 	e := NewEngine(DefaultLimits)
 	f.Fuzz(func(t *testing.T, src string) {
 		b := &Bundle{
@@ -59,4 +62,26 @@ func FuzzFunctionSetBounds(f *testing.F) {
 			t.Fatalf("render of %.300q allocated %d MiB, over %d MiB: %.300v", src, alloc>>20, fuzzAlloc>>20, err)
 		}
 	})
+}
+
+// calibrateWorkScale scales the cost model to this binary, which under
+// -fuzz carries coverage instrumentation: it times the worst-case matcher
+// (a program of 33 instructions over 900 KB) and scales every step by how
+// much slower it runs than the half of regexpStep it was measured at.
+func calibrateWorkScale(f *testing.F) {
+	re, err := compileBounded(strings.Repeat("[a-j]", 30) + "k")
+	if err != nil {
+		f.Fatal(err)
+	}
+	s := strings.Repeat("abcdefghij", 90_000)
+	best := time.Duration(math.MaxInt64)
+	for range 3 {
+		start := time.Now()
+		re.re.MatchString(s)
+		best = min(best, time.Since(start))
+	}
+	step := best / time.Duration(re.insts*len(s))
+	workScale = max(1, (2*step+regexpStep-1)/regexpStep)
+	f.Cleanup(func() { workScale = 1 })
+	f.Logf("a matcher step takes %s: work scaled by %d", step, workScale)
 }
