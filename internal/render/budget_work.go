@@ -20,8 +20,10 @@ const (
 	// a byte of words at worst, with a margin.
 	runeStep = 40 * time.Nanosecond
 	// nodeStep is the time per value of the arguments (list element, map
-	// entry): reflection, copying, comparing or printing it.
-	nodeStep = 500 * time.Nanosecond
+	// entry): reflection, copying, comparing or printing it. mergeOverwrite,
+	// deepCopy and deepEqual of a dict of 12,000 keys take about 2 µs a
+	// value.
+	nodeStep = 3 * time.Microsecond
 	// compareStep is the time of comparing one byte, or one value, of a
 	// list against another with reflect.DeepEqual, as uniq, without and has
 	// do for every pair.
