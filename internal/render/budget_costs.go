@@ -42,7 +42,7 @@ var costs = map[string]costFunc{
 	"mustRegexFindAll":           regexpFindAllCost,
 	"regexSplit":                 regexpFindAllCost,
 	"mustRegexSplit":             regexpFindAllCost,
-	"regexQuoteMeta":             escapeCost,
+	"regexQuoteMeta":             growthCost(2),
 	"uniq":                       uniqCost,
 	"mustUniq":                   uniqCost,
 	"without":                    withoutCost,
@@ -74,8 +74,8 @@ var costs = map[string]costFunc{
 	"camelcase":                  caseCost(false),
 	"snakecase":                  caseCost(true),
 	"kebabcase":                  caseCost(true),
-	"initials":                   runeCost,
-	"nospace":                    runeCost,
+	"initials":                   caseCost(false),
+	"nospace":                    caseCost(false),
 	"trim":                       runeCost,
 	"trimall":                    runeCost,
 	"trimAll":                    runeCost,
@@ -97,11 +97,8 @@ var builtinCosts = map[string]costFunc{
 	"println":  printCost,
 	"html":     escapeCost,
 	"js":       escapeCost,
-	"urlquery": escapeCost,
+	"urlquery": growthCost(3),
 }
-
-// maxExpansion stops a cost computation early: no limit is larger.
-const maxExpansion = 64 << 20
 
 var errNegativeCount = errors.New("a count must not be negative")
 

@@ -6,9 +6,11 @@ import (
 )
 
 // The guard holds template functions to the budget (personas.md#limits). The
-// function set (funcs.go) wraps every Sprig function and the text/template
-// builtins that can build large strings with it; the cost of each Sprig
-// function whose result can outgrow its arguments is in budget_costs.go.
+// function set (funcs.go) wraps every Sprig function, printf and the
+// text/template builtins that can build large strings with it. Every call is
+// charged before it runs: by default linearWork of its arguments, and by the
+// function's own cost (budget_costs.go, budget_work.go, budget_regexp.go)
+// when it is more than linear or its result can outgrow its arguments.
 
 // cost is what a call will spend, told before it runs: loop-like units, the
 // size of the value it builds, and the work it does, in estimated time.

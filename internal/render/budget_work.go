@@ -199,15 +199,27 @@ func escapedSize(s string) int {
 	return n
 }
 
-// escapeCost is the cost of the functions that escape their string
-// arguments (html, js, urlquery, quote, squote, regexQuoteMeta): the size of
-// the arguments escaped.
+// escapeCost is the cost of html and js, which escape their string
+// arguments: the size of the arguments escaped.
 func escapeCost(args []reflect.Value) (cost, error) {
 	n := 0
 	for _, a := range args {
 		n = addCap(n, argText(a, escapedSize))
 	}
 	return cost{bytes: n}, nil
+}
+
+// growthCost bounds a function whose result is at most factor times its
+// arguments' text: urlquery (%XX per byte), regexQuoteMeta (a backslash per
+// byte).
+func growthCost(factor int) costFunc {
+	return func(args []reflect.Value) (cost, error) {
+		n := 0
+		for _, a := range args {
+			n = addCap(n, argText(a, func(s string) int { return len(s) }))
+		}
+		return cost{bytes: mulCap(n, factor)}, nil
+	}
 }
 
 // argText sums f over the strings in a, and the printed size of what is not

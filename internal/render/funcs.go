@@ -141,7 +141,8 @@ func publicFuncNames() map[string]any {
 }
 
 // funcMap is the function set of one executor, bound to its budget: every
-// function but Murmur's and include runs through the guard (budget_guard.go).
+// function but Murmur's and include runs through the guard (budget_guard.go);
+// Murmur's charge the budget themselves, and include renders under it.
 func (x *executor) funcMap() template.FuncMap {
 	m := template.FuncMap{}
 	for _, name := range sprigAllowed {
