@@ -134,7 +134,8 @@ func listUnits(i int) costFunc {
 func printedSize(size int) int { return mulCap(size, 3) }
 
 // fromJson S makes a value per JSON value of S, and each value is at most
-// one of these bytes after another.
+// one of these bytes after another; decoding one costs as much as any other
+// function's handling of a value.
 func fromJSONCost(args []reflect.Value) (cost, error) {
 	s := args[0].String()
 	values := 1
@@ -143,7 +144,7 @@ func fromJSONCost(args []reflect.Value) (cost, error) {
 			values++
 		}
 	}
-	return cost{units: values}, nil
+	return cost{units: values, work: workOf(values, nodeStep)}, nil
 }
 
 // toJSONCost bounds the encoding of the value: every byte of its strings may
