@@ -51,8 +51,9 @@ var sprigAllowed = []string{
 	"regexQuoteMeta", "urlParse", "urlJoin",
 }
 
-// murmurFuncs are Murmur's five functions, with Murmur's argument order. They
-// win over Sprig's functions of the same names.
+// murmurFuncs are Murmur's five functions, with Murmur's argument order, as
+// plain Go functions; the set has them bound to the budget (murmur), and
+// they win over Sprig's functions of the same names.
 var murmurFuncs = template.FuncMap{
 	"quote":     strconv.Quote,
 	"lower":     strings.ToLower,
