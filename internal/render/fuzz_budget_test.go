@@ -4,9 +4,9 @@ import (
 	"errors"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
-	"runtime"
 	"testing"
 	"time"
 )
