@@ -10,10 +10,11 @@ import (
 	"unicode/utf8"
 )
 
-// costs are the cost functions of the Sprig functions whose result can be
-// much larger than their arguments, which draw on the budget before running,
-// and of those that could make a map contain itself, which refuse to. The
-// builtin printf has its own, printfCost.
+// costs are the cost functions of the functions whose cost is more than
+// linear in their arguments' size, or whose result can be much larger than
+// their arguments, and of those that could make a map contain itself, which
+// refuse to. Every other function of the set costs linearWork.
+// personas.md#functions lists them.
 var costs = map[string]costFunc{
 	"set":                        acyclic,
 	"merge":                      acyclic,
@@ -28,14 +29,76 @@ var costs = map[string]costFunc{
 	"nindent":                    indentCost(1),
 	"replace":                    replaceCost,
 	"wrapWith":                   wrapWithCost,
+	"wrap":                       wrapCost,
 	"regexReplaceAll":            regexReplaceCost(false),
 	"mustRegexReplaceAll":        regexReplaceCost(false),
 	"regexReplaceAllLiteral":     regexReplaceCost(true),
 	"mustRegexReplaceAllLiteral": regexReplaceCost(true),
+	"regexMatch":                 regexpMatchCost,
+	"mustRegexMatch":             regexpMatchCost,
+	"regexFind":                  regexpMatchCost,
+	"mustRegexFind":              regexpMatchCost,
+	"regexFindAll":               regexpFindAllCost,
+	"mustRegexFindAll":           regexpFindAllCost,
+	"regexSplit":                 regexpFindAllCost,
+	"mustRegexSplit":             regexpFindAllCost,
+	"regexQuoteMeta":             growthCost(2),
+	"uniq":                       uniqCost,
+	"mustUniq":                   uniqCost,
+	"without":                    withoutCost,
+	"mustWithout":                withoutCost,
+	"has":                        hasCost,
+	"mustHas":                    hasCost,
+	"sortAlpha":                  sortAlphaCost,
+	"split":                      splitCost,
+	"splitList":                  splitCost,
+	"splitn":                     splitnCost,
+	"join":                       joinCost,
+	"toStrings":                  listUnits(0),
+	"chunk":                      listUnits(1),
+	"mustChunk":                  listUnits(1),
+	"fromJson":                   fromJSONCost,
+	"mustFromJson":               fromJSONCost,
+	"toJson":                     toJSONCost,
+	"mustToJson":                 toJSONCost,
+	"toPrettyJson":               toJSONCost,
+	"mustToPrettyJson":           toJSONCost,
+	"toRawJson":                  toJSONCost,
+	"mustToRawJson":              toJSONCost,
+	"b64enc":                     encodingCost(4, 3),
+	"b32enc":                     encodingCost(8, 5),
+	"upper":                      caseCost(false),
+	"title":                      caseCost(false),
+	"untitle":                    caseCost(false),
+	"swapcase":                   caseCost(false),
+	"camelcase":                  caseCost(false),
+	"snakecase":                  caseCost(true),
+	"kebabcase":                  caseCost(true),
+	"initials":                   caseCost(false),
+	"nospace":                    caseCost(false),
+	"trim":                       runeCost,
+	"trimall":                    runeCost,
+	"trimAll":                    runeCost,
+	"abbrev":                     runeCost,
+	"abbrevboth":                 runeCost,
+	"trunc":                      runeCost,
+	"substr":                     runeCost,
+	"squote":                     printCost,
+	"cat":                        printCost,
+	"toString":                   printCost,
+	"semver":                     semverCost,
+	"semverCompare":              semverCost,
 }
 
-// maxExpansion stops a cost computation early: no limit is larger.
-const maxExpansion = 64 << 20
+// builtinCosts are the costs of the text/template builtins the set
+// overrides (builtinOverrides).
+var builtinCosts = map[string]costFunc{
+	"print":    printCost,
+	"println":  printCost,
+	"html":     escapeCost,
+	"js":       escapeCost,
+	"urlquery": growthCost(3),
+}
 
 var errNegativeCount = errors.New("a count must not be negative")
 
@@ -59,34 +122,34 @@ func addCap(a, b int) int {
 
 // acyclic refuses set and merge calls that would make a map contain itself
 // (see reaches).
-func acyclic(args []reflect.Value) (int, int, error) {
+func acyclic(args []reflect.Value) (cost, error) {
 	dst := args[0]
 	for dst.Kind() == reflect.Interface && !dst.IsNil() {
 		dst = dst.Elem()
 	}
 	if dst.Kind() != reflect.Map || dst.IsNil() {
-		return 0, 0, nil
+		return cost{}, nil
 	}
 	nodes := 200_000
 	for _, src := range args[1:] {
 		ok, err := reaches(src, dst.Pointer(), &nodes)
 		if err != nil {
-			return 0, 0, err
+			return cost{}, err
 		}
 		if ok {
-			return 0, 0, fmt.Errorf("a map cannot contain itself")
+			return cost{}, fmt.Errorf("a map cannot contain itself")
 		}
 	}
-	return 0, 0, nil
+	return cost{}, nil
 }
 
 // repeat COUNT STRING spends COUNT units and builds COUNT times the string.
-func repeatCost(args []reflect.Value) (int, int, error) {
+func repeatCost(args []reflect.Value) (cost, error) {
 	count, s := int(args[0].Int()), args[1].String()
 	if count < 0 {
-		return 0, 0, errNegativeCount
+		return cost{}, errNegativeCount
 	}
-	return count, mulCap(count, len(s)), nil
+	return cost{units: count, bytes: mulCap(count, len(s))}, nil
 }
 
 // stepCount is how many elements Sprig's untilStep(start, stop, step) makes.
@@ -107,21 +170,21 @@ func stepCount(start, stop, step int) int {
 	return int(n)
 }
 
-func untilCost(args []reflect.Value) (int, int, error) {
+func untilCost(args []reflect.Value) (cost, error) {
 	count := int(args[0].Int())
 	step := 1
 	if count < 0 {
 		step = -1
 	}
-	return stepCount(0, count, step), 0, nil
+	return cost{units: stepCount(0, count, step)}, nil
 }
 
-func untilStepCost(args []reflect.Value) (int, int, error) {
-	return stepCount(int(args[0].Int()), int(args[1].Int()), int(args[2].Int())), 0, nil
+func untilStepCost(args []reflect.Value) (cost, error) {
+	return cost{units: stepCount(int(args[0].Int()), int(args[1].Int()), int(args[2].Int()))}, nil
 }
 
 // seqCost follows Sprig's seq: 1..END, START..END, or START..END by STEP.
-func seqCost(args []reflect.Value) (int, int, error) {
+func seqCost(args []reflect.Value) (cost, error) {
 	p := args[0] // the variadic ...int
 	at := func(i int) int { return int(p.Index(i).Int()) }
 	var n int
@@ -134,7 +197,7 @@ func seqCost(args []reflect.Value) (int, int, error) {
 		n = stepCount(at(0), saturatingStep(at(2), direction(at(0), at(2))), at(1))
 	}
 	// Each number prints as at most 20 digits and a space.
-	return n, mulCap(n, 21), nil
+	return cost{units: n, bytes: mulCap(n, 21)}, nil
 }
 
 func direction(from, to int) int {
@@ -153,77 +216,89 @@ func saturatingStep(v, d int) int {
 
 // indent N S pads every line of S with N spaces.
 func indentCost(extra int) costFunc {
-	return func(args []reflect.Value) (int, int, error) {
+	return func(args []reflect.Value) (cost, error) {
 		spaces, s := int(args[0].Int()), args[1].String()
 		if spaces < 0 {
-			return 0, 0, errNegativeCount
+			return cost{}, errNegativeCount
 		}
 		lines := strings.Count(s, "\n") + 1
-		return 0, addCap(len(s)+extra, mulCap(spaces, lines)), nil
+		return cost{bytes: addCap(len(s)+extra, mulCap(spaces, lines))}, nil
 	}
 }
 
 // replace OLD NEW SRC
-func replaceCost(args []reflect.Value) (int, int, error) {
+func replaceCost(args []reflect.Value) (cost, error) {
 	old, repl, src := args[0].String(), args[1].String(), args[2].String()
 	n := strings.Count(src, old)
 	if old == "" {
 		n = utf8.RuneCountInString(src) + 1
 	}
 	growth := max(len(repl)-len(old), 0)
-	return 0, addCap(len(src), mulCap(n, growth)), nil
+	return cost{bytes: addCap(len(src), mulCap(n, growth))}, nil
 }
 
 // wrapWith WIDTH SEP STRING breaks at spaces and inside words longer than WIDTH.
-func wrapWithCost(args []reflect.Value) (int, int, error) {
+func wrapWithCost(args []reflect.Value) (cost, error) {
 	width, sep, s := int(args[0].Int()), args[1].String(), args[2].String()
 	breaks := strings.Count(s, " ") + len(s)/max(width, 1) + 1
-	return 0, addCap(len(s), mulCap(breaks, len(sep))), nil
+	return cost{bytes: addCap(len(s), mulCap(breaks, len(sep))), work: workOf(len(s), runeStep)}, nil
 }
 
-// regexReplaceCost computes the exact size of a regular-expression
-// replacement before it is built.
+// regexReplaceCost charges a regular-expression replacement as the matches
+// it runs twice (once to size the result, once to build it), and computes the
+// exact size of the result, once that work is known to fit, before it is
+// built.
 func regexReplaceCost(literal bool) costFunc {
-	return func(args []reflect.Value) (int, int, error) {
-		re, err := regexp.Compile(args[0].String())
+	return func(args []reflect.Value) (cost, error) {
+		pattern, s, repl := args[0].String(), args[1].String(), args[2].String()
+		re, c, err := regexpAllCost(pattern, s, -1)
 		if err != nil {
-			return 0, 0, err
+			return cost{}, err
 		}
-		s, repl := args[1].String(), args[2].String()
-		refs := strings.Count(repl, "$")
-		size := len(s)
-		var buf []byte
-		for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
-			n := len(repl)
-			if !literal && refs > 0 {
-				// Every reference expands to part of the match, so this
-				// bounds the expansion before it is built.
-				if addCap(len(repl), mulCap(refs, m[1]-m[0])) > maxExpansion {
-					return 0, math.MaxInt, nil
-				}
-				buf = re.ExpandString(buf[:0], repl, s, m)
-				n = len(buf)
-			}
-			size = addCap(size, n) - (m[1] - m[0])
-			if size > maxExpansion {
-				return 0, size, nil
-			}
-		}
-		return 0, size, nil
+		c.work = addWork(c.work, linearWork(mulCap(c.units, len(repl)), 0))
+		c.units = 0 // the result is one string, bounded by its size
+		c.work = addWork(c.work, c.work)
+		c.sized = func(limit int) int { return replacedSize(re.re, s, repl, literal, limit) }
+		return c, nil
 	}
+}
+
+// replacedSize is the size of re's replacement of every match in s by repl,
+// or more than limit once it is known to be more.
+func replacedSize(re *regexp.Regexp, s, repl string, literal bool, limit int) int {
+	refs := strings.Count(repl, "$")
+	size := len(s)
+	var buf []byte
+	for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+		n := len(repl)
+		if !literal && refs > 0 {
+			// Every reference expands to part of the match, so this
+			// bounds the expansion before it is built.
+			if addCap(len(repl), mulCap(refs, m[1]-m[0])) > limit {
+				return math.MaxInt
+			}
+			buf = re.ExpandString(buf[:0], repl, s, m)
+			n = len(buf)
+		}
+		size = addCap(size, n) - (m[1] - m[0])
+		if size-len(s) > limit {
+			return size
+		}
+	}
+	return size
 }
 
 // printfCost bounds the padding a format asks for: the widths and
 // precisions of its verbs, including those given by * arguments.
-func printfCost(args []reflect.Value) (int, int, error) {
+func printfCost(args []reflect.Value) (cost, error) {
 	f := &printfFormat{format: args[0].String(), args: args[1]}
-	total := len(f.format)
+	total := addCap(len(f.format), argText(args[1], func(s string) int { return len(s) }))
 	for ; f.i < len(f.format); f.i++ {
 		if f.format[f.i] == '%' {
 			total = addCap(total, f.verbPadding())
 		}
 	}
-	return 0, total, nil
+	return cost{bytes: total}, nil
 }
 
 // printfFormat reads a printf format the way fmt does, far enough to find

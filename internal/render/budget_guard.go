@@ -1,26 +1,43 @@
 package render
 
-import "reflect"
+import (
+	"reflect"
+	"time"
+)
 
 // The guard holds template functions to the budget (personas.md#limits). The
-// function set (funcs.go) wraps every Sprig function and the text/template
-// builtins that can build large strings with it; the cost of each Sprig
-// function whose result can outgrow its arguments is in budget_costs.go.
+// function set (funcs.go) wraps every Sprig function, printf and the
+// text/template builtins that can build large strings with it. Every call is
+// charged before it runs: by default linearWork of its arguments, and by the
+// function's own cost (budget_costs.go, budget_work.go, budget_regexp.go)
+// when it is more than linear or its result can outgrow its arguments.
 
-// costFunc tells, before a call, the units it spends and the size of the
-// string it builds, for functions whose cost is not bounded by their arguments.
-type costFunc func(args []reflect.Value) (units, bytes int, err error)
+// cost is what a call will spend, told before it runs: loop-like units, the
+// size of the value it builds, and the work it does, in estimated time.
+type cost struct {
+	units int
+	bytes int
+	work  time.Duration
+	// sized, when set, computes the result's size exactly, once the work
+	// is known to fit, or tells it is over limit; it costs as much as work.
+	sized func(limit int) int
+}
+
+// costFunc tells, before a call, what it costs. A function without one costs
+// its arguments' size and node count (linearWork), the cost of every
+// function of the set that is linear in its input.
+type costFunc func(args []reflect.Value) (cost, error)
 
 // guard wraps fn so that every call is accounted: the clock is checked, the
 // arguments must be bounded values, a cost function may refuse the call before
 // it runs, a returned string must fit the output limit and a returned list
 // or map spends a unit per element. A refusal panics with the error, which
 // text/template turns into the call's error.
-func (x *executor) guard(fn any, cost costFunc) any {
+func (x *executor) guard(name string, fn any, costOf costFunc) any {
 	v := reflect.ValueOf(fn)
 	t := v.Type()
 	return reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
-		if err := x.beforeCall(args, cost); err != nil {
+		if err := x.beforeCall(name, args, costOf); err != nil {
 			panic(err)
 		}
 		var out []reflect.Value
@@ -38,30 +55,27 @@ func (x *executor) guard(fn any, cost costFunc) any {
 	}).Interface()
 }
 
-// beforeCall checks the clock, bounds the arguments and lets cost refuse
-// the call before it runs.
-func (x *executor) beforeCall(args []reflect.Value, cost costFunc) error {
+// beforeCall checks the clock, bounds the arguments, and refuses the call
+// when what it costs does not fit what is left of the budget.
+func (x *executor) beforeCall(name string, args []reflect.Value, costOf costFunc) error {
 	b := &x.budget
 	if err := b.checkTime(); err != nil {
 		return err
 	}
-	if err := measureWithin(b.limits, "arguments of %d bytes are", args...); err != nil {
-		return err
-	}
-	if cost == nil {
-		return nil
-	}
-	units, bytes, err := cost(args)
+	m, err := measureWithin(b.limits, "arguments of %d bytes are", args...)
 	if err != nil {
 		return err
 	}
-	if err := b.spend(units); err != nil {
-		return err
+	c := cost{work: linearWork(m.size, m.nodes)}
+	if costOf != nil {
+		fc, err := costOf(args)
+		if err != nil {
+			return err
+		}
+		fc.work = max(c.work, fc.work)
+		c = fc
 	}
-	if bytes > b.limits.MaxOutputBytes || bytes < 0 {
-		return b.limits.outputError(bytes)
-	}
-	return nil
+	return b.charge(name, c)
 }
 
 // afterCall bounds what the call returned.
@@ -79,7 +93,7 @@ func (x *executor) afterCall(v reflect.Value) error {
 		if err := b.spend(v.Len()); err != nil {
 			return err
 		}
-		if err := measureWithin(b.limits, "a value of %d bytes is", v); err != nil {
+		if _, err := measureWithin(b.limits, "a value of %d bytes is", v); err != nil {
 			return err
 		}
 	}
@@ -89,15 +103,15 @@ func (x *executor) afterCall(v reflect.Value) error {
 // measureWithin measures vals against the bound on function arguments and
 // results: twice the output limit, nesting bounded. what names them in the
 // error, with a %d for their size.
-func measureWithin(limits *Limits, what string, vals ...reflect.Value) error {
+func measureWithin(limits *Limits, what string, vals ...reflect.Value) (measure, error) {
 	m := newMeasure(limits)
 	for _, v := range vals {
 		if err := m.value(v, 0); err != nil {
-			return err
+			return m, err
 		}
 	}
 	if m.size > 2*limits.MaxOutputBytes {
-		return valueSizeError(what, m.size, 2*limits.MaxOutputBytes)
+		return m, valueSizeError(what, m.size, 2*limits.MaxOutputBytes)
 	}
-	return nil
+	return m, nil
 }

@@ -10,6 +10,9 @@ type Limits struct {
 	MaxSourceBytes int
 	// MaxDuration bounds a render's wall time.
 	MaxDuration time.Duration
+	// MaxPersonaDuration bounds the wall time of a persona's prompt and all
+	// its variants together, the renders of one reconcile (ConfigMap).
+	MaxPersonaDuration time.Duration
 	// MaxUnits bounds a render's loop iterations, template calls and list
 	// elements together.
 	MaxUnits int
@@ -29,12 +32,13 @@ type Limits struct {
 
 // DefaultLimits are the limits of personas.md#limits.
 var DefaultLimits = Limits{
-	MaxSourceBytes:    64 << 10,
-	MaxDuration:       250 * time.Millisecond,
-	MaxUnits:          100_000,
-	MaxOutputBytes:    900 << 10,
-	MaxIncludeDepth:   8,
-	MaxCallDepth:      1000,
-	MaxValueDepth:     100,
-	MaxConfigMapBytes: 900 << 10,
+	MaxSourceBytes:     64 << 10,
+	MaxDuration:        250 * time.Millisecond,
+	MaxPersonaDuration: time.Second,
+	MaxUnits:           100_000,
+	MaxOutputBytes:     900 << 10,
+	MaxIncludeDepth:    8,
+	MaxCallDepth:       1000,
+	MaxValueDepth:      100,
+	MaxConfigMapBytes:  900 << 10,
 }

@@ -15,10 +15,19 @@ type budget struct {
 	output   int
 	depth    int
 	err      *LimitError
+	// shared tells that the deadline is the persona's (MaxPersonaDuration),
+	// which comes before the render's own.
+	shared bool
 }
 
-func (b *budget) reset(l *Limits, now time.Time) {
+// reset starts a render at now. personaDeadline, when not zero, is the end of
+// the budget that the persona's prompt and variants share; the render ends at
+// whichever of it and its own limit comes first.
+func (b *budget) reset(l *Limits, now, personaDeadline time.Time) {
 	*b = budget{limits: l, deadline: now.Add(l.MaxDuration)}
+	if !personaDeadline.IsZero() && personaDeadline.Before(b.deadline) {
+		b.deadline, b.shared = personaDeadline, true
+	}
 }
 
 // spend draws n units; it also checks the clock, every 64 units or so.
@@ -43,8 +52,42 @@ func (b *budget) checkTime() error {
 		return b.err
 	}
 	if time.Now().After(b.deadline) {
-		b.err = b.limits.durationError()
+		b.err = b.durationError()
 		return b.err
+	}
+	return nil
+}
+
+func (b *budget) durationError() *LimitError {
+	if b.shared {
+		return b.limits.personaDurationError()
+	}
+	return b.limits.durationError()
+}
+
+// minCheckedWork is the least work whose call is checked against the time
+// left: a cheaper call cannot overrun the slack the limits allow.
+const minCheckedWork = time.Millisecond
+
+// charge spends what a call of the function name costs, before it runs, and
+// refuses the call when it does not fit: too many units, a result over the
+// output limit, or more work than the time left.
+func (b *budget) charge(name string, c cost) error {
+	if err := b.spend(c.units); err != nil {
+		return err
+	}
+	if c.bytes > b.limits.MaxOutputBytes || c.bytes < 0 {
+		return b.limits.outputError(c.bytes)
+	}
+	if c.work >= minCheckedWork {
+		if c.work > time.Until(b.deadline) {
+			return b.workError(name, c.work)
+		}
+	}
+	if c.sized != nil {
+		if n := c.sized(b.limits.MaxOutputBytes); n > b.limits.MaxOutputBytes {
+			return b.limits.outputError(n)
+		}
 	}
 	return nil
 }

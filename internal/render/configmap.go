@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"time"
 )
 
 // The keys of the ConfigMap data (personas.md#delivery).
@@ -30,13 +31,18 @@ type Output struct {
 }
 
 // ConfigMap renders every key of the ConfigMap of b: the system prompt, one
-// per variant, persona.md and bundle.json (personas.md#delivery).
+// per variant, persona.md and bundle.json (personas.md#delivery). The renders
+// share one budget of MaxPersonaDuration besides their own (personas.md#limits).
 func (e *Engine) ConfigMap(b *Bundle) (*Output, error) {
-	prompt, err := e.Render(b, "")
+	var deadline time.Time
+	if e.limits.MaxPersonaDuration > 0 {
+		deadline = time.Now().Add(e.limits.MaxPersonaDuration)
+	}
+	prompt, err := e.render(b, "", deadline)
 	if err != nil {
 		return nil, err
 	}
-	data, err := e.configMapData(b, prompt)
+	data, err := e.configMapData(b, prompt, deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +55,7 @@ func (e *Engine) ConfigMap(b *Bundle) (*Output, error) {
 
 // configMapData is the ConfigMap data of b, whose own system prompt is
 // already rendered: it renders the variants' prompts.
-func (e *Engine) configMapData(b *Bundle, prompt *Prompt) (map[string]string, error) {
+func (e *Engine) configMapData(b *Bundle, prompt *Prompt, deadline time.Time) (map[string]string, error) {
 	bundle, err := bundleText(b)
 	if err != nil {
 		return nil, err
@@ -60,7 +66,7 @@ func (e *Engine) configMapData(b *Bundle, prompt *Prompt) (map[string]string, er
 		BundleKey:       bundle,
 	}
 	for _, v := range b.Variants {
-		p, err := e.Render(b, v.Name)
+		p, err := e.render(b, v.Name, deadline)
 		if err != nil {
 			return nil, err
 		}

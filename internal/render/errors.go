@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"text/template/parse"
+	"time"
 )
 
 // This file holds the package's error types, the wording of every limit
@@ -37,13 +38,21 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("the rendered ConfigMap data is %d bytes, over the limit of %d bytes", e.Bytes, e.Limit)
 }
 
-// LimitTime is the Limit of a LimitError for the wall-time budget.
+// LimitTime is the Limit of a LimitError for the wall-time budget of a render.
 const LimitTime = "time"
+
+// LimitRegexp is the Limit of a LimitError for a regular expression too
+// large to compile.
+const LimitRegexp = "regular expression"
+
+// LimitPersonaTime is the Limit of a LimitError for the wall-time budget
+// that a persona's prompt and its variants share.
+const LimitPersonaTime = "persona time"
 
 // LimitError reports a render that exceeded one of its limits
 // (personas.md#limits). Its message names the limit.
 type LimitError struct {
-	// Limit names the limit: "time", "units", "output", "source", "call
+	// Limit names the limit: "time", "persona time", "regular expression", "units", "output", "source", "call
 	// depth" or "value depth".
 	Limit string
 	msg   string
@@ -65,6 +74,34 @@ func (l *Limits) unitsError() *LimitError {
 
 func (l *Limits) durationError() *LimitError {
 	return limitErrorf(LimitTime, "render budget exceeded: rendering took longer than the limit of %s", l.MaxDuration)
+}
+
+func (l *Limits) personaDurationError() *LimitError {
+	return limitErrorf(LimitPersonaTime, "render budget exceeded: rendering the persona's prompt and its variants took longer than the limit of %s", l.MaxPersonaDuration)
+}
+
+// workError refuses a call to the function name whose work, estimated from
+// its arguments before it runs, is more than the time left. The message
+// leaves the time left out, so that it reads the same on every reconcile.
+func (b *budget) workError(name string, work time.Duration) *LimitError {
+	limit, what := LimitTime, b.limits.MaxDuration.String()
+	if b.shared {
+		limit, what = LimitPersonaTime, b.limits.MaxPersonaDuration.String()+" for the persona's prompt and its variants"
+	}
+	return limitErrorf(limit, "render budget exceeded: a call to %s would take longer than the limit of %s (about %s of work)",
+		name, what, roundWork(work))
+}
+
+// roundWork rounds an estimate to two significant figures or so.
+func roundWork(d time.Duration) time.Duration {
+	for r := time.Microsecond; ; r *= 10 {
+		if d < 100*r {
+			return d.Round(r)
+		}
+		if r > time.Hour {
+			return d.Round(r)
+		}
+	}
 }
 
 func (l *Limits) outputError(size int) *LimitError {

@@ -51,14 +51,60 @@ var sprigAllowed = []string{
 	"regexQuoteMeta", "urlParse", "urlJoin",
 }
 
-// murmurFuncs are Murmur's five functions, with Murmur's argument order. They
-// win over Sprig's functions of the same names.
+// murmurFuncs are Murmur's five functions, with Murmur's argument order, as
+// plain Go functions; the set has them bound to the budget (murmur), and
+// they win over Sprig's functions of the same names.
 var murmurFuncs = template.FuncMap{
 	"quote":     strconv.Quote,
 	"lower":     strings.ToLower,
 	"trimSpace": strings.TrimSpace,
 	"hasPrefix": strings.HasPrefix,
 	"contains":  strings.Contains,
+}
+
+// murmur is Murmur's set bound to x's budget. Its functions are typed
+// rather than guarded, being cheap and common: each charges its cost
+// (budget_work.go) before it runs.
+func (x *executor) murmur() template.FuncMap {
+	text := func(name string, bytes int, s ...string) error {
+		n := 0
+		for _, a := range s {
+			n += len(a)
+		}
+		return x.budget.charge(name, cost{bytes: bytes, work: linearWork(n, len(s))})
+	}
+	return template.FuncMap{
+		"quote": func(s string) (string, error) {
+			if err := text("quote", escapedSize(s)+2, s); err != nil {
+				return "", err
+			}
+			return strconv.Quote(s), nil
+		},
+		"lower": func(s string) (string, error) {
+			if err := text("lower", caseSize(s, false), s); err != nil {
+				return "", err
+			}
+			return strings.ToLower(s), nil
+		},
+		"trimSpace": func(s string) (string, error) {
+			if err := text("trimSpace", 0, s); err != nil {
+				return "", err
+			}
+			return strings.TrimSpace(s), nil
+		},
+		"hasPrefix": func(s, prefix string) (bool, error) {
+			if err := text("hasPrefix", 0, s, prefix); err != nil {
+				return false, err
+			}
+			return strings.HasPrefix(s, prefix), nil
+		},
+		"contains": func(s, substr string) (bool, error) {
+			if err := text("contains", 0, s, substr); err != nil {
+				return false, err
+			}
+			return strings.Contains(s, substr), nil
+		},
+	}
 }
 
 // builtinOverrides are text/template builtins that can build large strings
@@ -96,7 +142,8 @@ func publicFuncNames() map[string]any {
 }
 
 // funcMap is the function set of one executor, bound to its budget: every
-// function but Murmur's and include runs through the guard (budget_guard.go).
+// function but Murmur's and include runs through the guard (budget_guard.go);
+// Murmur's charge the budget themselves, and include renders under it.
 func (x *executor) funcMap() template.FuncMap {
 	m := template.FuncMap{}
 	for _, name := range sprigAllowed {
@@ -107,13 +154,13 @@ func (x *executor) funcMap() template.FuncMap {
 		if !ok {
 			panic("sprig has no function " + name)
 		}
-		m[name] = x.guard(fn, costs[name])
+		m[name] = x.guard(name, fn, costs[name])
 	}
 	for name, fn := range builtinOverrides {
-		m[name] = x.guard(fn, nil)
+		m[name] = x.guard(name, fn, builtinCosts[name])
 	}
-	m["printf"] = x.guard(fmt.Sprintf, printfCost)
-	maps.Copy(m, murmurFuncs)
+	m["printf"] = x.guard("printf", fmt.Sprintf, printfCost)
+	maps.Copy(m, x.murmur())
 	m["include"] = x.include
 	return m
 }

@@ -75,6 +75,15 @@ func hostileCorpus() []hostileCase {
 		{name: "deeply nested dicts", tmpl: `{{ $d := dict }}{{ range until 5000 }}{{ $d = dict "a" $d }}{{ end }}{{ toPrettyJson $d }}`, want: "nested deeper than the limit"},
 		{name: "deeply nested JSON", tmpl: `{{ $s := cat (repeat 9000 "[") (repeat 9000 "]") }}{{ $v := fromJson (nospace $s) }}{{ toJson $v }}`, want: "nested deeper than the limit"},
 		{name: "wall time", tmpl: `{{ $s := repeat 20000 "aaaaa" }}{{ range until 30000 }}{{ regexMatch "a*b" $s }}{{ end }}`, want: timeLimit},
+		{name: "regexMatch of a long program over a long input", tmpl: `{{ regexMatch (printf "%sk" (repeat 3000 "[a-j]")) (repeat 80000 "abcdefghij") }}`, want: timeLimit},
+		{name: "regexMatch of nested counted repeats", tmpl: `{{ regexMatch (repeat 3000 "(?:a{1000})") "b" }}`, want: "a regular expression of more than 100000 instructions, over the limit of 10000"},
+		{name: "regexFindAll rescanning the rest of the input", tmpl: `{{ regexFindAll "a(?:.*X)?" (repeat 90000 "a") 1000 }}`, want: timeLimit},
+		{name: "regexFindAll of every match", tmpl: `{{ regexFindAll "a" (repeat 1000 (repeat 900 "a")) -1 }}`, want: unitsLimit},
+		{name: "uniq of 20000", tmpl: `{{ len (uniq (until 20000)) }}`, want: timeLimit},
+		{name: "without of a list against itself", tmpl: `{{ $l := until 20000 }}{{ without $l $l }}`, want: timeLimit},
+		{name: "join with a long separator", tmpl: `{{ join (repeat 90000 "-") (until 1000) }}`, want: outputLimit},
+		{name: "split into runes", tmpl: `{{ $s := repeat 1000 (repeat 900 "a") }}{{ split "" $s }}`, want: unitsLimit},
+		{name: "semverCompare of a long constraint", tmpl: `{{ semverCompare (repeat 90000 ">=1.0.0 ") "1.0.0" }}`, want: timeLimit},
 		{name: "include of a heavy layer", tmpl: `{{ range until 1000 }}{{ include "heavy" . }}{{ end }}`, setup: func(b *render.Bundle) {
 			b.Includes = map[string]string{"heavy": `{{ range until 1000 }}x{{ end }}`}
 		}, want: unitsLimit},

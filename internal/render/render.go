@@ -66,13 +66,19 @@ type Prompt struct {
 // Render renders the system prompt of b, or of its variant when variant is
 // not empty.
 func (e *Engine) Render(b *Bundle, variant string) (*Prompt, error) {
+	return e.render(b, variant, time.Time{})
+}
+
+// render is Render within personaDeadline, the budget the persona's prompt
+// and its variants share, when it is not zero.
+func (e *Engine) render(b *Bundle, variant string, personaDeadline time.Time) (*Prompt, error) {
 	v, err := findVariant(b, variant)
 	if err != nil {
 		return nil, err
 	}
 	x := e.pool.get(e)
 	defer e.pool.put(x)
-	x.budget.reset(&e.limits, time.Now())
+	x.budget.reset(&e.limits, time.Now(), personaDeadline)
 	x.includes = b.Includes
 	r := renderer{x: x, bundle: b, variant: variant, data: newData(b, v), out: x.out[:0]}
 	spans, err := r.spans()
