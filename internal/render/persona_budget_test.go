@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -33,9 +34,20 @@ func TestPersonaBudgetSharedByVariants(t *testing.T) {
 	if one*7 < limits.MaxPersonaDuration {
 		t.Skipf("one render took %s: seven do not reach %s", one, limits.MaxPersonaDuration)
 	}
-	start = time.Now()
-	_, err := e.ConfigMap(b)
-	elapsed := time.Since(start)
+	// The fastest of a few runs counts: a loaded machine can deschedule
+	// one past any slack.
+	var err error
+	elapsed := time.Duration(math.MaxInt64)
+	for range 3 {
+		start = time.Now()
+		_, runErr := e.ConfigMap(b)
+		if d := time.Since(start); d < elapsed {
+			elapsed, err = d, runErr
+		}
+		if elapsed <= limits.MaxPersonaDuration+one+50*time.Millisecond {
+			break
+		}
+	}
 	var limit *render.LimitError
 	if !errors.As(err, &limit) || limit.Limit != render.LimitPersonaTime {
 		t.Fatalf("ConfigMap: %v, want a LimitError of %q", err, render.LimitPersonaTime)

@@ -2,6 +2,7 @@ package render
 
 import (
 	"errors"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -217,6 +218,39 @@ var worstCases = map[string][]string{
 // check, on a loaded machine.
 const worstSlack = 50 * time.Millisecond
 
+// renderTries is how many times a render over its time is run again before
+// it counts: on a loaded machine (CI runs the packages in parallel on few
+// cores) a render can be descheduled past any slack, whereas one that the
+// budget does not bound is slow every time.
+const renderTries = 3
+
+// fastestRender runs render after a collection, up to renderTries times
+// until it ends within limit, and returns the fastest run's wall time, its
+// allocation and its error.
+func fastestRender(limit time.Duration, render func() error) (time.Duration, uint64, error) {
+	var (
+		best  = time.Duration(math.MaxInt64)
+		alloc uint64
+		err   error
+	)
+	for range renderTries {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		e := render()
+		elapsed := time.Since(start)
+		runtime.ReadMemStats(&after)
+		if elapsed < best {
+			best, alloc, err = elapsed, after.TotalAlloc-before.TotalAlloc, e
+		}
+		if best <= limit {
+			break
+		}
+	}
+	return best, alloc, err
+}
+
 // worstAlloc bounds what one render may allocate: a few times the output
 // limit, the size its arguments and results are held to.
 const worstAlloc = 64 << 20
@@ -252,14 +286,10 @@ func TestEveryFunctionWorstCase(t *testing.T) {
 					Extensions: []Extension{{ID: "a", Origin: "persona/p", Template: src}},
 					Includes:   map[string]string{"heavy": `{{ range until 1000 }}x{{ end }}`},
 				}
-				runtime.GC()
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				start := time.Now()
-				_, err := e.Render(b, "")
-				elapsed := time.Since(start)
-				runtime.ReadMemStats(&after)
-				alloc := after.TotalAlloc - before.TotalAlloc
+				elapsed, alloc, err := fastestRender(DefaultLimits.MaxDuration+worstSlack, func() error {
+					_, err := e.Render(b, "")
+					return err
+				})
 				var limit *LimitError
 				if err != nil && !errors.As(err, &limit) {
 					// A function's own error (a bad argument) ends the
