@@ -74,13 +74,13 @@ var _ = Describe("Guardrails kept through failures", func() {
 		name := nextGuardrailName()
 		labelNamespace(ns, name)
 		// 480,000 bytes each: either fits the output limit (900 KiB), both do not.
-		apply(ns, barePersona("p", `{{ repeat 240000 "ab" }}`))
+		apply(ns, barePersona("p", `{{ repeat 24000 "abcdefghijklmnopqrst" }}`))
 		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
 		apply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
 		Eventually(ready(ns, "p")).Should(Equal("RenderFailed"))
 
-		newNamedGuardrail(name, v1alpha1.ClusterLayerFirst, `{{ repeat 240000 "cd" }}`)
-		Eventually(prompt(ns, "p"), 10*time.Second).Should(Equal(strings.Repeat("cd", 240000) + "\n"))
+		newNamedGuardrail(name, v1alpha1.ClusterLayerFirst, `{{ repeat 24000 "ABCDEFGHIJKLMNOPQRST" }}`)
+		Eventually(prompt(ns, "p"), 10*time.Second).Should(Equal(strings.Repeat("ABCDEFGHIJKLMNOPQRST", 24000) + "\n"))
 		Eventually(ready(ns, "p")).Should(Equal("GuardrailsOnly"))
 		Expect(readyMessage(ns, "p")).To(ContainSubstring("the ConfigMap holds the ClusterPromptLayers alone"))
 		Expect(readyMessage(ns, "p")).To(ContainSubstring("broken on purpose"))
