@@ -110,4 +110,36 @@ var _ = Describe("Guardrails kept through failures", func() {
 		Expect(readyMessage(ns, "p")).NotTo(ContainSubstring(appliedNote))
 		Expect(fallbackOf(ns, "p")()).To(BeEmpty())
 	})
+
+	It("tells a re-created guardrail by its UID, and a moved one by its position", func() {
+		g := newGuardrail(v1alpha1.ClusterLayerLast, "Rule.")
+		labelNamespace(ns, g.Name)
+		apply(ns, barePersona("p", "Good text", "context: {appendSystemPrompt: Appended.}"))
+		Eventually(prompt(ns, "p")).Should(Equal("Good text\n\nRule.\n\nAppended.\n"))
+		identity := configMap(ns, "p").Annotations["prompts.persona-operator.dev/guardrails"]
+		Expect(identity).To(HavePrefix("sha256:"))
+		apply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
+		Eventually(ready(ns, "p")).Should(Equal("RenderFailed"))
+
+		By("deleted, then re-created with the same position and template: each a change, the new one's identity its own")
+		Expect(k8s.Delete(ctx, g)).To(Succeed())
+		Eventually(prompt(ns, "p"), 10*time.Second).Should(Equal("Good text\n\nAppended.\n"))
+		Expect(fallbackOf(ns, "p")()).To(Equal("last-good-inputs"))
+		again := newNamedGuardrail(g.Name, v1alpha1.ClusterLayerLast, "Rule.")
+		Eventually(prompt(ns, "p"), 10*time.Second).Should(Equal("Good text\n\nRule.\n\nAppended.\n"))
+		Expect(configMap(ns, "p").Annotations["prompts.persona-operator.dev/guardrails"]).NotTo(Equal(identity))
+
+		By("moved to final: after the caller prompts, on the last good inputs")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(again), again)).To(Succeed())
+		again.Spec.Position = v1alpha1.ClusterLayerFinal
+		Expect(k8s.Update(ctx, again)).To(Succeed())
+		Eventually(prompt(ns, "p"), 10*time.Second).Should(Equal("Good text\n\nAppended.\n\nRule.\n"))
+		Expect(ready(ns, "p")()).To(Equal("RenderFailed"))
+		Expect(readyMessage(ns, "p")).To(ContainSubstring(appliedNote))
+
+		By("deselected by the Namespace's labels: the guardrail and its identity leave")
+		labelNamespace(ns, "")
+		Eventually(prompt(ns, "p"), 10*time.Second).Should(Equal("Good text\n\nAppended.\n"))
+		Expect(configMap(ns, "p").Annotations).NotTo(HaveKey("prompts.persona-operator.dev/guardrails"))
+	})
 })
