@@ -23,6 +23,31 @@ func fallbackOf(ns, persona string) func() string {
 	}
 }
 
+// reapply is apply for a Persona whose status the controller may be
+// patching: an update that conflicts is tried again.
+func reapply(ns, manifest string) {
+	Eventually(func() error {
+		for _, u := range objects(ns, manifest) {
+			if err := createOrUpdate(u); err != nil {
+				return err
+			}
+		}
+		return nil
+	}).Should(Succeed())
+}
+
+// updateGuardrail applies edit to the latest version of l, again on a
+// conflict with the status its controller writes.
+func updateGuardrail(l *v1alpha1.ClusterPromptLayer, edit func(*v1alpha1.ClusterPromptLayer)) {
+	Eventually(func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
+			return err
+		}
+		edit(l)
+		return k8s.Update(ctx, l)
+	}).Should(Succeed())
+}
+
 const appliedNote = "the current ClusterPromptLayers were applied to the last good inputs"
 
 // Expected prompts follow composition: the tenant's text, then a last
@@ -49,7 +74,7 @@ var _ = Describe("Guardrails kept through failures", func() {
 		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
 
 		By("the tenant breaks its Persona: the last good prompt stays")
-		apply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
+		reapply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
 		Eventually(ready(ns, "p")).Should(Equal("RenderFailed"))
 		Expect(prompt(ns, "p")()).To(Equal("Good text\n\nAppended.\n"))
 		Expect(readyMessage(ns, "p")).NotTo(ContainSubstring(appliedNote))
@@ -64,7 +89,7 @@ var _ = Describe("Guardrails kept through failures", func() {
 		Expect(getPersona(ns, "p").Status.ContentHash).To(Equal(configMap(ns, "p").Annotations["prompts.persona-operator.dev/content-hash"]))
 
 		By("a good render clears the fallback")
-		apply(ns, barePersona("p", "Fixed"))
+		reapply(ns, barePersona("p", "Fixed"))
 		Eventually(prompt(ns, "p")).Should(Equal("Fixed\n\nNew rule.\n"))
 		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
 		Expect(fallbackOf(ns, "p")()).To(BeEmpty())
@@ -76,7 +101,7 @@ var _ = Describe("Guardrails kept through failures", func() {
 		// 480,000 bytes each: either fits the output limit (900 KiB), both do not.
 		apply(ns, barePersona("p", `{{ repeat 24000 "abcdefghijklmnopqrst" }}`))
 		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
-		apply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
+		reapply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
 		Eventually(ready(ns, "p")).Should(Equal("RenderFailed"))
 
 		newNamedGuardrail(name, v1alpha1.ClusterLayerFirst, `{{ repeat 24000 "ABCDEFGHIJKLMNOPQRST" }}`)
@@ -97,14 +122,12 @@ var _ = Describe("Guardrails kept through failures", func() {
 		apply(ns, barePersona("p", "Good text"))
 		Eventually(prompt(ns, "p")).Should(Equal("Good text\n\nRule.\n"))
 		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
-		apply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
+		reapply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
 		Eventually(ready(ns, "p")).Should(Equal("RenderFailed"))
 		untouched := resourceVersion(ns, "p")
 
 		By("a description edit changes the generation, not the guardrail")
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(g), g)).To(Succeed())
-		g.Spec.Description = "reworded"
-		Expect(k8s.Update(ctx, g)).To(Succeed())
+		updateGuardrail(g, func(l *v1alpha1.ClusterPromptLayer) { l.Spec.Description = "reworded" })
 		Consistently(func() string { return resourceVersion(ns, "p") }, 2*time.Second).Should(Equal(untouched))
 		Expect(prompt(ns, "p")()).To(Equal("Good text\n\nRule.\n"))
 		Expect(readyMessage(ns, "p")).NotTo(ContainSubstring(appliedNote))
@@ -116,9 +139,10 @@ var _ = Describe("Guardrails kept through failures", func() {
 		labelNamespace(ns, g.Name)
 		apply(ns, barePersona("p", "Good text", "context: {appendSystemPrompt: Appended.}"))
 		Eventually(prompt(ns, "p")).Should(Equal("Good text\n\nRule.\n\nAppended.\n"))
+		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
 		identity := configMap(ns, "p").Annotations["prompts.persona-operator.dev/guardrails"]
 		Expect(identity).To(HavePrefix("sha256:"))
-		apply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
+		reapply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
 		Eventually(ready(ns, "p")).Should(Equal("RenderFailed"))
 
 		By("deleted, then re-created with the same position and template: each a change, the new one's identity its own")
@@ -130,9 +154,7 @@ var _ = Describe("Guardrails kept through failures", func() {
 		Expect(configMap(ns, "p").Annotations["prompts.persona-operator.dev/guardrails"]).NotTo(Equal(identity))
 
 		By("moved to final: after the caller prompts, on the last good inputs")
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(again), again)).To(Succeed())
-		again.Spec.Position = v1alpha1.ClusterLayerFinal
-		Expect(k8s.Update(ctx, again)).To(Succeed())
+		updateGuardrail(again, func(l *v1alpha1.ClusterPromptLayer) { l.Spec.Position = v1alpha1.ClusterLayerFinal })
 		Eventually(prompt(ns, "p"), 10*time.Second).Should(Equal("Good text\n\nAppended.\n\nRule.\n"))
 		Expect(ready(ns, "p")()).To(Equal("RenderFailed"))
 		Expect(readyMessage(ns, "p")).To(ContainSubstring(appliedNote))
