@@ -19,8 +19,18 @@ var guardrailCount int
 // labelled guardrails=<its own name>, so that it reaches no other spec's
 // Personas, and deletes it when the spec ends.
 func newGuardrail(position v1alpha1.ClusterLayerPosition, template string) *v1alpha1.ClusterPromptLayer {
+	return newNamedGuardrail(nextGuardrailName(), position, template)
+}
+
+// nextGuardrailName is the name of a guardrail not created yet, for a
+// Namespace to be labelled before it exists.
+func nextGuardrailName() string {
 	guardrailCount++
-	name := fmt.Sprintf("guardrail-%d-%d", GinkgoParallelProcess(), guardrailCount)
+	return fmt.Sprintf("guardrail-%d-%d", GinkgoParallelProcess(), guardrailCount)
+}
+
+// newNamedGuardrail is newGuardrail with the name given.
+func newNamedGuardrail(name string, position v1alpha1.ClusterLayerPosition, template string) *v1alpha1.ClusterPromptLayer {
 	l := &v1alpha1.ClusterPromptLayer{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.ClusterPromptLayerSpec{

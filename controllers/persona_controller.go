@@ -99,6 +99,12 @@ type outcome struct {
 	// previous is the data an update replaced, for the Rendered Event to
 	// say what changed; nil when the ConfigMap was created.
 	previous map[string]string
+	// guardrails is the identity of the ClusterPromptLayers output was
+	// rendered with (delivery.GuardrailsAnnotation).
+	guardrails string
+	// fallback is set when a failed render delivers output all the same
+	// (delivery.FallbackAnnotation).
+	fallback string
 }
 
 func failed(reason string, err error) outcome { return outcome{reason: reason, message: err.Error()} }
@@ -128,13 +134,18 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, err
 	}
 	own := ownChange(&p, before)
-	if result.reason == v1alpha1.RenderedReason && !result.delivered {
+	switch {
+	case result.reason != v1alpha1.RenderedReason:
+		if result, err = r.keepGuardrails(ctx, &p, result); err != nil {
+			return ctrl.Result{}, err
+		}
+	case !result.delivered:
 		if result, err = r.deliver(ctx, &p, result, own); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	retryAfter := r.report(&p, before, result, own)
-	if result.wrote && !own {
+	if result.wrote && !own && result.reason == v1alpha1.RenderedReason {
 		// In a fan-out the new content's status follows in a pass of low
 		// priority, after the ConfigMaps of every dependent; the delay lets
 		// the cache see this write first.
@@ -219,7 +230,8 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 		return failed(v1alpha1.RenderFailedReason, err), nil
 	}
 	r.overruns.reset(key)
-	return outcome{reason: v1alpha1.RenderedReason, output: out, render: status.RenderOf(out), inputs: in}, nil
+	return outcome{reason: v1alpha1.RenderedReason, output: out, render: status.RenderOf(out), inputs: in,
+		guardrails: resolve.GuardrailsIdentity(res.Guardrails)}, nil
 }
 
 // configMapHolds reports whether p's ConfigMap is controlled by p and
@@ -327,6 +339,8 @@ func (r *PersonaReconciler) engine() *render.Engine {
 // when another owner controls it.
 func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, result outcome, announce bool) (outcome, error) {
 	desired := delivery.ConfigMap(p.Name, p.Namespace, result.output)
+	setIfNotEmpty(desired.Annotations, delivery.GuardrailsAnnotation, result.guardrails)
+	setIfNotEmpty(desired.Annotations, delivery.FallbackAnnotation, result.fallback)
 	if err := controllerutil.SetControllerReference(p, desired, r.Scheme); err != nil {
 		return outcome{}, fmt.Errorf("own ConfigMap: %w", err)
 	}
@@ -350,7 +364,8 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	if !metav1.IsControlledBy(current, p) {
 		return failed(v1alpha1.ConfigMapConflictReason, fmt.Errorf("ConfigMap %s exists and is not controlled by this Persona; delete or rename it", desired.Name)), nil
 	}
-	if isCurrent(current, currentHash, desired) {
+	stale := staleAnnotations(current, desired)
+	if isCurrent(current, currentHash, desired) && len(stale) == 0 {
 		return result, nil
 	}
 	if announce && currentHash != hash {
@@ -365,6 +380,9 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	}
 	for k, v := range desired.Annotations {
 		metav1.SetMetaDataAnnotation(&current.ObjectMeta, k, v)
+	}
+	for _, k := range stale {
+		delete(current.Annotations, k)
 	}
 	if err := r.write(ctx, key, hash, r.configMapWriter.update, current); err != nil {
 		return outcome{}, fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
@@ -426,6 +444,28 @@ func isCurrent(current *corev1.ConfigMap, currentHash string, desired *corev1.Co
 	return true
 }
 
+func setIfNotEmpty(m map[string]string, key, value string) {
+	if value != "" {
+		m[key] = value
+	}
+}
+
+// staleAnnotations are the operator's annotations that current has and
+// desired does not: a good render clears a fallback's, a render without
+// guardrails their identity.
+func staleAnnotations(current, desired *corev1.ConfigMap) []string {
+	var stale []string
+	for _, k := range delivery.OperatorAnnotations {
+		if _, ok := desired.Annotations[k]; ok {
+			continue
+		}
+		if _, ok := current.Annotations[k]; ok {
+			stale = append(stale, k)
+		}
+	}
+	return stale
+}
+
 // report sets the status and emits Events for what changed (personas.md#conditions),
 // and returns when the Persona must be reconciled again by itself: a render
 // out of wall time is retried, an awaited reference becomes stalled. A
@@ -450,6 +490,11 @@ func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.Persona
 		return 0
 	}
 	renderFailures.WithLabelValues(result.reason).Inc()
+	if result.output != nil {
+		// The guardrails were delivered all the same: the status tells
+		// what the ConfigMap now holds.
+		status.SetDelivered(p, result.render)
+	}
 	f := status.Failure{Reason: result.reason, Message: result.message, Retrying: result.retryAfter > 0}
 	awaitFor := status.MarkFailed(&st.Conditions, p.Generation, f, time.Now(), r.gracePeriod())
 	if previous == nil || previous.Reason != result.reason || previous.Message != result.message {

@@ -5,13 +5,16 @@ import (
 )
 
 // ClusterLayerPosition is where a ClusterPromptLayer goes in the final prompt.
-// +kubebuilder:validation:Enum=first;last
+// +kubebuilder:validation:Enum=first;last;final
 type ClusterLayerPosition string
 
 // The positions of a ClusterPromptLayer.
 const (
 	ClusterLayerFirst ClusterLayerPosition = "first"
 	ClusterLayerLast  ClusterLayerPosition = "last"
+	// ClusterLayerFinal goes after the caller prompts too: it has the last
+	// word in every prompt rendered.
+	ClusterLayerFinal ClusterLayerPosition = "final"
 )
 
 // ClusterPromptLayerSpec is text that every selected Persona's prompt
@@ -24,9 +27,10 @@ type ClusterPromptLayerSpec struct {
 	// +optional
 	Description string `json:"description,omitempty"`
 
-	// Position is where the text goes: first, before the prompt, or last,
-	// after it (the caller's prompts still follow). ClusterPromptLayers of
-	// one position are joined in name order.
+	// Position is where the text goes: first, before the prompt; last,
+	// after it (the caller's prompts still follow); or final, after the
+	// caller's prompts too. ClusterPromptLayers of one position are joined
+	// in name order.
 	// +kubebuilder:default=last
 	// +optional
 	Position ClusterLayerPosition `json:"position,omitempty"`

@@ -37,6 +37,11 @@ const (
 	TooLargeReason = "TooLarge"
 	// ConfigMapConflictReason: persona-<name> exists and another owner controls it.
 	ConfigMapConflictReason = "ConfigMapConflict"
+	// GuardrailsOnlyReason: the render failed, the ClusterPromptLayers
+	// selecting the Persona changed since its last good render, and that
+	// render's inputs with the new ones failed too: the ConfigMap holds
+	// the ClusterPromptLayers alone.
+	GuardrailsOnlyReason = "GuardrailsOnly"
 )
 
 // Reasons of a PromptLayer's conditions, beside ReferenceNotFoundReason.

@@ -16,7 +16,7 @@ import (
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
-var clusterLayerPositions = []v1alpha1.ClusterLayerPosition{v1alpha1.ClusterLayerFirst, v1alpha1.ClusterLayerLast}
+var clusterLayerPositions = []v1alpha1.ClusterLayerPosition{v1alpha1.ClusterLayerFirst, v1alpha1.ClusterLayerLast, v1alpha1.ClusterLayerFinal}
 
 var clusterPromptLayerSpecType = reflect.TypeFor[v1alpha1.ClusterPromptLayerSpec]()
 

@@ -30,6 +30,7 @@ func TestClusterPromptLayerAccepted(t *testing.T) {
 `)},
 		{name: "defaults", doc: guardrail("  template: x\n")},
 		{name: "position last", doc: guardrail("  position: last\n  template: x\n")},
+		{name: "position final", doc: guardrail("  position: final\n  template: x\n")},
 		{name: "empty template", doc: guardrail("  template: ''\n")},
 		{name: "empty selectors select everything", doc: guardrail("  template: x\n  namespaceSelector: {}\n  personaSelector: {matchLabels: {}, matchExpressions: []}\n")},
 		{name: "null selectors are unset", doc: guardrail("  template: x\n  namespaceSelector: null\n  personaSelector: null\n")},

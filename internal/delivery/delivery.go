@@ -24,7 +24,28 @@ const (
 	// ContentHashAnnotation is sha256:<hex> of the ConfigMap data (the
 	// Persona's status.contentHash).
 	ContentHashAnnotation = "prompts.persona-operator.dev/content-hash"
+	// GuardrailsAnnotation is the identity of the ClusterPromptLayers the
+	// data was rendered with (resolve.GuardrailsIdentity); absent when none
+	// was. The operator sets it: offline, UIDs are unknown.
+	GuardrailsAnnotation = "prompts.persona-operator.dev/guardrails"
+	// FallbackAnnotation says that a failed render left the data to the
+	// guardrails: FallbackLastGoodInputs or FallbackGuardrailsOnly.
+	// Absent after a good render.
+	FallbackAnnotation = "prompts.persona-operator.dev/fallback"
 )
+
+// The values of FallbackAnnotation (clusterpromptlayers.md#kept-through-failures).
+const (
+	// FallbackLastGoodInputs: the last good inputs rendered with the
+	// current ClusterPromptLayers.
+	FallbackLastGoodInputs = "last-good-inputs"
+	// FallbackGuardrailsOnly: the ClusterPromptLayers alone.
+	FallbackGuardrailsOnly = "guardrails-only"
+)
+
+// OperatorAnnotations are the annotations only the operator sets, each
+// removed when a render does not set it.
+var OperatorAnnotations = []string{GuardrailsAnnotation, FallbackAnnotation}
 
 // ConfigMapPrefix is the prefix of every persona ConfigMap's name.
 const ConfigMapPrefix = "persona-"

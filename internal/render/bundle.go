@@ -10,8 +10,27 @@ import (
 	kjson "sigs.k8s.io/json"
 )
 
-// BundleVersion is the version of the bundle.json format this package writes and reads.
-const BundleVersion = 1
+// The versions of the bundle.json format. This package reads both and
+// writes the lowest that holds the bundle: version 2 only when a guardrail
+// is final. A reader that knows version 1 only refuses version 2, so it
+// never places a final guardrail as it would a last one, before the caller
+// prompts (it would take an unknown position for last).
+const (
+	BundleVersion = 1
+	// BundleVersionFinal is the version of a bundle that holds a guardrail
+	// of position final.
+	BundleVersionFinal = 2
+)
+
+// formatVersion is the version bundle.json of b is written with.
+func (b *Bundle) formatVersion() int {
+	for _, c := range b.ClusterLayers {
+		if c.Position == PositionFinal {
+			return BundleVersionFinal
+		}
+	}
+	return BundleVersion
+}
 
 // Bundle is the resolved, unrendered input of one persona's render: the
 // platform sections after overrides, the extensions, the sorted layers, the
@@ -50,7 +69,7 @@ func MarshalBundle(b *Bundle) ([]byte, error) {
 // byte allocated is the garbage collector's work.
 func bundleText(b *Bundle) (string, error) {
 	out := *b
-	out.Version = BundleVersion
+	out.Version = b.formatVersion()
 	if out.Sections == nil {
 		out.Sections = []Section{} // every section removed: [], not null
 	}
@@ -80,7 +99,8 @@ func putBuffer(buf *bytes.Buffer) {
 }
 
 // UnmarshalBundle reads bundle.json strictly: unknown or differently cased
-// fields, duplicate fields and other versions are errors.
+// fields, duplicate fields, other versions and unknown guardrail positions
+// are errors, and so is a final guardrail in a version 1 bundle.
 func UnmarshalBundle(raw []byte) (*Bundle, error) {
 	var b Bundle
 	strict, err := kjson.UnmarshalStrict(raw, &b, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
@@ -90,8 +110,19 @@ func UnmarshalBundle(raw []byte) (*Bundle, error) {
 	if len(strict) > 0 {
 		return nil, fmt.Errorf("read bundle: %w", errors.Join(strict...))
 	}
-	if b.Version != BundleVersion {
-		return nil, fmt.Errorf("read bundle: version %d is not supported (this build reads version %d)", b.Version, BundleVersion)
+	if b.Version != BundleVersion && b.Version != BundleVersionFinal {
+		return nil, fmt.Errorf("read bundle: version %d is not supported (this build reads versions %d and %d)", b.Version, BundleVersion, BundleVersionFinal)
+	}
+	for _, c := range b.ClusterLayers {
+		switch c.Position {
+		case PositionFirst, PositionLast:
+		case PositionFinal:
+			if b.Version < BundleVersionFinal {
+				return nil, fmt.Errorf("read bundle: guardrail %q is final, which a version %d bundle cannot hold", c.Name, b.Version)
+			}
+		default:
+			return nil, fmt.Errorf("read bundle: guardrail %q has position %q, not one of %s, %s, %s", c.Name, c.Position, PositionFirst, PositionLast, PositionFinal)
+		}
 	}
 	return &b, nil
 }
@@ -126,15 +157,17 @@ type Extension struct {
 // guardrail placed after every other step of composition has acted.
 type ClusterLayer struct {
 	Name string `json:"name"`
-	// Position is PositionFirst or PositionLast.
+	// Position is PositionFirst, PositionLast or PositionFinal.
 	Position string `json:"position"`
 	Template string `json:"template,omitempty"`
 }
 
-// Positions of a ClusterLayer: before the text composed so far, or after it.
+// Positions of a ClusterLayer: before the text composed so far, after it,
+// or after the caller prompts too.
 const (
 	PositionFirst = "first"
 	PositionLast  = "last"
+	PositionFinal = "final"
 )
 
 // Layer is a PromptLayer listed by the persona.

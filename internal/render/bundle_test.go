@@ -41,7 +41,8 @@ func TestBundleRoundTrip(t *testing.T) {
 
 func TestUnmarshalBundleIsStrict(t *testing.T) {
 	for _, raw := range []string{
-		`{"version": 2, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": []}`,
+		`{"version": 3, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": []}`,
+		`{"version": 0, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": []}`,
 		`{"version": 1, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": [], "extra": 1}`,
 		`{"version": 1} {}`,
 		`not json`,
@@ -65,5 +66,55 @@ func TestTurnOverridesWhatItSets(t *testing.T) {
 	}
 	if got := mustRender(t, b, ""); got != "claude m false 1 /static\n" {
 		t.Errorf("WithTurn modified the bundle: %q", got)
+	}
+}
+
+// A bundle holding a final guardrail is written as version 2, which a
+// reader of version 1 only refuses (TestUnmarshalBundleIsStrict's first
+// case is exactly what such a reader is given); any other is version 1, as
+// before, so its bytes and content hash do not change.
+func TestBundleVersionMarksFinal(t *testing.T) {
+	versionOf := func(b *render.Bundle) string {
+		raw, err := render.MarshalBundle(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.SplitN(strings.TrimPrefix(string(raw), `{"version":`), ",", 2)[0]
+	}
+	b := bare("Base")
+	b.ClusterLayers = []render.ClusterLayer{guardrail("f", "first", "F"), guardrail("l", "last", "L")}
+	if v := versionOf(b); v != "1" {
+		t.Errorf("without a final guardrail: version %s, want 1", v)
+	}
+	b.ClusterLayers = append(b.ClusterLayers, guardrail("z", "final", "Z"))
+	if v := versionOf(b); v != "2" {
+		t.Errorf("with a final guardrail: version %s, want 2", v)
+	}
+	raw, _ := render.MarshalBundle(b)
+	got, err := render.UnmarshalBundle(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != render.BundleVersionFinal || len(got.ClusterLayers) != 3 || got.ClusterLayers[2].Position != "final" {
+		t.Errorf("read back %+v", got)
+	}
+}
+
+func TestUnmarshalBundleRefusesMisplacedPositions(t *testing.T) {
+	for _, raw := range []string{
+		// final needs version 2
+		`{"version": 1, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": [], "clusterLayers": [{"name": "g", "position": "final"}]}`,
+		// an unknown position is not taken for last
+		`{"version": 2, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": [], "clusterLayers": [{"name": "g", "position": "middle"}]}`,
+		`{"version": 1, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": [], "clusterLayers": [{"name": "g", "position": ""}]}`,
+		`{"version": 3, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": []}`,
+	} {
+		if _, err := render.UnmarshalBundle([]byte(raw)); err == nil {
+			t.Errorf("accepted %s", raw)
+		}
+	}
+	ok := `{"version": 2, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": [], "clusterLayers": [{"name": "g", "position": "final", "template": "G"}]}`
+	if _, err := render.UnmarshalBundle([]byte(ok)); err != nil {
+		t.Errorf("refused a version 2 bundle with a final guardrail: %v", err)
 	}
 }

@@ -142,8 +142,9 @@ func (r *renderer) literal(section, origin string, start int) span {
 }
 
 // spans composes the prompt (personas.md#composition): platform sections,
-// extensions, layers by rank and mode, the guardrails around the result,
-// then the literal user and appended prompts.
+// extensions, layers by rank and mode, the first and last guardrails around
+// the result, the literal user and appended prompts, then the final
+// guardrails.
 func (r *renderer) spans() ([]span, error) {
 	b := r.bundle
 	spans := make([]span, 0, len(b.Sections)+len(b.Extensions)+len(b.Layers)+2)
@@ -164,7 +165,7 @@ func (r *renderer) spans() ([]span, error) {
 	if spans, err = r.placeClusterLayers(spans); err != nil {
 		return nil, err
 	}
-	return r.appendCallerPrompts(spans), nil
+	return r.appendFinalClusterLayers(r.appendCallerPrompts(spans))
 }
 
 // appendPiece renders one template and appends it to spans unless it is empty
@@ -202,16 +203,18 @@ func (r *renderer) layerPiece(l Layer) (span, error) {
 	return p, err
 }
 
-// appendCallerPrompts appends the user and appended system prompts as
-// literal text, never executed as templates (personas.md#composition).
 // placeClusterLayers puts the selected ClusterPromptLayers around the text
-// composed so far, in name order: first ones before it, last ones after.
-// Nothing a Persona or PromptLayer does acts after this step, so none can
-// remove or reorder them (clusterpromptlayers.md).
+// composed so far, in name order: first ones before it, last ones after;
+// final ones wait for appendFinalClusterLayers. Nothing a Persona or
+// PromptLayer does acts after this step, so none can remove or reorder
+// them (clusterpromptlayers.md).
 func (r *renderer) placeClusterLayers(spans []span) ([]span, error) {
 	var first []span
 	for _, c := range sortedClusterLayers(r.bundle.ClusterLayers) {
-		p, err := r.piece(KindClusterLayer, c.Name, "clusterlayer/"+c.Name, c.Template)
+		if c.Position == PositionFinal {
+			continue
+		}
+		p, err := r.clusterLayerPiece(c)
 		if err != nil {
 			return nil, err
 		}
@@ -224,6 +227,27 @@ func (r *renderer) placeClusterLayers(spans []span) ([]span, error) {
 	return append(first, spans...), nil
 }
 
+// appendFinalClusterLayers appends the final ClusterPromptLayers, in name
+// order, after everything, the caller prompts included: they have the last
+// word (clusterpromptlayers.md#position).
+func (r *renderer) appendFinalClusterLayers(spans []span) ([]span, error) {
+	for _, c := range sortedClusterLayers(r.bundle.ClusterLayers) {
+		if c.Position != PositionFinal {
+			continue
+		}
+		p, err := r.clusterLayerPiece(c)
+		if err != nil {
+			return nil, err
+		}
+		spans = appendNonEmpty(spans, p)
+	}
+	return spans, nil
+}
+
+func (r *renderer) clusterLayerPiece(c ClusterLayer) (span, error) {
+	return r.piece(KindClusterLayer, c.Name, "clusterlayer/"+c.Name, c.Template)
+}
+
 func sortedClusterLayers(layers []ClusterLayer) []ClusterLayer {
 	byName := func(a, b ClusterLayer) int { return cmp.Compare(a.Name, b.Name) }
 	if slices.IsSortedFunc(layers, byName) {
@@ -232,6 +256,8 @@ func sortedClusterLayers(layers []ClusterLayer) []ClusterLayer {
 	return slices.SortedFunc(slices.Values(layers), byName)
 }
 
+// appendCallerPrompts appends the user and appended system prompts as
+// literal text, never executed as templates (personas.md#composition).
 func (r *renderer) appendCallerPrompts(spans []span) []span {
 	origin := "persona/" + r.bundle.Persona.Name
 	for _, lit := range []struct{ name, text string }{

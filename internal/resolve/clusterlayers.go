@@ -3,24 +3,74 @@ package resolve
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
-// clusterLayers are the ClusterPromptLayers that select p, in name order.
+// Guardrail is a ClusterPromptLayer selected for a Persona: the layer its
+// render places, and the object's UID, which tells a re-created
+// ClusterPromptLayer from the one it replaces.
+type Guardrail struct {
+	UID   types.UID
+	Layer render.ClusterLayer
+}
+
+// Guardrails are the ClusterPromptLayers that select p, in name order,
+// whatever else of p resolves.
+func Guardrails(ctx context.Context, lookup Lookup, p *v1alpha1.Persona) ([]Guardrail, error) {
+	r := &resolver{ctx: ctx, lookup: lookup, ns: p.Namespace, deps: map[v1alpha1.Dependency]bool{}}
+	return r.guardrails(p)
+}
+
+// Layers are the ClusterLayers of gs, in their order.
+func Layers(gs []Guardrail) []render.ClusterLayer {
+	if len(gs) == 0 {
+		return nil
+	}
+	out := make([]render.ClusterLayer, len(gs))
+	for i, g := range gs {
+		out[i] = g.Layer
+	}
+	return out
+}
+
+// GuardrailsIdentity is sha256:<hex> of the set of gs, each by its UID,
+// position and the hash of its template, or "" when gs is empty. Two
+// renders with the same identity have the same guardrails; a generation
+// would not tell, since it starts again on re-creation and a description
+// edit changes it.
+func GuardrailsIdentity(gs []Guardrail) string {
+	if len(gs) == 0 {
+		return ""
+	}
+	lines := make([]string, len(gs))
+	for i, g := range gs {
+		template := sha256.Sum256([]byte(g.Layer.Template))
+		lines[i] = string(g.UID) + " " + g.Layer.Position + " " + hex.EncodeToString(template[:]) + "\n"
+	}
+	slices.Sort(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "")))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// guardrails are the ClusterPromptLayers that select p, in name order.
 // The Namespace's labels are read once any exists; they and each selected
 // layer are dependencies.
-func (r *resolver) clusterLayers(p *v1alpha1.Persona) ([]render.ClusterLayer, error) {
+func (r *resolver) guardrails(p *v1alpha1.Persona) ([]Guardrail, error) {
 	var list v1alpha1.ClusterPromptLayerList
 	if err := r.lookup.List(r.ctx, &list); err != nil {
 		return nil, fmt.Errorf("list %s: %w", v1alpha1.ClusterPromptLayerKind, err)
@@ -34,18 +84,18 @@ func (r *resolver) clusterLayers(p *v1alpha1.Persona) ([]render.ClusterLayer, er
 		return nil, err
 	}
 	slices.SortFunc(list.Items, func(a, b v1alpha1.ClusterPromptLayer) int { return cmp.Compare(a.Name, b.Name) })
-	var out []render.ClusterLayer
+	var out []Guardrail
 	for i := range list.Items {
 		l := &list.Items[i]
 		if !Selects(l, nsLabels, p.Labels) {
 			continue
 		}
 		r.deps[v1alpha1.Dependency{Kind: v1alpha1.ClusterPromptLayerKind, Name: l.Name}] = true
-		out = append(out, render.ClusterLayer{
+		out = append(out, Guardrail{UID: l.UID, Layer: render.ClusterLayer{
 			Name:     l.Name,
 			Position: string(cmp.Or(l.Spec.Position, v1alpha1.ClusterLayerLast)),
 			Template: l.Spec.Template,
-		})
+		}})
 	}
 	return out, nil
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -83,5 +85,42 @@ func TestPersonaListingAClusterPromptLayer(t *testing.T) {
 	var notFound *resolve.NotFoundError
 	if !errors.As(err, &notFound) || notFound.Missing[0].Kind != "PromptLayer" || notFound.Missing[0].Name != "all" {
 		t.Fatalf("error %v, want PromptLayer \"all\" not found", err)
+	}
+}
+
+// The identity of a set of guardrails changes with a UID, a position or a
+// template, and with nothing else: not the name, not the order.
+func TestGuardrailsIdentity(t *testing.T) {
+	g := func(uid, name, position, template string) resolve.Guardrail {
+		return resolve.Guardrail{UID: types.UID(uid), Layer: render.ClusterLayer{Name: name, Position: position, Template: template}}
+	}
+	base := []resolve.Guardrail{g("u1", "a", "last", "A"), g("u2", "b", "first", "B")}
+	id := resolve.GuardrailsIdentity(base)
+	if !strings.HasPrefix(id, "sha256:") || len(id) != len("sha256:")+64 {
+		t.Fatalf("identity %q is not sha256:<hex>", id)
+	}
+	if got := resolve.GuardrailsIdentity(nil); got != "" {
+		t.Errorf("no guardrails: %q, want empty", got)
+	}
+	same := [][]resolve.Guardrail{
+		{base[1], base[0]},
+		{g("u1", "renamed", "last", "A"), base[1]},
+	}
+	for _, s := range same {
+		if resolve.GuardrailsIdentity(s) != id {
+			t.Errorf("%v: identity changed", s)
+		}
+	}
+	changed := [][]resolve.Guardrail{
+		{g("u3", "a", "last", "A"), base[1]},  // re-created
+		{g("u1", "a", "final", "A"), base[1]}, // moved
+		{g("u1", "a", "last", "A2"), base[1]}, // rewritten
+		{base[0]},                             // one deleted
+		{base[0], base[1], g("u4", "c", "last", "C")},
+	}
+	for _, c := range changed {
+		if resolve.GuardrailsIdentity(c) == id {
+			t.Errorf("%v: identity unchanged", c)
+		}
 	}
 }

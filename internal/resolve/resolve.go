@@ -17,6 +17,9 @@ import (
 type Result struct {
 	// Bundle is the render input; nil when resolution failed.
 	Bundle *render.Bundle
+	// Guardrails are the ClusterPromptLayers in Bundle.ClusterLayers, with
+	// their UIDs.
+	Guardrails []Guardrail
 	// Dependencies are every object resolution read or tried to read, the
 	// persona itself excluded, sorted. They are set even when resolution
 	// fails, so that the object whose absence failed it triggers a retry.
@@ -39,36 +42,38 @@ type resolver struct {
 // *CycleError, a *NotFoundError or a lookup failure.
 func Resolve(ctx context.Context, lookup Lookup, p *v1alpha1.Persona) (*Result, error) {
 	r := &resolver{ctx: ctx, lookup: lookup, engine: render.Default(), ns: p.Namespace, deps: map[v1alpha1.Dependency]bool{}}
-	b, err := r.bundle(p)
+	b, guardrails, err := r.bundle(p)
 	res := &Result{Dependencies: r.dependencies(p.Name)}
 	if err != nil {
 		return res, err
 	}
-	res.Bundle = b
+	res.Bundle, res.Guardrails = b, guardrails
 	return res, nil
 }
 
-func (r *resolver) bundle(p *v1alpha1.Persona) (*render.Bundle, error) {
+func (r *resolver) bundle(p *v1alpha1.Persona) (*render.Bundle, []Guardrail, error) {
 	chain, err := r.chain(p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b := merge(p, chain)
 	layers, err := r.layers(chain)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b.Layers = layers
 	if err := r.includes(b); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if b.ClusterLayers, err = r.clusterLayers(p); err != nil {
-		return nil, err
+	guardrails, err := r.guardrails(p)
+	if err != nil {
+		return nil, nil, err
 	}
+	b.ClusterLayers = Layers(guardrails)
 	if len(r.missing) > 0 {
-		return nil, &NotFoundError{Missing: r.missing}
+		return nil, nil, &NotFoundError{Missing: r.missing}
 	}
-	return b, nil
+	return b, guardrails, nil
 }
 
 func (r *resolver) dependencies(self string) []v1alpha1.Dependency {

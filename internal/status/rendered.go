@@ -25,13 +25,22 @@ func RenderOf(out *render.Output) Render {
 // personas.md#conditions): the ConfigMap's name, hash and size, the provenance of each piece,
 // Ready=True for p's generation, neither Reconciling nor Stalled.
 func SetRendered(p *v1alpha1.Persona, r Render) {
+	SetDelivered(p, r)
+	st := &p.Status
+	MarkReady(&st.Conditions, p.Generation, v1alpha1.RenderedReason,
+		fmt.Sprintf("ConfigMap %s holds the render: %d bytes, %s", st.ConfigMapName, r.Bytes, r.Hash))
+}
+
+// SetDelivered sets p's fields of the render its ConfigMap holds, and
+// leaves the conditions alone: a failed render whose guardrails were
+// delivered all the same (clusterpromptlayers.md#kept-through-failures)
+// reports what was delivered.
+func SetDelivered(p *v1alpha1.Persona, r Render) {
 	st := &p.Status
 	st.ConfigMapName = delivery.ConfigMapName(p.Name)
 	st.ContentHash = r.Hash
 	st.RenderedBytes = int64(r.Bytes)
 	st.Sections = r.Sections
-	MarkReady(&st.Conditions, p.Generation, v1alpha1.RenderedReason,
-		fmt.Sprintf("ConfigMap %s holds the render: %d bytes, %s", st.ConfigMapName, r.Bytes, r.Hash))
 }
 
 // RenderedNote is the note of the Normal Rendered Event for p's render out.
