@@ -348,7 +348,15 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 		return outcome{}, fmt.Errorf("get ConfigMap %s: %w", desired.Name, err)
 	}
 	if !metav1.IsControlledBy(current, p) {
-		return failed(v1alpha1.ConfigMapConflictReason, fmt.Errorf("ConfigMap %s exists and is not controlled by this Persona; delete or rename it", desired.Name)), nil
+		adopted, err := r.adoptOrphan(ctx, p, key)
+		if err != nil {
+			return outcome{}, err
+		}
+		if adopted == nil {
+			return failed(v1alpha1.ConfigMapConflictReason, fmt.Errorf("ConfigMap %s exists and is not controlled by this Persona; delete or rename it", desired.Name)), nil
+		}
+		// The adoption is written, whatever the data.
+		current, currentHash = adopted, ""
 	}
 	if isCurrent(current, currentHash, desired) {
 		return result, nil
