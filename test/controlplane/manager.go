@@ -21,8 +21,11 @@ type Manager struct {
 	// Log receives the manager's output.
 	Log   io.Writer
 	Extra []string
-	cmd   *exec.Cmd
-	done  chan error
+	// ManageCertificate runs the manager without --webhook-cert-path, so
+	// that it makes its own certificate in its Secret and injects the CA.
+	ManageCertificate bool
+	cmd               *exec.Cmd
+	done              chan error
 }
 
 // ManagerUser is the user the manager runs as: it has the ClusterRole of
@@ -73,15 +76,16 @@ func (m *Manager) Start(ctx context.Context) error {
 // manager that makes its own certificate, which it serves only once mounted.
 func (m *Manager) Launch() error {
 	hook := m.plane.Env.WebhookInstallOptions
-	args := append([]string{
+	args := []string{
 		"--kubeconfig=" + m.Kubeconfig,
 		"--webhook-port=" + strconv.Itoa(hook.LocalServingPort),
-		"--webhook-cert-path=" + hook.LocalServingCertDir,
-		"--webhook-cert-name=tls.crt",
-		"--webhook-cert-key=tls.key",
 		"--health-probe-bind-address=0",
 		"--metrics-bind-address=0",
-	}, m.Extra...)
+	}
+	if !m.ManageCertificate {
+		args = append(args, "--webhook-cert-path="+hook.LocalServingCertDir, "--webhook-cert-name=tls.crt", "--webhook-cert-key=tls.key")
+	}
+	args = append(args, m.Extra...)
 	m.cmd = exec.Command(m.Binary, args...)
 	m.cmd.Stdout, m.cmd.Stderr = m.Log, m.Log
 	if err := m.cmd.Start(); err != nil {

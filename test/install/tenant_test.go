@@ -8,11 +8,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 
 	"github.com/persona-operator/persona-operator/test/controlplane"
 	"github.com/persona-operator/persona-operator/test/fixtures"
@@ -164,4 +168,62 @@ func ownerString(ref *metav1.OwnerReference) string {
 		return "none"
 	}
 	return ref.Kind + " " + ref.Name + " " + string(ref.UID)
+}
+
+// unstructuredSet sets a nested field of u.
+func unstructuredSet(u *unstructured.Unstructured, value any, path ...string) error {
+	return unstructured.SetNestedField(u.Object, value, path...)
+}
+
+// updatePersona sets the text of the Persona name, as made by persona.
+func updatePersona(ctx context.Context, t *testing.T, c client.Client, ns, name, text string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current := persona(ns, name, "")
+		if err := c.Get(ctx, client.ObjectKeyFromObject(current), current); err != nil {
+			return err
+		}
+		exts := []any{map[string]any{"id": "text", "template": text}}
+		if err := unstructured.SetNestedSlice(current.Object, exts, "spec", "systemPrompt", "extensions"); err != nil {
+			return err
+		}
+		return c.Update(ctx, current)
+	})
+	if err != nil {
+		t.Fatalf("update Persona %s: %v", name, err)
+	}
+}
+
+// waitReady waits until the Persona's Ready reason is reason, at its generation.
+func waitReady(ctx context.Context, t *testing.T, c client.Client, ns, name, reason string) {
+	t.Helper()
+	waitFor(ctx, t, 30*time.Second, "Persona "+name+" "+reason, func() (bool, string) {
+		var p v1alpha1.Persona
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+			return false, err.Error()
+		}
+		ready := meta.FindStatusCondition(p.Status.Conditions, "Ready")
+		if ready == nil {
+			return false, "no Ready"
+		}
+		return ready.Reason == reason && ready.ObservedGeneration == p.Generation, ready.Reason + ": " + ready.Message
+	})
+}
+
+// waitPromptContains waits until persona-<name>'s system prompt has each of parts.
+func waitPromptContains(ctx context.Context, t *testing.T, c client.Client, ns, name string, parts ...string) {
+	t.Helper()
+	waitFor(ctx, t, 30*time.Second, "persona-"+name+" has "+strings.Join(parts, ", "), func() (bool, string) {
+		var cm corev1.ConfigMap
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "persona-" + name}, &cm); err != nil {
+			return false, err.Error()
+		}
+		prompt := cm.Data["system-prompt.md"]
+		for _, part := range parts {
+			if !strings.Contains(prompt, part) {
+				return false, prompt
+			}
+		}
+		return true, ""
+	})
 }
