@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // The ConfigMap policy's parameter ConfigMap allows the manager's own
@@ -39,8 +41,8 @@ func TestConfigMapPolicyNamesTheInstall(t *testing.T) {
 }
 
 // allowed is the entries of a key of the parameter ConfigMap, one a line.
-func allowed(params interface{ UnstructuredContent() map[string]any }, key string) []string {
-	s, _ := field(params.UnstructuredContent(), "data", key).(string)
+func allowed(params *unstructured.Unstructured, key string) []string {
+	s, _ := field(params.Object, "data", key).(string)
 	var out []string
 	for _, line := range strings.Split(s, "\n") {
 		if line = strings.TrimSpace(line); line != "" {
