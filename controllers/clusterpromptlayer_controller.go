@@ -21,8 +21,12 @@ type ClusterPromptLayerReconciler struct {
 	client.Client
 }
 
-// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=clusterpromptlayers,verbs=get;list;watch
-// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=clusterpromptlayers/status,verbs=get;update;patch
+// Reads go through the cache: its informers watch (with a streaming initial
+// list, WatchList) and never get; list is for API servers that serve no
+// streaming lists, where the informers' initial list is a list. Status is
+// only patched (patchStatus).
+// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=clusterpromptlayers,verbs=list;watch
+// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=clusterpromptlayers/status,verbs=patch
 
 // Reconcile sets the layer's conditions; status is patched only when it changed.
 func (r *ClusterPromptLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {

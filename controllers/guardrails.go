@@ -24,7 +24,9 @@ import (
 // to it, or to a Namespace's labels, re-renders the Personas selected
 // before or after the change (clusterpromptlayers.md).
 
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// Namespaces are read from the cache: watch, and list where the API server
+// serves no streaming lists (see the markers of persona_controller.go).
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 

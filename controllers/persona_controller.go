@@ -70,11 +70,24 @@ type PersonaReconciler struct {
 	configMaps *templateSources
 }
 
-// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas,verbs=get;list;watch
-// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas/status,verbs=get;update;patch
+// The rights are exactly the requests the manager makes (test/install's
+// TestManagerRBACIsWhatItUses records them):
+//   - Personas and PromptLayers are read from the cache: its informers watch,
+//     with a streaming initial list (WatchList); list is held for API servers
+//     that serve no streaming lists, where the initial list is a list.
+//   - Status is only patched (patchStatus).
+//   - personas/finalizers update is no request: the admission plugin
+//     OwnerReferencesPermissionEnforcement checks it when a ConfigMap's owner
+//     reference sets blockOwnerDeletion.
+//   - ConfigMaps: watched by metadata (list as above), read by name (get),
+//     created and updated whole (configMapWriter), never patched nor deleted.
+//   - Events: created, and patched when the recorder sends a repeated Event
+//     as a series.
+// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas,verbs=list;watch
+// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas/status,verbs=patch
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas/finalizers,verbs=update
-// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=promptlayers,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=promptlayers,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // outcome is what one render attempt came to.
@@ -362,7 +375,15 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 		return outcome{}, fmt.Errorf("get ConfigMap %s: %w", desired.Name, err)
 	}
 	if !metav1.IsControlledBy(current, p) {
-		return failed(v1alpha1.ConfigMapConflictReason, fmt.Errorf("ConfigMap %s exists and is not controlled by this Persona; delete or rename it", desired.Name)), nil
+		adopted, err := r.adoptOrphan(ctx, p, key)
+		if err != nil {
+			return outcome{}, err
+		}
+		if adopted == nil {
+			return failed(v1alpha1.ConfigMapConflictReason, fmt.Errorf("ConfigMap %s exists and is not controlled by this Persona; delete or rename it", desired.Name)), nil
+		}
+		// The adoption is written, whatever the data.
+		current, currentHash = adopted, ""
 	}
 	stale := staleAnnotations(current, desired)
 	if isCurrent(current, currentHash, desired) && len(stale) == 0 {

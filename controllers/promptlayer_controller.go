@@ -31,7 +31,8 @@ type PromptLayerReconciler struct {
 	ReferenceGracePeriod time.Duration
 }
 
-// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=promptlayers/status,verbs=get;update;patch
+// Status is only patched (patchStatus).
+// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=promptlayers/status,verbs=patch
 
 // Reconcile sets the layer's conditions; status is patched only when it
 // changed. A missing ConfigMap is awaited, then stalled, as for a Persona.

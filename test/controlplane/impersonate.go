@@ -16,8 +16,13 @@ import (
 // StartEmpty starts kube-apiserver and etcd from KUBEBUILDER_ASSETS with
 // nothing installed, for tests that install a bundle themselves. Its
 // WebhookInstallOptions hold a local serving certificate, CA and port only.
-func StartEmpty() (*Plane, error) {
+// Each configure may set the API server's flags (env.ControlPlane.APIServer)
+// before it starts.
+func StartEmpty(configure ...func(*envtest.Environment)) (*Plane, error) {
 	env := &envtest.Environment{}
+	for _, c := range configure {
+		c(env)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start the control plane (is KUBEBUILDER_ASSETS set? run hack/envtest-binaries.sh): %w", err)

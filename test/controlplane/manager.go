@@ -21,8 +21,11 @@ type Manager struct {
 	// Log receives the manager's output.
 	Log   io.Writer
 	Extra []string
-	cmd   *exec.Cmd
-	done  chan error
+	// ManageCertificate runs the manager without --webhook-cert-path, so
+	// that it makes its own certificate in its Secret and injects the CA.
+	ManageCertificate bool
+	cmd               *exec.Cmd
+	done              chan error
 }
 
 // ManagerUser is the user the manager runs as: it has the ClusterRole of
@@ -44,23 +47,10 @@ func (p *Plane) NewManager(binary string, log io.Writer, extra ...string) (*Mana
 
 // Start starts the manager and waits until its webhook serves.
 func (m *Manager) Start(ctx context.Context) error {
-	hook := m.plane.Env.WebhookInstallOptions
-	args := append([]string{
-		"--kubeconfig=" + m.Kubeconfig,
-		"--webhook-port=" + strconv.Itoa(hook.LocalServingPort),
-		"--webhook-cert-path=" + hook.LocalServingCertDir,
-		"--webhook-cert-name=tls.crt",
-		"--webhook-cert-key=tls.key",
-		"--health-probe-bind-address=0",
-		"--metrics-bind-address=0",
-	}, m.Extra...)
-	m.cmd = exec.Command(m.Binary, args...)
-	m.cmd.Stdout, m.cmd.Stderr = m.Log, m.Log
-	if err := m.cmd.Start(); err != nil {
-		return fmt.Errorf("start the manager: %w", err)
+	if err := m.Launch(); err != nil {
+		return err
 	}
-	m.done = make(chan error, 1)
-	go func() { m.done <- m.cmd.Wait() }()
+	hook := m.plane.Env.WebhookInstallOptions
 	addr := net.JoinHostPort(hook.LocalServingHost, strconv.Itoa(hook.LocalServingPort))
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -80,6 +70,30 @@ func (m *Manager) Start(ctx context.Context) error {
 			return fmt.Errorf("the manager's webhook did not serve on %s within 60s", addr)
 		}
 	}
+}
+
+// Launch starts the manager without waiting for its webhook, e.g. for a
+// manager that makes its own certificate, which it serves only once mounted.
+func (m *Manager) Launch() error {
+	hook := m.plane.Env.WebhookInstallOptions
+	args := []string{
+		"--kubeconfig=" + m.Kubeconfig,
+		"--webhook-port=" + strconv.Itoa(hook.LocalServingPort),
+		"--health-probe-bind-address=0",
+		"--metrics-bind-address=0",
+	}
+	if !m.ManageCertificate {
+		args = append(args, "--webhook-cert-path="+hook.LocalServingCertDir, "--webhook-cert-name=tls.crt", "--webhook-cert-key=tls.key")
+	}
+	args = append(args, m.Extra...)
+	m.cmd = exec.Command(m.Binary, args...)
+	m.cmd.Stdout, m.cmd.Stderr = m.Log, m.Log
+	if err := m.cmd.Start(); err != nil {
+		return fmt.Errorf("start the manager: %w", err)
+	}
+	m.done = make(chan error, 1)
+	go func() { m.done <- m.cmd.Wait() }()
+	return nil
 }
 
 // PID is the process id of the running manager, 0 when it is not running.
