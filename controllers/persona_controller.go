@@ -190,11 +190,14 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	p.Status.Dependencies = res.Dependencies
 	var notFound *resolve.NotFoundError
 	var cycle *resolve.CycleError
+	var tooDeep *resolve.TooDeepError
 	switch {
 	case errors.As(err, &notFound):
 		return failed(v1alpha1.ReferenceNotFoundReason, err), nil
 	case errors.As(err, &cycle):
 		return failed(v1alpha1.InheritanceCycleReason, err), nil
+	case errors.As(err, &tooDeep):
+		return failed(v1alpha1.InheritanceTooDeepReason, err), nil
 	case err != nil:
 		return outcome{}, fmt.Errorf("resolve persona %s: %w", p.Name, err)
 	}

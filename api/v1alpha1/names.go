@@ -31,6 +31,9 @@ const (
 	ReferenceNotFoundReason = "ReferenceNotFound"
 	// InheritanceCycleReason: the inherit chain loops; the message names it.
 	InheritanceCycleReason = "InheritanceCycle"
+	// InheritanceTooDeepReason: the inherit chain holds more than 64
+	// Personas; the message names the first one past the limit.
+	InheritanceTooDeepReason = "InheritanceTooDeep"
 	// RenderFailedReason: a template fails or exceeds a render limit.
 	RenderFailedReason = "RenderFailed"
 	// TooLargeReason: the rendered data exceeds the ConfigMap limit.

@@ -71,7 +71,7 @@ func admit(set *manifest.Set, ps *problems) map[*manifest.Object]bool {
 }
 
 // checkPersona resolves and renders a Persona the way the operator does:
-// every ReferenceNotFound, InheritanceCycle, RenderFailed and TooLarge
+// every ReferenceNotFound, InheritanceCycle, InheritanceTooDeep, RenderFailed and TooLarge
 // problem is reported with the field it is closest to. It returns the
 // render, nil when there was a problem.
 func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps *problems) *render.Output {
@@ -101,12 +101,13 @@ func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps
 func reportResolveError(p *v1alpha1.Persona, o *manifest.Object, err error, ps *problems) {
 	var nf *resolve.NotFoundError
 	var cycle *resolve.CycleError
+	var tooDeep *resolve.TooDeepError
 	switch {
 	case errors.As(err, &nf):
 		for _, ref := range nf.Missing {
 			ps.add(o, referenceField(p, ref), ref.String()+" not found")
 		}
-	case errors.As(err, &cycle):
+	case errors.As(err, &cycle), errors.As(err, &tooDeep):
 		ps.add(o, "spec.inherit", err.Error())
 	default:
 		ps.add(o, "spec", err.Error())

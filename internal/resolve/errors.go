@@ -69,3 +69,14 @@ type CycleError struct {
 func (e *CycleError) Error() string {
 	return "inheritance cycle: " + strings.Join(e.Chain, " -> ")
 }
+
+// TooDeepError reports an inheritance chain of more than MaxChain Personas
+// (personas.md#conditions InheritanceTooDeep).
+type TooDeepError struct {
+	// Persona is the first persona past the limit, in the order of the walk.
+	Persona string
+}
+
+func (e *TooDeepError) Error() string {
+	return fmt.Sprintf("inheritance chain holds more than the limit of %d personas (persona %q is the %dth)", MaxChain, e.Persona, MaxChain+1)
+}

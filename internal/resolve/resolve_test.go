@@ -421,3 +421,65 @@ func TestResolveReadsEachObjectOnce(t *testing.T) {
 		t.Errorf("%d reads, want 4 (base, a, b, f)", lookup.reads)
 	}
 }
+
+// deepChain is c0 inheriting c1 inheriting ... c(n-1), each with a body.
+func deepChain(n int) []client.Object {
+	objs := make([]client.Object, n)
+	for i := range n {
+		spec := v1alpha1.PersonaSpec{Prompt: fmt.Sprintf("c%d", i)}
+		if i+1 < n {
+			spec.Inherit = inherit(fmt.Sprintf("c%d", i+1))
+		}
+		objs[i] = persona(fmt.Sprintf("c%d", i), spec)
+	}
+	return objs
+}
+
+func TestChainLimit(t *testing.T) {
+	t.Run("64 personas resolve", func(t *testing.T) {
+		objs := deepChain(resolve.MaxChain)
+		res, err := resolve.Resolve(context.Background(), set(objs...), objs[0].(*v1alpha1.Persona))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The bodies join in chain order: the root ancestor first.
+		if !strings.HasPrefix(res.Bundle.Persona.Prompt, "c63\n\nc62\n\n") || !strings.HasSuffix(res.Bundle.Persona.Prompt, "c1\n\nc0") {
+			t.Errorf("prompt %q", res.Bundle.Persona.Prompt)
+		}
+	})
+	t.Run("65 personas are InheritanceTooDeep", func(t *testing.T) {
+		objs := deepChain(resolve.MaxChain + 1)
+		_, err := resolve.Resolve(context.Background(), set(objs...), objs[0].(*v1alpha1.Persona))
+		var tooDeep *resolve.TooDeepError
+		if !errors.As(err, &tooDeep) || err.Error() != `inheritance chain holds more than the limit of 64 personas (persona "c64" is the 65th)` {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("a 3,000-deep chain reads only what the limit allows", func(t *testing.T) {
+		objs := deepChain(3000)
+		lookup := set(objs...)
+		// Every persona of the chain, as a validation of them all does.
+		for _, o := range objs {
+			_, _ = resolve.Resolve(context.Background(), lookup, o.(*v1alpha1.Persona))
+		}
+		// Each resolve reads at most 64 parents (MaxChain-1 of them inside
+		// the limit, the 65th persona to find it is past it), then stops.
+		if max := 3000 * resolve.MaxChain; lookup.reads > max {
+			t.Errorf("%d reads for 3,000 resolves, over %d", lookup.reads, max)
+		}
+		_, err := resolve.Resolve(context.Background(), lookup, objs[0].(*v1alpha1.Persona))
+		if err == nil || err.Error() != `inheritance chain holds more than the limit of 64 personas (persona "c64" is the 65th)` {
+			t.Errorf("got %v", err)
+		}
+	})
+}
+
+func BenchmarkDeepChain(b *testing.B) {
+	objs := deepChain(3000)
+	lookup := set(objs...)
+	for b.Loop() {
+		for _, o := range objs {
+			_, _ = resolve.Resolve(context.Background(), lookup, o.(*v1alpha1.Persona))
+		}
+	}
+}
