@@ -101,7 +101,11 @@ type outcome struct {
 	previous map[string]string
 }
 
-func failed(reason string, err error) outcome { return outcome{reason: reason, message: err.Error()} }
+// failed is a failure with err's message, cut as the condition holds it,
+// so that the next reconcile finds it unchanged.
+func failed(reason string, err error) outcome {
+	return outcome{reason: reason, message: status.Cut(err.Error(), status.MaxConditionMessage)}
+}
 
 // Reconcile resolves and renders a Persona, writes its ConfigMap when the
 // render changed, and reports the result in status. Status is patched once,

@@ -39,10 +39,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := metrics.Registry.Register(readyReasons{cache: mgr.GetCache()}); err != nil {
 		return fmt.Errorf("register the Personas by Ready reason: %w", err)
 	}
+	recorder := cuttingRecorder{mgr.GetEventRecorder("persona-operator")}
 	personas := &PersonaReconciler{
 		Client:                  mgr.GetClient(),
 		Scheme:                  mgr.GetScheme(),
-		Recorder:                mgr.GetEventRecorder("persona-operator"),
+		Recorder:                recorder,
 		APIReader:               mgr.GetAPIReader(),
 		MaxConcurrentReconciles: opts.PersonaWorkers,
 		ReferenceGracePeriod:    opts.ReferenceGracePeriod,
