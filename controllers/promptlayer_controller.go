@@ -75,7 +75,7 @@ func (r *PromptLayerReconciler) template(ctx context.Context, l *v1alpha1.Prompt
 	case err != nil:
 		return "", nil, err
 	case missing != nil:
-		return "", &status.Failure{Reason: v1alpha1.ReferenceNotFoundReason, Message: missing.String() + " not found"}, nil
+		return "", &status.Failure{Reason: v1alpha1.ReferenceNotFoundReason, Message: missing.Problem()}, nil
 	}
 	return text, nil, nil
 }

@@ -105,7 +105,7 @@ func reportResolveError(p *v1alpha1.Persona, o *manifest.Object, err error, ps *
 	switch {
 	case errors.As(err, &nf):
 		for _, ref := range nf.Missing {
-			ps.add(o, referenceField(p, ref), ref.String()+" not found")
+			ps.add(o, referenceField(p, ref), ref.Problem())
 		}
 	case errors.As(err, &cycle), errors.As(err, &tooDeep):
 		ps.add(o, "spec.inherit", err.Error())
@@ -220,10 +220,10 @@ func checkLayer(set *manifest.Set, o *manifest.Object, ps *problems) {
 		ps.add(o, fromPath.String(), err.Error())
 		return
 	case missing != nil && missing.Key != "":
-		ps.add(o, fromPath.Child("key").String(), missing.String()+" not found")
+		ps.add(o, fromPath.Child("key").String(), missing.Problem())
 		return
 	case missing != nil:
-		ps.add(o, fromPath.Child("name").String(), missing.String()+" not found")
+		ps.add(o, fromPath.Child("name").String(), missing.Problem())
 		return
 	}
 	if err := render.Default().Check(render.KindLayer, l.Name, text); err != nil {

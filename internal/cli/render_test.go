@@ -113,7 +113,7 @@ func TestRenderPrompt(t *testing.T) {
 			manifests: docs(
 				barePersona("p", "  layers: [{name: agents}]\n"),
 				"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptLayer\nmetadata: {name: agents}\nspec:\n  templateFrom:\n    configMapKeyRef: {name: repo-docs, key: AGENTS.md}\n",
-				"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: repo-docs}\ndata:\n  AGENTS.md: |\n    # Agents\n    Run make test.\n",
+				"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: repo-docs, labels: {prompts.persona-operator.dev/template-source: \"true\"}}\ndata:\n  AGENTS.md: |\n    # Agents\n    Run make test.\n",
 			),
 			want: "# Agents\nRun make test.\n",
 		},

@@ -227,7 +227,7 @@ func TestMissingReferences(t *testing.T) {
 			Extensions: []v1alpha1.Extension{{ID: "x", Template: `{{ include "fragment" . }}`}},
 		},
 	})
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns"}, Data: map[string]string{"AGENTS.md": "agents"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", Labels: templateSource}, Data: map[string]string{"AGENTS.md": "agents"}}
 	fromCM := promptLayer("from-cm", v1alpha1.PromptLayerSpec{TemplateFrom: &v1alpha1.TemplateSource{ConfigMapKeyRef: v1alpha1.ConfigMapKeyReference{Name: "cm", Key: "AGENTS.md"}}})
 	badKey := promptLayer("bad-key", v1alpha1.PromptLayerSpec{TemplateFrom: &v1alpha1.TemplateSource{ConfigMapKeyRef: v1alpha1.ConfigMapKeyReference{Name: "cm", Key: "NOPE.md"}}})
 	res, err := resolve.Resolve(context.Background(), set(cm, fromCM, badKey), p)
@@ -481,5 +481,57 @@ func BenchmarkDeepChain(b *testing.B) {
 		for _, o := range objs {
 			_, _ = resolve.Resolve(context.Background(), lookup, o.(*v1alpha1.Persona))
 		}
+	}
+}
+
+// templateSource is the label that makes a ConfigMap a templateFrom source.
+var templateSource = map[string]string{"prompts.persona-operator.dev/template-source": "true"}
+
+// allowingUnlabelled is a Lookup that reads unlabelled sources, as the
+// manager does with --template-source-label=warn.
+type allowingUnlabelled struct{ *objects }
+
+func (allowingUnlabelled) ReadsUnlabelledSources() bool { return true }
+
+func TestTemplateSourceLabel(t *testing.T) {
+	layer := promptLayer("agents", v1alpha1.PromptLayerSpec{TemplateFrom: &v1alpha1.TemplateSource{ConfigMapKeyRef: v1alpha1.ConfigMapKeyReference{Name: "docs", Key: "AGENTS.md"}}})
+	p := persona("p", v1alpha1.PersonaSpec{Layers: layers("agents")})
+	const unlabelled = `ConfigMap "docs" (referenced by layer "agents") is not a template source: it lacks the label prompts.persona-operator.dev/template-source: "true"`
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		lookup func(*objects) resolve.Lookup
+		want   string // the error; "" for the text
+	}{
+		{"labelled", templateSource, nil, ""},
+		{"unlabelled", nil, nil, unlabelled},
+		{"labelled other than true", map[string]string{"prompts.persona-operator.dev/template-source": "yes"}, nil, unlabelled},
+		{"unlabelled, read all the same", nil, func(o *objects) resolve.Lookup { return allowingUnlabelled{o} }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "docs", Namespace: "ns", Labels: tc.labels}, Data: map[string]string{"AGENTS.md": "Read me."}}
+			var lookup resolve.Lookup = set(cm, layer)
+			if tc.lookup != nil {
+				lookup = tc.lookup(set(cm, layer))
+			}
+			res, err := resolve.Resolve(context.Background(), lookup, p)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := res.Bundle.Layers[0].Template; got != "Read me." {
+					t.Errorf("template %q", got)
+				}
+				return
+			}
+			var nf *resolve.NotFoundError
+			if !errors.As(err, &nf) || err.Error() != tc.want {
+				t.Errorf("got %v, want %s", err, tc.want)
+			}
+			// It is awaited like a missing ConfigMap, and its label's arrival re-renders.
+			if !slices.Contains(res.Dependencies, v1alpha1.Dependency{Kind: "ConfigMap", Name: "docs"}) {
+				t.Errorf("dependencies %v", res.Dependencies)
+			}
+		})
 	}
 }
