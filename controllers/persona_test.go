@@ -220,7 +220,9 @@ spec:
 		apply(ns, `
 apiVersion: v1
 kind: ConfigMap
-metadata: {name: nowhere}
+metadata:
+  name: nowhere
+  labels: {prompts.persona-operator.dev/template-source: "true"}
 data: {k: "{{ .Slug }}"}
 `)
 		Eventually(layerReady("from-missing")).Should(Equal("True/Valid"))

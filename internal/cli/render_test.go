@@ -207,7 +207,7 @@ func TestRenderConfigMap(t *testing.T) {
 		t.Errorf("ConfigMap is %s %s %s/%s", cm.APIVersion, cm.Kind, cm.Namespace, cm.Name)
 	}
 	wantLabels := map[string]string{"app.kubernetes.io/managed-by": "persona-operator", "prompts.persona-operator.dev/persona": "p"}
-	if len(cm.Labels) != 2 || cm.Labels["app.kubernetes.io/managed-by"] != wantLabels["app.kubernetes.io/managed-by"] || cm.Labels["prompts.persona-operator.dev/persona"] != "p" {
+	if len(cm.Labels) != 3 || cm.Labels["prompts.persona-operator.dev/template-source"] != "true" || cm.Labels["app.kubernetes.io/managed-by"] != wantLabels["app.kubernetes.io/managed-by"] || cm.Labels["prompts.persona-operator.dev/persona"] != "p" {
 		t.Errorf("labels = %v, want %v", cm.Labels, wantLabels)
 	}
 	bundle := run(t, "", "render", "-f", f, "--persona", "p", "-o", "bundle", "-n", "agents")
