@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,14 +52,17 @@ func layerCondition(ns, name, t string) func() string {
 	}
 }
 
-// labelAgents labels the ConfigMap "agents" as a template source.
-func labelAgents(ns string) {
-	var cm metav1.PartialObjectMetadata
-	cm.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("ConfigMap"))
-	cm.APIVersion, cm.Kind = "v1", "ConfigMap"
+// labelAgents labels the ConfigMap "agents" as a template source, or with
+// on false takes the label off.
+func labelAgents(ns string, on bool) {
+	var cm corev1.ConfigMap
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "agents"}, &cm)).To(Succeed())
 	patch := client.MergeFrom(cm.DeepCopy())
-	cm.Labels = map[string]string{"prompts.persona-operator.dev/template-source": "true"}
+	if on {
+		metav1.SetMetaDataLabel(&cm.ObjectMeta, "prompts.persona-operator.dev/template-source", "true")
+	} else {
+		delete(cm.Labels, "prompts.persona-operator.dev/template-source")
+	}
 	Expect(k8s.Patch(ctx, &cm, patch)).To(Succeed())
 }
 
@@ -81,7 +85,7 @@ var _ = Describe("Template sources", func() {
 		Eventually(layerCondition(ns, "agents-md", "Stalled"), 10*time.Second).Should(Equal("True/ReferenceNotFound: " + unlabelledAgents))
 
 		By("reading it once it is labelled")
-		labelAgents(ns)
+		labelAgents(ns, true)
 		Eventually(prompt(ns, "p")).Should(Equal("P\n\nBe brief.\n"))
 		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
 		Eventually(layerCondition(ns, "agents-md", "Ready")).Should(Equal("True/Valid: the template parses"))
@@ -92,7 +96,7 @@ var _ = Describe("Template sources", func() {
 		apply(ns, agentsLayer(`{AGENTS.md: "Be brief."}`))
 		apply(ns, barePersona("p", "P", "layers: [{name: agents-md}]"))
 		Eventually(prompt(ns, "p")).Should(Equal("P\n\nBe brief.\n"))
-		apply(ns, unlabelledAgentsLayer("Be brief."))
+		labelAgents(ns, false)
 		Eventually(ready(ns, "p")).Should(Equal("ReferenceNotFound"))
 		Expect(readyMessage(ns, "p")).To(Equal(unlabelledAgents))
 		// The last good prompt stays.
@@ -133,7 +137,10 @@ var _ = Describe("Template sources with --template-source-label=warn", Serial, f
 		}).Should(ContainElement(unlabelledAgents + "; it is read only because the manager runs with --template-source-label=warn"))
 
 		By("seeing its changes, as every ConfigMap is watched")
-		apply(ns, unlabelledAgentsLayer("Be briefer."))
+		var cm corev1.ConfigMap
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "agents"}, &cm)).To(Succeed())
+		cm.Data["AGENTS.md"] = "Be briefer."
+		Expect(k8s.Update(ctx, &cm)).To(Succeed())
 		Eventually(prompt(ns, "p")).Should(Equal("P\n\nBe briefer.\n"))
 	})
 })
