@@ -103,6 +103,21 @@ var _ = Describe("Persona status", func() {
 		Expect(readyMessage(ns, "b")).To(ContainSubstring("b -> a -> b"))
 	})
 
+	It("stops a chain of more than 64 Personas (InheritanceTooDeep)", func() {
+		// c0 inherits c1, ... c64: 65 Personas in c0's chain, 64 in c1's.
+		for i := 64; i >= 0; i-- {
+			inherit := "inherit: []"
+			if i < 64 {
+				inherit = fmt.Sprintf("inherit: [c%d]", i+1)
+			}
+			apply(ns, barePersona(fmt.Sprintf("c%d", i), fmt.Sprintf("C%d", i), inherit))
+		}
+		Eventually(ready(ns, "c0")).Should(Equal("InheritanceTooDeep"))
+		Expect(readyMessage(ns, "c0")).To(Equal(`inheritance chain holds more than the limit of 64 personas (persona "c64" is the 65th)`))
+		Expect(condition(ns, "c0", "Stalled")).To(Equal(metav1.ConditionTrue))
+		Eventually(ready(ns, "c1")).Should(Equal("Rendered"))
+	})
+
 	It("names the persona and section that do not render (RenderFailed)", func() {
 		apply(ns, barePersona("broken", "{{ (index .Repos 3).Name }}"))
 		Eventually(ready(ns, "broken")).Should(Equal("RenderFailed"))
