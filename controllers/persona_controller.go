@@ -527,10 +527,7 @@ func (r *PersonaReconciler) inConflict(_ context.Context, obj *metav1.PartialObj
 // foreign ConfigMap is gone.
 func (r *PersonaReconciler) configMapDependents(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
 	reqs := dependents(ctx, r.Client, r.waiting, objectRef{Kind: v1alpha1.ConfigMapKind, Namespace: obj.GetNamespace(), Name: obj.GetName()})
-	if name, ok := personaOfConfigMap(obj.GetName()); ok && !controlledByPersona(obj, name) {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}})
-	}
-	return reqs
+	return append(reqs, r.inConflict(ctx, obj)...)
 }
 
 // personasOwn reports whether obj is the ConfigMap of the Persona its name
