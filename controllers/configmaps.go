@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,33 +68,44 @@ var (
 )
 
 // newConfigMapMetadataCache is a cache of the metadata of the ConfigMaps
-// in namespaces that selector selects (nil: all): a Persona's own ConfigMap
-// with all of it but managedFields, any other reduced to what the watches
-// read: name, version, owners and the template-source label.
-func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string, selector labels.Selector) (cache.Cache, error) {
+// in namespaces that selector selects (nil: all), each reduced by trim.
+func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string, selector labels.Selector, trim toolscache.TransformFunc) (cache.Cache, error) {
 	return cache.New(mgr.GetConfig(), cache.Options{
 		Scheme:               mgr.GetScheme(),
 		Mapper:               mgr.GetRESTMapper(),
 		DefaultNamespaces:    namespaceConfigs(namespaces),
 		DefaultLabelSelector: selector,
-		DefaultTransform:     trimConfigMapMetadata,
+		DefaultTransform:     trim,
 	})
 }
 
+// trimConfigMapMetadata keeps of a Persona's own ConfigMap all of its
+// metadata but managedFields, and reduces any other as trimSourceMetadata.
 func trimConfigMapMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok || !personasOwn(m) {
+		return trimSourceMetadata(obj)
+	}
+	internMeta(m)
+	return m, nil
+}
+
+// trimSourceMetadata reduces a ConfigMap's metadata to what the watches
+// read: name, version, owners and the template-source label. The template
+// sources' cache keeps no more even of a Persona's own ConfigMap, which the
+// other cache holds whole.
+func trimSourceMetadata(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
 	}
-	if !personasOwn(m) {
-		var kept map[string]string
-		if v, ok := m.Labels[v1alpha1.TemplateSourceLabel]; ok {
-			kept = map[string]string{v1alpha1.TemplateSourceLabel: v}
-		}
-		m.ObjectMeta = metav1.ObjectMeta{
-			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Labels: kept,
-			OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp,
-		}
+	var kept map[string]string
+	if v, ok := m.Labels[v1alpha1.TemplateSourceLabel]; ok {
+		kept = map[string]string{v1alpha1.TemplateSourceLabel: v}
+	}
+	m.ObjectMeta = metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Labels: kept,
+		OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp,
 	}
 	internMeta(m)
 	return m, nil

@@ -34,7 +34,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := setupIndexes(ctx, mgr); err != nil {
 		return fmt.Errorf("register field indexes: %w", err)
 	}
-	own, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, ownSelector)
+	own, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, ownSelector, trimConfigMapMetadata)
 	if err != nil {
 		return fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
 	}
@@ -43,7 +43,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.ReadUnlabelledSources {
 		sourceSelector = nil
 	}
-	sourceMetadata, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, sourceSelector)
+	sourceMetadata, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, sourceSelector, trimSourceMetadata)
 	if err != nil {
 		return fmt.Errorf("create the cache of the template sources: %w", err)
 	}
