@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 	"time"
 
@@ -26,6 +27,8 @@ type managerFlags struct {
 	referenceGracePeriod time.Duration
 	apiQPS               float64
 	apiBurst             int
+	// readUnlabelledSources is --template-source-label=warn.
+	readUnlabelledSources bool
 }
 
 func parseFlags() (*managerFlags, *zap.Options) {
@@ -59,6 +62,18 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 	fs.IntVar(&f.apiBurst, "kube-api-burst", 600, "Queries the manager may make to the API server in a burst, for each kind of object, when --kube-api-qps is not negative.")
 	fs.DurationVar(&f.referenceGracePeriod, "reference-grace-period", status.DefaultReferenceGracePeriod,
 		"How long a missing reference is awaited (Reconciling) before the object is stalled (Stalled), so that objects applied in any order, or in the next sync, are not reported as failed.")
+	fs.Func("template-source-label", `Whether a templateFrom ConfigMap must be labelled prompts.persona-operator.dev/template-source: "true": require (an unlabelled one is reported like a missing one), or warn (it is read, with a Warning Event on each PromptLayer that reads one; for a migration). Default require.`,
+		func(v string) error {
+			switch v {
+			case "require":
+				f.readUnlabelledSources = false
+			case "warn":
+				f.readUnlabelledSources = true
+			default:
+				return fmt.Errorf("%q is neither require nor warn", v)
+			}
+			return nil
+		})
 	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
 	// --kubeconfig is registered by controller-runtime's config package.
 	logOpts := &zap.Options{}

@@ -31,7 +31,7 @@ func main() {
 	ctx := ctrl.SetupSignalHandler()
 	if err := controllers.Setup(ctx, mgr, controllers.Options{
 		PersonaWorkers: flags.personaWorkers, ReferenceGracePeriod: flags.referenceGracePeriod,
-		WatchNamespaces: flags.watchNamespaces,
+		WatchNamespaces: flags.watchNamespaces, ReadUnlabelledSources: flags.readUnlabelledSources,
 	}); err != nil {
 		fail(err, "set up the controllers")
 	}

@@ -2,27 +2,38 @@ package controllers
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/internal/resolve"
 )
 
 // A cluster can hold hundreds of MiB of ConfigMaps that are none of the
-// operator's business, so the manager holds no ConfigMap's data: it knows
-// every ConfigMap by metadata only, the Personas' own with all of it (to
-// write them back whole), every other reduced to what the watches read.
-// The data of a Persona's ConfigMap it knows by its content hash at the
-// versions it wrote or read (ownWrites); the data of a ConfigMap a
-// templateFrom names it reads by name (templateSources).
+// operator's business, so the manager holds no ConfigMap's data, and knows
+// by metadata only the ConfigMaps of two label-selected watches: its own
+// (delivery.ManagedByLabel), the Personas' with all of it (to write them
+// back whole), and the template sources (v1alpha1.TemplateSourceLabel),
+// reduced to what the watches read. A ConfigMap that is in neither, such as
+// a foreign persona-<name>, it reads by name when it needs to. The data of
+// a Persona's ConfigMap it knows by its content hash at the versions it
+// wrote or read (ownWrites); of a template source, only the keys that
+// templateFrom names (templateSources).
 
 // CacheOptions are the manager's cache options: the watched namespaces
 // (none: all).
@@ -50,28 +61,51 @@ func namespaceConfigs(namespaces []string) map[string]cache.Config {
 	return out
 }
 
-// newConfigMapMetadataCache is a cache of every ConfigMap's metadata in
-// namespaces: a Persona's own ConfigMap with all of it but managedFields,
-// any other reduced to what the watches read: name, version and owners.
-func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string) (cache.Cache, error) {
+// The label selectors of the two ConfigMap watches.
+var (
+	ownSelector            = labels.SelectorFromSet(labels.Set{delivery.ManagedByLabel: delivery.ManagedBy})
+	templateSourceSelector = labels.SelectorFromSet(labels.Set{v1alpha1.TemplateSourceLabel: "true"})
+)
+
+// newConfigMapMetadataCache is a cache of the metadata of the ConfigMaps
+// in namespaces that selector selects (nil: all), each reduced by trim.
+func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string, selector labels.Selector, trim toolscache.TransformFunc) (cache.Cache, error) {
 	return cache.New(mgr.GetConfig(), cache.Options{
-		Scheme:            mgr.GetScheme(),
-		Mapper:            mgr.GetRESTMapper(),
-		DefaultNamespaces: namespaceConfigs(namespaces),
-		DefaultTransform:  trimConfigMapMetadata,
+		Scheme:               mgr.GetScheme(),
+		Mapper:               mgr.GetRESTMapper(),
+		DefaultNamespaces:    namespaceConfigs(namespaces),
+		DefaultLabelSelector: selector,
+		DefaultTransform:     trim,
 	})
 }
 
+// trimConfigMapMetadata keeps of a Persona's own ConfigMap all of its
+// metadata but managedFields, and reduces any other as trimSourceMetadata.
 func trimConfigMapMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok || !personasOwn(m) {
+		return trimSourceMetadata(obj)
+	}
+	internMeta(m)
+	return m, nil
+}
+
+// trimSourceMetadata reduces a ConfigMap's metadata to what the watches
+// read: name, version, owners and the template-source label. The template
+// sources' cache keeps no more even of a Persona's own ConfigMap, which the
+// other cache holds whole.
+func trimSourceMetadata(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
 	}
-	if !personasOwn(m) {
-		m.ObjectMeta = metav1.ObjectMeta{
-			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-			OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp,
-		}
+	var kept map[string]string
+	if v, ok := m.Labels[v1alpha1.TemplateSourceLabel]; ok {
+		kept = map[string]string{v1alpha1.TemplateSourceLabel: v}
+	}
+	m.ObjectMeta = metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Labels: kept,
+		OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp,
 	}
 	internMeta(m)
 	return m, nil
@@ -89,65 +123,135 @@ func watchConfigMapMetadata(c cache.Cache, h handler.TypedEventHandler[*metav1.P
 	return source.Kind(c, configMapMetadata(), h)
 }
 
-// templateSources reads the ConfigMaps that templateFrom names: whether one
-// exists from the metadata cache, its data from the API server, kept per
-// resourceVersion so that the Personas of a fan-out read it once.
-type templateSources struct {
+// sourceReader reads the ConfigMaps that templateFrom names: whether one
+// exists, and its labels, from the template sources' metadata cache, or by
+// name from the API server when the cache does not hold it; its data from
+// the API server. Of the data it keeps only the keys templateFrom named,
+// each within the template source limit, per resourceVersion, so that the
+// Personas of a fan-out read it once and a 1 MiB ConfigMap costs the
+// manager the bytes of its key.
+type sourceReader struct {
 	metadata client.Reader
 	live     client.Reader
-	mu       sync.Mutex
-	data     map[types.NamespacedName]versionedData
+	// unlabelled is set with --template-source-label=warn: unlabelled
+	// ConfigMaps are read all the same.
+	unlabelled bool
+	mu         sync.Mutex
+	held       map[types.NamespacedName]heldSource
 }
 
-type versionedData struct {
+// heldSource is what is kept of a ConfigMap at one resourceVersion: the
+// keys read, a key it does not have as absent.
+type heldSource struct {
 	resourceVersion string
-	data            map[string]string
+	keys            map[string]heldKey
 }
 
-func newTemplateSources(metadata, live client.Reader) *templateSources {
-	return &templateSources{metadata: metadata, live: live, data: map[types.NamespacedName]versionedData{}}
+type heldKey struct {
+	text    string
+	present bool
 }
 
-// get reads the ConfigMap key into cm; its data is shared, not to be modified.
-func (s *templateSources) get(ctx context.Context, key types.NamespacedName, cm *corev1.ConfigMap) error {
+func newSourceReader(metadata, live client.Reader, unlabelled bool) *sourceReader {
+	return &sourceReader{metadata: metadata, live: live, unlabelled: unlabelled, held: map[types.NamespacedName]heldSource{}}
+}
+
+// get reads the ConfigMap key into cm: its name, version and labels, and of
+// its data the key dataKey alone, when it is a template source (or
+// unlabelled sources are read). Without dataKey it reads the whole
+// ConfigMap from the API server.
+func (s *sourceReader) get(ctx context.Context, key types.NamespacedName, cm *corev1.ConfigMap, dataKey string, hasKey bool) error {
+	if !hasKey {
+		return s.live.Get(ctx, key, cm)
+	}
 	m := configMapMetadata()
-	if err := s.metadata.Get(ctx, key, m); err != nil {
+	err := s.metadata.Get(ctx, key, m)
+	if apierrors.IsNotFound(err) {
+		// Not a template source, or not in the cache yet: the API server says which.
+		err = s.live.Get(ctx, key, m)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			s.forget(key)
 		}
 		return err
 	}
-	s.mu.Lock()
-	held, ok := s.data[key]
-	s.mu.Unlock()
-	if ok && held.resourceVersion == m.ResourceVersion {
-		cm.ObjectMeta = metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, ResourceVersion: held.resourceVersion}
-		cm.Data = held.data
+	cm.ObjectMeta = metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, ResourceVersion: m.ResourceVersion, Labels: m.Labels}
+	if !resolve.IsTemplateSource(m.Labels) && !s.unlabelled {
+		return nil // its data is not to be read
+	}
+	if k, ok := s.heldKey(key, m.ResourceVersion, dataKey); ok {
+		if k.present {
+			cm.Data = map[string]string{dataKey: k.text}
+		}
 		return nil
 	}
-	if err := s.live.Get(ctx, key, cm); err != nil {
+	var full corev1.ConfigMap
+	if err := s.live.Get(ctx, key, &full); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.forget(key)
+		}
 		return err
 	}
-	s.mu.Lock()
-	s.data[key] = versionedData{resourceVersion: cm.ResourceVersion, data: cm.Data}
-	s.mu.Unlock()
+	cm.ObjectMeta.ResourceVersion, cm.Labels = full.ResourceVersion, full.Labels
+	if !resolve.IsTemplateSource(full.Labels) && !s.unlabelled {
+		return nil
+	}
+	text, present := full.Data[dataKey]
+	if present {
+		cm.Data = map[string]string{dataKey: text}
+	}
+	s.hold(key, full.ResourceVersion, dataKey, text, present)
 	return nil
 }
 
-// forget drops the data held for a ConfigMap that is gone.
-func (s *templateSources) forget(key types.NamespacedName) {
+func (s *sourceReader) heldKey(key types.NamespacedName, resourceVersion, dataKey string) (heldKey, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.data, key)
+	h, ok := s.held[key]
+	if !ok || h.resourceVersion != resourceVersion {
+		return heldKey{}, false
+	}
+	k, ok := h.keys[dataKey]
+	return k, ok
+}
+
+// hold keeps a key of a ConfigMap read at resourceVersion, when its text is
+// within the template source limit: a longer one fails the render, and is
+// read again when it is needed again. The text is copied out of the read
+// ConfigMap, so that none of the rest stays reachable.
+func (s *sourceReader) hold(key types.NamespacedName, resourceVersion, dataKey, text string, present bool) {
+	if len(text) > render.Default().Limits().MaxSourceBytes {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.held[key]
+	if !ok || h.resourceVersion != resourceVersion {
+		h = heldSource{resourceVersion: resourceVersion, keys: map[string]heldKey{}}
+	}
+	h.keys[strings.Clone(dataKey)] = heldKey{text: strings.Clone(text), present: present}
+	s.held[key] = h
+}
+
+// forget drops what is held of a ConfigMap that is gone.
+func (s *sourceReader) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.held, key)
 }
 
 // lookup is what the controllers resolve through: the manager's cache, and
 // for ConfigMaps the template sources. With reads set, it logs what it read.
 type lookup struct {
 	cached     client.Reader
-	configMaps *templateSources
+	configMaps *sourceReader
 	reads      *readLog
 }
+
+// ReadsUnlabelledSources tells resolve whether unlabelled templateFrom
+// ConfigMaps are read (--template-source-label=warn).
+func (l lookup) ReadsUnlabelledSources() bool { return l.configMaps.unlabelled }
 
 func (l lookup) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	err := l.get(ctx, key, obj, opts...)
@@ -164,7 +268,8 @@ func (l lookup) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 
 func (l lookup) get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if cm, ok := obj.(*corev1.ConfigMap); ok {
-		return l.configMaps.get(ctx, key, cm)
+		dataKey, hasKey := configMapKey(opts)
+		return l.configMaps.get(ctx, key, cm, dataKey, hasKey)
 	}
 	return l.cached.Get(ctx, key, obj, opts...)
 }
@@ -179,4 +284,14 @@ func (l lookup) List(ctx context.Context, list client.ObjectList, opts ...client
 		return l.reads.readList(list)
 	}
 	return nil
+}
+
+// configMapKey is the key a ConfigMap is read for (resolve.ConfigMapKey).
+func configMapKey(opts []client.GetOption) (string, bool) {
+	for _, o := range opts {
+		if k, ok := o.(resolve.ConfigMapKey); ok {
+			return string(k), true
+		}
+	}
+	return "", false
 }

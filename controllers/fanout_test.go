@@ -79,7 +79,9 @@ var _ = Describe("Fan-out", func() {
 		apply(ns, `
 apiVersion: v1
 kind: ConfigMap
-metadata: {name: agents}
+metadata:
+  name: agents
+  labels: {prompts.persona-operator.dev/template-source: "true"}
 data: {AGENTS.md: "Agents v2"}
 `)
 		Eventually(prompt(ns, "with-cm")).Should(Equal("M\n\nAgents v2\n"))

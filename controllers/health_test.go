@@ -90,7 +90,7 @@ spec:
 			`InProgress Progressing: ConfigMap "agents" (referenced by layer "agents-md") not found`))
 		Eventually(liveHealth(ns, "PromptLayer", "agents-md")).Should(Equal(
 			`Failed Degraded: ReferenceNotFound: ConfigMap "agents" (referenced by layer "agents-md") not found`))
-		apply(ns, `{apiVersion: v1, kind: ConfigMap, metadata: {name: agents}, data: {AGENTS.md: "Be brief."}}`)
+		apply(ns, `{apiVersion: v1, kind: ConfigMap, metadata: {name: agents, labels: {prompts.persona-operator.dev/template-source: "true"}}, data: {AGENTS.md: "Be brief."}}`)
 		Eventually(liveHealth(ns, "PromptLayer", "agents-md")).Should(Equal("Current Healthy: the template parses"))
 	})
 

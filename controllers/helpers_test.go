@@ -183,7 +183,9 @@ func agentsLayer(data string) string {
 	return `
 apiVersion: v1
 kind: ConfigMap
-metadata: {name: agents}
+metadata:
+  name: agents
+  labels: {prompts.persona-operator.dev/template-source: "true"}
 data: ` + data + `
 ---
 apiVersion: prompts.persona-operator.dev/v1alpha1

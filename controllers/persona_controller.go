@@ -56,7 +56,7 @@ type PersonaReconciler struct {
 	// writes is what each Persona's ConfigMap holds, at the version the
 	// controller last wrote or read.
 	writes *ownWrites
-	// configMapMetadata is every ConfigMap's metadata.
+	// configMapMetadata is the metadata of the operator's ConfigMaps.
 	configMapMetadata client.Reader
 	// deferred is the renders of a fan-out whose status waits for its pass.
 	deferred *deferredStatuses
@@ -67,7 +67,7 @@ type PersonaReconciler struct {
 	// overruns counts each Persona's renders in a row out of wall time.
 	overruns *overruns
 	// configMaps reads the ConfigMaps templateFrom names.
-	configMaps *templateSources
+	configMaps *sourceReader
 }
 
 // The rights are exactly the requests the manager makes (test/install's
@@ -120,7 +120,11 @@ type outcome struct {
 	fallback string
 }
 
-func failed(reason string, err error) outcome { return outcome{reason: reason, message: err.Error()} }
+// failed is a failure with err's message, cut as the condition holds it,
+// so that the next reconcile finds it unchanged.
+func failed(reason string, err error) outcome {
+	return outcome{reason: reason, message: status.Cut(err.Error(), status.MaxConditionMessage)}
+}
 
 // Reconcile resolves and renders a Persona, writes its ConfigMap when the
 // render changed, and reports the result in status. Status is patched once,
@@ -214,11 +218,14 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	p.Status.Dependencies = res.Dependencies
 	var notFound *resolve.NotFoundError
 	var cycle *resolve.CycleError
+	var tooDeep *resolve.TooDeepError
 	switch {
 	case errors.As(err, &notFound):
 		return failed(v1alpha1.ReferenceNotFoundReason, err), nil
 	case errors.As(err, &cycle):
 		return failed(v1alpha1.InheritanceCycleReason, err), nil
+	case errors.As(err, &tooDeep):
+		return failed(v1alpha1.InheritanceTooDeepReason, err), nil
 	case err != nil:
 		return outcome{}, fmt.Errorf("resolve persona %s: %w", p.Name, err)
 	}
@@ -517,7 +524,11 @@ func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.Persona
 		status.SetDelivered(p, result.render)
 	}
 	f := status.Failure{Reason: result.reason, Message: result.message, Retrying: result.retryAfter > 0}
-	awaitFor := status.MarkFailed(&st.Conditions, p.Generation, f, time.Now(), r.gracePeriod())
+	now := time.Now()
+	awaitFor := status.MarkFailed(&st.Conditions, p.Generation, f, now, r.gracePeriod())
+	if result.reason == v1alpha1.ConfigMapConflictReason {
+		awaitFor = conflictRecheck(st.Conditions, now)
+	}
 	if previous == nil || previous.Reason != result.reason || previous.Message != result.message {
 		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, result.reason, "Render", "%s", result.message)
 	}
@@ -531,9 +542,9 @@ func (r *PersonaReconciler) gracePeriod() time.Duration {
 // SetupWithManager registers the controller and the watches that bring a
 // Persona back when anything its render reads changes or arrives. The field
 // indexes must be registered first (Setup does both).
-func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.Cache, sources *templateSources) error {
+func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetadata cache.Cache, sources *sourceReader) error {
 	r.writes, r.deferred, r.waiting, r.overruns, r.configMaps = newOwnWrites(), newDeferredStatuses(), newAwaiting(), newOverruns(), sources
-	r.configMapMetadata = configMaps
+	r.configMapMetadata = own
 	var err error
 	if r.configMapWriter, err = newConfigMapWriter(mgr.GetConfig(), mgr.GetHTTPClient()); err != nil {
 		return err
@@ -552,10 +563,11 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.
 	owner := handler.TypedEnqueueRequestForOwner[*metav1.PartialObjectMetadata](mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Persona{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Persona{}, specOrLabelsChanged).
-		WatchesRawSource(source.Kind(configMaps, configMapMetadata(), owner, changedByOthers)).
+		WatchesRawSource(source.Kind(own, configMapMetadata(), owner, changedByOthers)).
+		WatchesRawSource(watchConfigMapMetadata(own, handler.TypedEnqueueRequestsFromMapFunc(r.inConflict))).
 		Watches(&v1alpha1.Persona{}, r.propagating(v1alpha1.PersonaKind), specChanged).
 		Watches(&v1alpha1.PromptLayer{}, r.propagating(v1alpha1.PromptLayerKind), specChanged).
-		WatchesRawSource(watchConfigMapMetadata(configMaps, r.configMapPropagating())).
+		WatchesRawSource(watchConfigMapMetadata(sourceMetadata, r.configMapPropagating())).
 		WatchesRawSource(r.watchClusterLayers(mgr)).
 		WatchesRawSource(r.watchNamespaceLabels(mgr)).
 		// The priority queue lets the status passes of a fan-out wait
@@ -565,6 +577,15 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.
 		Complete(r)
 }
 
+// inConflict enqueues the Persona whose ConfigMap name obj has when a
+// Persona does not control it.
+func (r *PersonaReconciler) inConflict(_ context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
+	if name, ok := personaOfConfigMap(obj.GetName()); ok && !controlledByPersona(obj, name) {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
+	}
+	return nil
+}
+
 // configMapDependents enqueues the Personas that read a ConfigMap through
 // templateFrom, and the Persona whose ConfigMap name it has when a Persona
 // does not control it (a Persona that controls it is its owner, which the
@@ -572,10 +593,7 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.
 // foreign ConfigMap is gone.
 func (r *PersonaReconciler) configMapDependents(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
 	reqs := dependents(ctx, r.Client, r.waiting, objectRef{Kind: v1alpha1.ConfigMapKind, Namespace: obj.GetNamespace(), Name: obj.GetName()})
-	if name, ok := personaOfConfigMap(obj.GetName()); ok && !controlledByPersona(obj, name) {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}})
-	}
-	return reqs
+	return append(reqs, r.inConflict(ctx, obj)...)
 }
 
 // personasOwn reports whether obj is the ConfigMap of the Persona its name

@@ -2,6 +2,8 @@ package controllers_test
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -101,6 +103,21 @@ var _ = Describe("Persona status", func() {
 		Expect(readyMessage(ns, "b")).To(ContainSubstring("b -> a -> b"))
 	})
 
+	It("stops a chain of more than 64 Personas (InheritanceTooDeep)", func() {
+		// c0 inherits c1, ... c64: 65 Personas in c0's chain, 64 in c1's.
+		for i := 64; i >= 0; i-- {
+			inherit := "inherit: []"
+			if i < 64 {
+				inherit = fmt.Sprintf("inherit: [c%d]", i+1)
+			}
+			apply(ns, barePersona(fmt.Sprintf("c%d", i), fmt.Sprintf("C%d", i), inherit))
+		}
+		Eventually(ready(ns, "c0")).Should(Equal("InheritanceTooDeep"))
+		Expect(readyMessage(ns, "c0")).To(Equal(`inheritance chain holds more than the limit of 64 personas (persona "c64" is the 65th)`))
+		Expect(condition(ns, "c0", "Stalled")).To(Equal(metav1.ConditionTrue))
+		Eventually(ready(ns, "c1")).Should(Equal("Rendered"))
+	})
+
 	It("names the persona and section that do not render (RenderFailed)", func() {
 		apply(ns, barePersona("broken", "{{ (index .Repos 3).Name }}"))
 		Eventually(ready(ns, "broken")).Should(Equal("RenderFailed"))
@@ -120,6 +137,37 @@ var _ = Describe("Persona status", func() {
 		Expect(readyMessage(ns, "hostile")).To(ContainSubstring("limit of 100000 loop iterations"))
 		Eventually(ready(ns, "calm"), 2*time.Second).Should(Equal("Rendered"))
 		GinkgoWriter.Printf("hostile and calm settled in %s\n", time.Since(start))
+	})
+
+	It("cuts a long failure message to 4 KiB, and its Event to 1 KiB, so that a health check sees Stalled", func() {
+		// fail's text is 40,000 bytes: over the 32 KiB a condition message
+		// may hold, so uncut it would make every status patch fail.
+		apply(ns, barePersona("loud", `{{ fail (repeat 4000 "0123456789") }}`))
+		Eventually(ready(ns, "loud")).Should(Equal("RenderFailed"))
+		Expect(condition(ns, "loud", "Stalled")).To(Equal(metav1.ConditionTrue))
+		msg := readyMessage(ns, "loud")
+		Expect(len(msg)).To(BeNumerically("<=", 4<<10))
+		Expect(msg).To(HavePrefix(`the system prompt of persona "loud" does not render: render system prompt section extension.text: `))
+		cut := regexp.MustCompile(`[0-9]… \(cut: (\d+) more bytes\)$`).FindStringSubmatch(msg)
+		Expect(cut).NotTo(BeNil(), "message %q", msg)
+		// What is kept and what is cut make up at least the fail text.
+		left, err := strconv.Atoi(cut[1])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(msg) + left).To(BeNumerically(">", 40000))
+
+		warning := func() *eventsv1.Event {
+			for _, e := range events(ns, "loud")() {
+				if e.Reason == "RenderFailed" {
+					return &e
+				}
+			}
+			return nil
+		}
+		Eventually(warning).ShouldNot(BeNil())
+		note := warning().Note
+		Expect(len(note)).To(BeNumerically("<=", 1<<10))
+		Expect(note).To(HavePrefix(`the system prompt of persona "loud" does not render: `))
+		Expect(note).To(MatchRegexp(`… \(cut: \d+ more bytes\)$`))
 	})
 
 	It("gives the size (TooLarge)", func() {
@@ -187,7 +235,9 @@ spec:
 		apply(ns, `
 apiVersion: v1
 kind: ConfigMap
-metadata: {name: nowhere}
+metadata:
+  name: nowhere
+  labels: {prompts.persona-operator.dev/template-source: "true"}
 data: {k: "{{ .Slug }}"}
 `)
 		Eventually(layerReady("from-missing")).Should(Equal("True/Valid"))

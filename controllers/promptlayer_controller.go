@@ -5,7 +5,9 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -24,8 +26,9 @@ import (
 // template parses and its templateFrom resolves.
 type PromptLayerReconciler struct {
 	client.Client
+	Recorder events.EventRecorder
 	// configMaps reads the ConfigMaps templateFrom names.
-	configMaps *templateSources
+	configMaps *sourceReader
 	// ReferenceGracePeriod is how long a missing templateFrom ConfigMap is
 	// awaited before the layer is stalled; 0 means status.DefaultReferenceGracePeriod.
 	ReferenceGracePeriod time.Duration
@@ -76,14 +79,35 @@ func (r *PromptLayerReconciler) template(ctx context.Context, l *v1alpha1.Prompt
 	case err != nil:
 		return "", nil, err
 	case missing != nil:
-		return "", &status.Failure{Reason: v1alpha1.ReferenceNotFoundReason, Message: missing.String() + " not found"}, nil
+		return "", &status.Failure{Reason: v1alpha1.ReferenceNotFoundReason, Message: missing.Problem()}, nil
+	}
+	if r.configMaps.unlabelled {
+		r.warnUnlabelled(ctx, l)
 	}
 	return text, nil, nil
 }
 
+// UnlabelledTemplateSourceReason is the reason of the Warning Event on a
+// PromptLayer whose templateFrom ConfigMap lacks the template-source label,
+// read all the same with --template-source-label=warn.
+const UnlabelledTemplateSourceReason = "UnlabelledTemplateSource"
+
+// warnUnlabelled warns on l when its templateFrom ConfigMap, just read, is
+// not labelled as a template source.
+func (r *PromptLayerReconciler) warnUnlabelled(ctx context.Context, l *v1alpha1.PromptLayer) {
+	name := l.Spec.TemplateFrom.ConfigMapKeyRef.Name
+	m := configMapMetadata()
+	if err := r.configMaps.metadata.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: name}, m); err != nil || resolve.IsTemplateSource(m.Labels) {
+		return
+	}
+	ref := resolve.Reference{Kind: v1alpha1.ConfigMapKind, Name: name, By: resolve.Referrer{Kind: resolve.ByLayer, Name: l.Name}, Unlabelled: true}
+	r.Recorder.Eventf(l, nil, corev1.EventTypeWarning, UnlabelledTemplateSourceReason, "Read",
+		"%s; it is read only because the manager runs with --template-source-label=warn", ref.Problem())
+}
+
 // SetupWithManager registers the controller; a ConfigMap change re-checks
 // the layers whose templateFrom names it.
-func (r *PromptLayerReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.Cache, sources *templateSources) error {
+func (r *PromptLayerReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.Cache, sources *sourceReader) error {
 	r.configMaps = sources
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PromptLayer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

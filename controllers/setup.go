@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -21,6 +23,10 @@ type Options struct {
 	// read and write; none means all. The manager's cache must be limited
 	// alike (CacheOptions).
 	WatchNamespaces []string
+	// ReadUnlabelledSources reads templateFrom ConfigMaps that lack the
+	// template-source label, with a Warning Event on each PromptLayer that
+	// reads one (--template-source-label=warn, for a migration).
+	ReadUnlabelledSources bool
 }
 
 // Setup registers the field indexes and the three controllers with the manager.
@@ -28,31 +34,43 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := setupIndexes(ctx, mgr); err != nil {
 		return fmt.Errorf("register field indexes: %w", err)
 	}
-	configMaps, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces)
+	own, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, ownSelector, trimConfigMapMetadata)
 	if err != nil {
-		return fmt.Errorf("create the ConfigMap metadata cache: %w", err)
+		return fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
 	}
-	if err := mgr.Add(configMaps); err != nil {
-		return fmt.Errorf("run the ConfigMap metadata cache: %w", err)
+	// With unlabelled sources read, every ConfigMap may be one: all are watched.
+	var sourceSelector labels.Selector = templateSourceSelector
+	if opts.ReadUnlabelledSources {
+		sourceSelector = nil
 	}
-	sources := newTemplateSources(configMaps, mgr.GetAPIReader())
+	sourceMetadata, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, sourceSelector, trimSourceMetadata)
+	if err != nil {
+		return fmt.Errorf("create the cache of the template sources: %w", err)
+	}
+	for _, c := range []cache.Cache{own, sourceMetadata} {
+		if err := mgr.Add(c); err != nil {
+			return fmt.Errorf("run a ConfigMap metadata cache: %w", err)
+		}
+	}
+	sources := newSourceReader(sourceMetadata, mgr.GetAPIReader(), opts.ReadUnlabelledSources)
 	if err := metrics.Registry.Register(readyReasons{cache: mgr.GetCache()}); err != nil {
 		return fmt.Errorf("register the Personas by Ready reason: %w", err)
 	}
+	recorder := cuttingRecorder{mgr.GetEventRecorder("persona-operator")}
 	personas := &PersonaReconciler{
 		Client:                  mgr.GetClient(),
 		Scheme:                  mgr.GetScheme(),
-		Recorder:                mgr.GetEventRecorder("persona-operator"),
+		Recorder:                recorder,
 		APIReader:               mgr.GetAPIReader(),
 		MaxConcurrentReconciles: opts.PersonaWorkers,
 		ReferenceGracePeriod:    opts.ReferenceGracePeriod,
 	}
-	if err := personas.SetupWithManager(mgr, configMaps, sources); err != nil {
+	if err := personas.SetupWithManager(mgr, own, sourceMetadata, sources); err != nil {
 		return fmt.Errorf("set up the Persona controller: %w", err)
 	}
 	if err := (&PromptLayerReconciler{
-		Client: mgr.GetClient(), ReferenceGracePeriod: opts.ReferenceGracePeriod,
-	}).SetupWithManager(mgr, configMaps, sources); err != nil {
+		Client: mgr.GetClient(), Recorder: recorder, ReferenceGracePeriod: opts.ReferenceGracePeriod,
+	}).SetupWithManager(mgr, sourceMetadata, sources); err != nil {
 		return fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
 	if err := (&ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {

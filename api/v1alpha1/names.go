@@ -11,6 +11,11 @@ const (
 	NamespaceKind          = "Namespace"
 )
 
+// TemplateSourceLabel marks a ConfigMap whose data a PromptLayer's
+// templateFrom may read, with the value "true": its owner's consent that it
+// holds prompt text (promptlayers.md#template-from-a-configmap).
+const TemplateSourceLabel = "prompts.persona-operator.dev/template-source"
+
 // Condition types of every kind of this API, kstatus-compatible: Ready=False
 // always comes with exactly one of Reconciling=True (the controller is still
 // at work or will retry by itself) and Stalled=True (only a change to some
@@ -31,6 +36,9 @@ const (
 	ReferenceNotFoundReason = "ReferenceNotFound"
 	// InheritanceCycleReason: the inherit chain loops; the message names it.
 	InheritanceCycleReason = "InheritanceCycle"
+	// InheritanceTooDeepReason: the inherit chain holds more than 64
+	// Personas; the message names the first one past the limit.
+	InheritanceTooDeepReason = "InheritanceTooDeep"
 	// RenderFailedReason: a template fails or exceeds a render limit.
 	RenderFailedReason = "RenderFailed"
 	// TooLargeReason: the rendered data exceeds the ConfigMap limit.

@@ -27,13 +27,13 @@ const agentsLayer = "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Pr
 func overlayTree(t *testing.T, baseExtra string) (base, overlay string) {
 	dir := t.TempDir()
 	base = files(t, filepath.Join(dir, "base"),
-		"kustomization.yaml", "resources: [personas.yaml]\nconfigMapGenerator:\n- name: repo-docs\n  files: [AGENTS.md]\n"+baseExtra,
+		"kustomization.yaml", "resources: [personas.yaml]\nconfigMapGenerator:\n- name: repo-docs\n  files: [AGENTS.md]\n  options:\n    labels: {prompts.persona-operator.dev/template-source: \"true\"}\n"+baseExtra,
 		"kustomizeconfig.yaml", kustomizeConfig,
 		"AGENTS.md", "# Agents\nRun make test.\n",
 		"personas.yaml", docs(agentsLayer, barePersona("reviewer", "  layers: [{name: agents}]\n", "a", "Review.")),
 	)
 	overlay = files(t, filepath.Join(dir, "overlays", "prod"),
-		"kustomization.yaml", "resources: [../../base]\nconfigMapGenerator:\n- name: repo-docs\n  behavior: replace\n  files: [AGENTS.md]\n",
+		"kustomization.yaml", "resources: [../../base]\nconfigMapGenerator:\n- name: repo-docs\n  behavior: replace\n  files: [AGENTS.md]\n  options:\n    labels: {prompts.persona-operator.dev/template-source: \"true\"}\n",
 		"AGENTS.md", "# Agents\nRun make test-all.\n",
 	)
 	return base, overlay

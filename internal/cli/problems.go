@@ -71,7 +71,7 @@ func admit(set *manifest.Set, ps *problems) map[*manifest.Object]bool {
 }
 
 // checkPersona resolves and renders a Persona the way the operator does:
-// every ReferenceNotFound, InheritanceCycle, RenderFailed and TooLarge
+// every ReferenceNotFound, InheritanceCycle, InheritanceTooDeep, RenderFailed and TooLarge
 // problem is reported with the field it is closest to. It returns the
 // render, nil when there was a problem.
 func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps *problems) *render.Output {
@@ -101,12 +101,13 @@ func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps
 func reportResolveError(p *v1alpha1.Persona, o *manifest.Object, err error, ps *problems) {
 	var nf *resolve.NotFoundError
 	var cycle *resolve.CycleError
+	var tooDeep *resolve.TooDeepError
 	switch {
 	case errors.As(err, &nf):
 		for _, ref := range nf.Missing {
-			ps.add(o, referenceField(p, ref), ref.String()+" not found")
+			ps.add(o, referenceField(p, ref), ref.Problem())
 		}
-	case errors.As(err, &cycle):
+	case errors.As(err, &cycle), errors.As(err, &tooDeep):
 		ps.add(o, "spec.inherit", err.Error())
 	default:
 		ps.add(o, "spec", err.Error())
@@ -219,10 +220,10 @@ func checkLayer(set *manifest.Set, o *manifest.Object, ps *problems) {
 		ps.add(o, fromPath.String(), err.Error())
 		return
 	case missing != nil && missing.Key != "":
-		ps.add(o, fromPath.Child("key").String(), missing.String()+" not found")
+		ps.add(o, fromPath.Child("key").String(), missing.Problem())
 		return
 	case missing != nil:
-		ps.add(o, fromPath.Child("name").String(), missing.String()+" not found")
+		ps.add(o, fromPath.Child("name").String(), missing.Problem())
 		return
 	}
 	if err := render.Default().Check(render.KindLayer, l.Name, text); err != nil {

@@ -113,7 +113,7 @@ func TestRenderPrompt(t *testing.T) {
 			manifests: docs(
 				barePersona("p", "  layers: [{name: agents}]\n"),
 				"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptLayer\nmetadata: {name: agents}\nspec:\n  templateFrom:\n    configMapKeyRef: {name: repo-docs, key: AGENTS.md}\n",
-				"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: repo-docs}\ndata:\n  AGENTS.md: |\n    # Agents\n    Run make test.\n",
+				"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: repo-docs, labels: {prompts.persona-operator.dev/template-source: \"true\"}}\ndata:\n  AGENTS.md: |\n    # Agents\n    Run make test.\n",
 			),
 			want: "# Agents\nRun make test.\n",
 		},
@@ -207,7 +207,7 @@ func TestRenderConfigMap(t *testing.T) {
 		t.Errorf("ConfigMap is %s %s %s/%s", cm.APIVersion, cm.Kind, cm.Namespace, cm.Name)
 	}
 	wantLabels := map[string]string{"app.kubernetes.io/managed-by": "persona-operator", "prompts.persona-operator.dev/persona": "p"}
-	if len(cm.Labels) != 2 || cm.Labels["app.kubernetes.io/managed-by"] != wantLabels["app.kubernetes.io/managed-by"] || cm.Labels["prompts.persona-operator.dev/persona"] != "p" {
+	if len(cm.Labels) != 3 || cm.Labels["prompts.persona-operator.dev/template-source"] != "true" || cm.Labels["app.kubernetes.io/managed-by"] != wantLabels["app.kubernetes.io/managed-by"] || cm.Labels["prompts.persona-operator.dev/persona"] != "p" {
 		t.Errorf("labels = %v, want %v", cm.Labels, wantLabels)
 	}
 	bundle := run(t, "", "render", "-f", f, "--persona", "p", "-o", "bundle", "-n", "agents")

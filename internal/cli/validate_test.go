@@ -16,7 +16,7 @@ func TestValidateValid(t *testing.T) {
 		barePersona("base", ""),
 		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptLayer\nmetadata: {name: agents}\nspec:\n  templateFrom:\n    configMapKeyRef: {name: docs, key: AGENTS.md}\n",
 	))
-	fixtures.WriteFile(t, dir, "b/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: docs}\ndata: {AGENTS.md: Read me.}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")
+	fixtures.WriteFile(t, dir, "b/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: docs, labels: {prompts.persona-operator.dev/template-source: \"true\"}}\ndata: {AGENTS.md: Read me.}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")
 	run(t, "", "validate", "-f", dir).expect(t, 0, "2 Personas, 1 PromptLayer, 1 ConfigMap: valid\n")
 }
 

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
@@ -53,11 +54,14 @@ const ConfigMapPrefix = "persona-"
 // ConfigMapName is the name of the ConfigMap of the Persona named persona.
 func ConfigMapName(persona string) string { return ConfigMapPrefix + persona }
 
-// Labels are the labels of the ConfigMap of the Persona named persona.
+// Labels are the labels of the ConfigMap of the Persona named persona. It
+// is a template source: another PromptLayer's templateFrom may read a
+// rendered prompt.
 func Labels(persona string) map[string]string {
 	return map[string]string{
-		ManagedByLabel: ManagedBy,
-		PersonaLabel:   persona,
+		ManagedByLabel:               ManagedBy,
+		PersonaLabel:                 persona,
+		v1alpha1.TemplateSourceLabel: "true",
 	}
 }
 

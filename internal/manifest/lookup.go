@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,6 +61,20 @@ func (s *Set) List(_ context.Context, list client.ObjectList, _ ...client.ListOp
 // Decode converts the raw object into a typed one (such as
 // *v1alpha1.Persona) and sets its namespace when the manifest has none.
 func (o *Object) Decode(obj client.Object) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.decoded != nil && reflect.TypeOf(o.decoded) == reflect.TypeOf(obj) {
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.decoded.DeepCopyObject()).Elem())
+		return nil
+	}
+	if err := o.decode(obj); err != nil {
+		return err
+	}
+	o.decoded = obj.DeepCopyObject().(client.Object)
+	return nil
+}
+
+func (o *Object) decode(obj client.Object) error {
 	raw, err := json.Marshal(o.Raw)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", o.Origin, o.Ref(), err)

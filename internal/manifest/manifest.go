@@ -18,6 +18,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -77,6 +80,11 @@ type Object struct {
 	Namespace string
 	// Raw is the object as decoded, unchanged: admission validates it.
 	Raw map[string]any
+
+	// decoded is Raw's typed decode, copied out by each Decode of its
+	// type: a resolve of each Persona of a chain reads the same parents.
+	mu      sync.Mutex
+	decoded client.Object
 }
 
 // Ref is Kind/name, how problems name the object.

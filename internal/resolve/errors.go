@@ -3,6 +3,8 @@ package resolve
 import (
 	"fmt"
 	"strings"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
 
 // Reference names an object a persona reads, for errors and dependencies.
@@ -13,6 +15,9 @@ type Reference struct {
 	Key string
 	// By is what refers to it.
 	By Referrer
+	// Unlabelled is set for a templateFrom ConfigMap that exists without
+	// v1alpha1.TemplateSourceLabel: it is read as if it were missing.
+	Unlabelled bool
 }
 
 // Referrer is what holds a reference: a persona (its inherit or layers), a
@@ -47,6 +52,16 @@ func (r Reference) String() string {
 	return s
 }
 
+// Problem says what is wrong with the reference: it is not found, or it is
+// a ConfigMap that is not a template source. Admission, the controllers and
+// the CLI report it in these words.
+func (r Reference) Problem() string {
+	if r.Unlabelled {
+		return fmt.Sprintf("%s is not a template source: it lacks the label %s: \"true\"", r, v1alpha1.TemplateSourceLabel)
+	}
+	return r.String() + " not found"
+}
+
 // NotFoundError reports referenced objects that do not exist (personas.md#conditions
 // ReferenceNotFound). It lists every missing reference found.
 type NotFoundError struct {
@@ -56,7 +71,7 @@ type NotFoundError struct {
 func (e *NotFoundError) Error() string {
 	parts := make([]string, len(e.Missing))
 	for i, r := range e.Missing {
-		parts[i] = r.String() + " not found"
+		parts[i] = r.Problem()
 	}
 	return strings.Join(parts, "; ")
 }
@@ -68,4 +83,15 @@ type CycleError struct {
 
 func (e *CycleError) Error() string {
 	return "inheritance cycle: " + strings.Join(e.Chain, " -> ")
+}
+
+// TooDeepError reports an inheritance chain of more than MaxChain Personas
+// (personas.md#conditions InheritanceTooDeep).
+type TooDeepError struct {
+	// Persona is the first persona past the limit, in the order of the walk.
+	Persona string
+}
+
+func (e *TooDeepError) Error() string {
+	return fmt.Sprintf("inheritance chain holds more than the limit of %d personas (persona %q is the %dth)", MaxChain, e.Persona, MaxChain+1)
 }

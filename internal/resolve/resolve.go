@@ -39,7 +39,7 @@ type resolver struct {
 // Resolve resolves p: its inheritance chain (personas.md#inheritance), layers (personas.md#layers),
 // included layers (personas.md#functions), templateFrom ConfigMaps and the
 // selected ClusterPromptLayers (clusterpromptlayers.md). The error is a
-// *CycleError, a *NotFoundError or a lookup failure.
+// *CycleError, a *TooDeepError, a *NotFoundError or a lookup failure.
 func Resolve(ctx context.Context, lookup Lookup, p *v1alpha1.Persona) (*Result, error) {
 	r := &resolver{ctx: ctx, lookup: lookup, engine: render.Default(), ns: p.Namespace, deps: map[v1alpha1.Dependency]bool{}}
 	b, guardrails, err := r.bundle(p)
@@ -106,20 +106,31 @@ func (r *resolver) get(kind, name string, obj client.Object, by Referrer) (found
 	return true, nil
 }
 
+// MaxChain is the most Personas an inheritance chain holds, the Persona
+// itself included (personas.md#inheritance).
+const MaxChain = 64
+
 // chain is the post-order depth-first walk of inherit, in list order, each
 // persona once, p last. A missing parent is recorded and skipped, so every
-// missing parent is reported at once.
+// missing parent is reported at once. The walk stops at the first persona
+// past MaxChain, so it costs time linear in the chain, whatever its length.
 func (r *resolver) chain(p *v1alpha1.Persona) ([]*v1alpha1.Persona, error) {
 	var out []*v1alpha1.Persona
 	done := map[string]bool{}
+	onStack := map[string]bool{}
 	var stack []string
+	entered := 0
 	var visit func(p *v1alpha1.Persona) error
 	visit = func(p *v1alpha1.Persona) error {
+		if entered++; entered > MaxChain {
+			return &TooDeepError{Persona: p.Name}
+		}
 		stack = append(stack, p.Name)
+		onStack[p.Name] = true
 		for _, parentName := range p.Spec.Inherit {
 			name := string(parentName)
-			if i := slices.Index(stack, name); i >= 0 {
-				return &CycleError{Chain: append(slices.Clone(stack[i:]), name)}
+			if onStack[name] {
+				return &CycleError{Chain: append(slices.Clone(stack[slices.Index(stack, name):]), name)}
 			}
 			if done[name] {
 				continue
@@ -138,6 +149,7 @@ func (r *resolver) chain(p *v1alpha1.Persona) ([]*v1alpha1.Persona, error) {
 			}
 		}
 		stack = stack[:len(stack)-1]
+		delete(onStack, p.Name)
 		done[p.Name] = true
 		out = append(out, p)
 		return nil

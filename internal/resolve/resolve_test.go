@@ -227,7 +227,7 @@ func TestMissingReferences(t *testing.T) {
 			Extensions: []v1alpha1.Extension{{ID: "x", Template: `{{ include "fragment" . }}`}},
 		},
 	})
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns"}, Data: map[string]string{"AGENTS.md": "agents"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", Labels: templateSource}, Data: map[string]string{"AGENTS.md": "agents"}}
 	fromCM := promptLayer("from-cm", v1alpha1.PromptLayerSpec{TemplateFrom: &v1alpha1.TemplateSource{ConfigMapKeyRef: v1alpha1.ConfigMapKeyReference{Name: "cm", Key: "AGENTS.md"}}})
 	badKey := promptLayer("bad-key", v1alpha1.PromptLayerSpec{TemplateFrom: &v1alpha1.TemplateSource{ConfigMapKeyRef: v1alpha1.ConfigMapKeyReference{Name: "cm", Key: "NOPE.md"}}})
 	res, err := resolve.Resolve(context.Background(), set(cm, fromCM, badKey), p)
@@ -419,5 +419,119 @@ func TestResolveReadsEachObjectOnce(t *testing.T) {
 	resolveOK(t, lookup, p)
 	if lookup.reads != 4 {
 		t.Errorf("%d reads, want 4 (base, a, b, f)", lookup.reads)
+	}
+}
+
+// deepChain is c0 inheriting c1 inheriting ... c(n-1), each with a body.
+func deepChain(n int) []client.Object {
+	objs := make([]client.Object, n)
+	for i := range n {
+		spec := v1alpha1.PersonaSpec{Prompt: fmt.Sprintf("c%d", i)}
+		if i+1 < n {
+			spec.Inherit = inherit(fmt.Sprintf("c%d", i+1))
+		}
+		objs[i] = persona(fmt.Sprintf("c%d", i), spec)
+	}
+	return objs
+}
+
+func TestChainLimit(t *testing.T) {
+	t.Run("64 personas resolve", func(t *testing.T) {
+		objs := deepChain(resolve.MaxChain)
+		res, err := resolve.Resolve(context.Background(), set(objs...), objs[0].(*v1alpha1.Persona))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The bodies join in chain order: the root ancestor first.
+		if !strings.HasPrefix(res.Bundle.Persona.Prompt, "c63\n\nc62\n\n") || !strings.HasSuffix(res.Bundle.Persona.Prompt, "c1\n\nc0") {
+			t.Errorf("prompt %q", res.Bundle.Persona.Prompt)
+		}
+	})
+	t.Run("65 personas are InheritanceTooDeep", func(t *testing.T) {
+		objs := deepChain(resolve.MaxChain + 1)
+		_, err := resolve.Resolve(context.Background(), set(objs...), objs[0].(*v1alpha1.Persona))
+		var tooDeep *resolve.TooDeepError
+		if !errors.As(err, &tooDeep) || err.Error() != `inheritance chain holds more than the limit of 64 personas (persona "c64" is the 65th)` {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("a 3,000-deep chain reads only what the limit allows", func(t *testing.T) {
+		objs := deepChain(3000)
+		lookup := set(objs...)
+		// Every persona of the chain, as a validation of them all does.
+		for _, o := range objs {
+			_, _ = resolve.Resolve(context.Background(), lookup, o.(*v1alpha1.Persona))
+		}
+		// Each resolve reads at most 64 parents (MaxChain-1 of them inside
+		// the limit, the 65th persona to find it is past it), then stops.
+		if max := 3000 * resolve.MaxChain; lookup.reads > max {
+			t.Errorf("%d reads for 3,000 resolves, over %d", lookup.reads, max)
+		}
+		_, err := resolve.Resolve(context.Background(), lookup, objs[0].(*v1alpha1.Persona))
+		if err == nil || err.Error() != `inheritance chain holds more than the limit of 64 personas (persona "c64" is the 65th)` {
+			t.Errorf("got %v", err)
+		}
+	})
+}
+
+func BenchmarkDeepChain(b *testing.B) {
+	objs := deepChain(3000)
+	lookup := set(objs...)
+	for b.Loop() {
+		for _, o := range objs {
+			_, _ = resolve.Resolve(context.Background(), lookup, o.(*v1alpha1.Persona))
+		}
+	}
+}
+
+// templateSource is the label that makes a ConfigMap a templateFrom source.
+var templateSource = map[string]string{"prompts.persona-operator.dev/template-source": "true"}
+
+// allowingUnlabelled is a Lookup that reads unlabelled sources, as the
+// manager does with --template-source-label=warn.
+type allowingUnlabelled struct{ *objects }
+
+func (allowingUnlabelled) ReadsUnlabelledSources() bool { return true }
+
+func TestTemplateSourceLabel(t *testing.T) {
+	layer := promptLayer("agents", v1alpha1.PromptLayerSpec{TemplateFrom: &v1alpha1.TemplateSource{ConfigMapKeyRef: v1alpha1.ConfigMapKeyReference{Name: "docs", Key: "AGENTS.md"}}})
+	p := persona("p", v1alpha1.PersonaSpec{Layers: layers("agents")})
+	const unlabelled = `ConfigMap "docs" (referenced by layer "agents") is not a template source: it lacks the label prompts.persona-operator.dev/template-source: "true"`
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		lookup func(*objects) resolve.Lookup
+		want   string // the error; "" for the text
+	}{
+		{"labelled", templateSource, nil, ""},
+		{"unlabelled", nil, nil, unlabelled},
+		{"labelled other than true", map[string]string{"prompts.persona-operator.dev/template-source": "yes"}, nil, unlabelled},
+		{"unlabelled, read all the same", nil, func(o *objects) resolve.Lookup { return allowingUnlabelled{o} }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "docs", Namespace: "ns", Labels: tc.labels}, Data: map[string]string{"AGENTS.md": "Read me."}}
+			var lookup resolve.Lookup = set(cm, layer)
+			if tc.lookup != nil {
+				lookup = tc.lookup(set(cm, layer))
+			}
+			res, err := resolve.Resolve(context.Background(), lookup, p)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := res.Bundle.Layers[0].Template; got != "Read me." {
+					t.Errorf("template %q", got)
+				}
+				return
+			}
+			var nf *resolve.NotFoundError
+			if !errors.As(err, &nf) || err.Error() != tc.want {
+				t.Errorf("got %v, want %s", err, tc.want)
+			}
+			// It is awaited like a missing ConfigMap, and its label's arrival re-renders.
+			if !slices.Contains(res.Dependencies, v1alpha1.Dependency{Kind: "ConfigMap", Name: "docs"}) {
+				t.Errorf("dependencies %v", res.Dependencies)
+			}
+		})
 	}
 }

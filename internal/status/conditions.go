@@ -26,7 +26,7 @@ type Failure struct {
 
 // MarkReady sets Ready=True for generation and clears Reconciling and Stalled.
 func MarkReady(conds *[]metav1.Condition, generation int64, reason, message string) {
-	meta.SetStatusCondition(conds, metav1.Condition{
+	setCondition(conds, metav1.Condition{
 		Type: v1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: generation,
 	})
 	meta.RemoveStatusCondition(conds, v1alpha1.ReconcilingCondition)
@@ -41,6 +41,7 @@ func MarkReady(conds *[]metav1.Condition, generation int64, reason, message stri
 // is how long until the object must be reconciled again to become Stalled;
 // 0 when it needs no such visit.
 func MarkFailed(conds *[]metav1.Condition, generation int64, f Failure, now time.Time, grace time.Duration) (awaitFor time.Duration) {
+	f.Message = Cut(f.Message, MaxConditionMessage)
 	ready := metav1.Condition{
 		Type: v1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: f.Reason, Message: f.Message, ObservedGeneration: generation,
 	}
@@ -50,7 +51,7 @@ func MarkFailed(conds *[]metav1.Condition, generation int64, f Failure, now time
 		meta.RemoveStatusCondition(conds, v1alpha1.ReadyCondition)
 	}
 	ready.LastTransitionTime = metav1.NewTime(now)
-	meta.SetStatusCondition(conds, ready)
+	setCondition(conds, ready)
 	inProgress := f.Retrying
 	if f.Reason == v1alpha1.ReferenceNotFoundReason {
 		since := meta.FindStatusCondition(*conds, v1alpha1.ReadyCondition).LastTransitionTime.Time
@@ -62,9 +63,15 @@ func MarkFailed(conds *[]metav1.Condition, generation int64, f Failure, now time
 	if inProgress {
 		set, clear = v1alpha1.ReconcilingCondition, v1alpha1.StalledCondition
 	}
-	meta.SetStatusCondition(conds, metav1.Condition{
+	setCondition(conds, metav1.Condition{
 		Type: set, Status: metav1.ConditionTrue, Reason: f.Reason, Message: f.Message, ObservedGeneration: generation,
 	})
 	meta.RemoveStatusCondition(conds, clear)
 	return awaitFor
+}
+
+// setCondition sets c, its message cut to MaxConditionMessage.
+func setCondition(conds *[]metav1.Condition, c metav1.Condition) {
+	c.Message = Cut(c.Message, MaxConditionMessage)
+	meta.SetStatusCondition(conds, c)
 }

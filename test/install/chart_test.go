@@ -57,6 +57,7 @@ func TestChartSchemaRejectsWrongValues(t *testing.T) {
 		{"webhook.timeoutSeconds=60", "/webhook/timeoutSeconds"},
 		{"webhook.failurePolicy=Warn", "/webhook/failurePolicy"},
 		{"referenceGracePeriod=two minutes", "/referenceGracePeriod"},
+		{"templateSourceLabel=ignore", "/templateSourceLabel"},
 		{"podDisruptionBudget.minAvailable=half", "/podDisruptionBudget/minAvailable"},
 		{"certManager=true", "/certManager"},
 		{"replica=3", "'replica'"},
@@ -105,7 +106,7 @@ func TestChartDefaults(t *testing.T) {
 		t.Errorf("image %s, want the chart's appVersion", c.Image)
 	}
 	wantArgs(t, c, []string{"--leader-elect", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8443"},
-		[]string{"--webhook-cert-path", "--watch-namespaces", "--reference-grace-period", "--metrics-secure"})
+		[]string{"--webhook-cert-path", "--watch-namespaces", "--reference-grace-period", "--template-source-label", "--metrics-secure"})
 	if pdb := o.get(t, "PodDisruptionBudget", namespace, deploymentName); fmt.Sprint(field(pdb.Object, "spec", "minAvailable")) != "1" {
 		t.Errorf("PodDisruptionBudget minAvailable %v, want 1", field(pdb.Object, "spec", "minAvailable"))
 	}
@@ -165,7 +166,7 @@ func TestChartWatchNamespaces(t *testing.T) {
 			decodeStrict(t, u)
 		}
 		_, c := manager(t, o)
-		wantArgs(t, c, []string{"--watch-namespaces=team-a,team-b", "--reference-grace-period=5m"}, nil)
+		wantArgs(t, c, []string{"--watch-namespaces=team-a,team-b", "--reference-grace-period=5m", "--template-source-label=warn"}, nil)
 		clusterRights := map[string]bool{}
 		if o.has("ClusterRole", "", managerRole) {
 			clusterRights = ruleAtoms(asList(o.get(t, "ClusterRole", "", managerRole).Object["rules"]))

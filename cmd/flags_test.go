@@ -1,0 +1,38 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestTemplateSourceLabelFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		unlabelled bool
+		err        string
+	}{
+		{nil, false, ""},
+		{[]string{"--template-source-label=require"}, false, ""},
+		{[]string{"--template-source-label=warn"}, true, ""},
+		{[]string{"--template-source-label=ignore"}, false, `invalid value "ignore" for flag -template-source-label: "ignore" is neither require nor warn`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			f, _ := registerFlags(fs)
+			err := fs.Parse(tc.args)
+			switch {
+			case tc.err != "":
+				if err == nil || err.Error() != tc.err {
+					t.Errorf("error %v, want %s", err, tc.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case f.readUnlabelledSources != tc.unlabelled:
+				t.Errorf("reads unlabelled sources: %v, want %v", f.readUnlabelledSources, tc.unlabelled)
+			}
+		})
+	}
+}
