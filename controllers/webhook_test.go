@@ -117,4 +117,18 @@ var _ = Describe("Admission", func() {
 		// A ConfigMap the operator does not write, applied with its layer.
 		Expect(applyFile("both.yaml", agentsLayer("{AGENTS.md: Be brief.}"))).NotTo(ContainSubstring("does not exist yet"))
 	})
+
+	It("warns about a templateFrom ConfigMap that lacks the template-source label", func() {
+		kubectl, err := exec.LookPath("kubectl")
+		if err != nil {
+			Skip("kubectl is not installed")
+		}
+		file := filepath.Join(GinkgoT().TempDir(), "unlabelled.yaml")
+		Expect(os.WriteFile(file, []byte(strings.Replace(agentsLayer("{AGENTS.md: Be brief.}"),
+			"  labels: {prompts.persona-operator.dev/template-source: \"true\"}\n", "", 1)), 0o600)).To(Succeed())
+		out, err := exec.Command(kubectl, "--kubeconfig", plane.AdminKubeconfig, "apply", "-n", ns, "-f", file).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		Expect(string(out)).To(ContainSubstring(`Warning: spec.templateFrom.configMapKeyRef.name: ConfigMap "agents" is not a template source: ` +
+			`it lacks the label prompts.persona-operator.dev/template-source: "true"`))
+	})
 })

@@ -9,8 +9,8 @@ import (
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +20,7 @@ import (
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	personaadmission "github.com/persona-operator/persona-operator/internal/admission"
 	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/internal/resolve"
 )
 
 // Paths the webhook is served at, as config/webhook registers them.
@@ -99,7 +100,14 @@ func (v *Validator) warnings(ctx context.Context, req admission.Request) []strin
 		if json.Unmarshal(req.Object.Raw, &l) != nil || l.Spec.TemplateFrom == nil {
 			return nil
 		}
-		missing(field.NewPath("spec", "templateFrom", "configMapKeyRef", "name"), &corev1.ConfigMap{}, "ConfigMap", l.Spec.TemplateFrom.ConfigMapKeyRef.Name)
+		// By metadata: the warning needs the labels, never the data.
+		path := field.NewPath("spec", "templateFrom", "configMapKeyRef", "name")
+		source := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}}
+		missing(path, source, "ConfigMap", l.Spec.TemplateFrom.ConfigMapKeyRef.Name)
+		if source.UID != "" && !resolve.IsTemplateSource(source.Labels) {
+			ref := resolve.Reference{Kind: "ConfigMap", Name: source.Name, Unlabelled: true}
+			out = append(out, fmt.Sprintf("%s: %s", path, ref.Problem()))
+		}
 	}
 	return out
 }
