@@ -85,6 +85,26 @@ func checkBundle(t *testing.T, binary string, bundle objects) {
 	ctx := t.Context()
 	installBundle(ctx, t, p, bundle)
 
+	log := startManager(ctx, t, p, binary)
+
+	applySamples(ctx, t, p.Client)
+	waitPersonasReady(ctx, t, p.Client, 60*time.Second)
+	sa, err := client.New(p.Impersonating(serviceAccountUser, serviceAccountGroups...), client.Options{Scheme: controlplane.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRights(ctx, t, p.Client, sa)
+	// Last, so that the manager has posted the events of its renders.
+	if strings.Contains(strings.ToLower(log.String()), "forbidden") {
+		t.Errorf("the manager was refused something: its log has \"forbidden\"")
+	}
+}
+
+// startManager starts the manager as installed: as its ServiceAccount, in
+// its namespace, with --leader-elect. It stops with the test, whose log shows
+// the manager's when it failed.
+func startManager(ctx context.Context, t *testing.T, p *controlplane.Plane, binary string) *controlplane.LogBuffer {
+	t.Helper()
 	log := &controlplane.LogBuffer{}
 	t.Setenv("POD_NAMESPACE", namespace)
 	m, err := p.NewManagerAs(binary, log, serviceAccountUser, serviceAccountGroups, "--leader-elect")
@@ -100,18 +120,7 @@ func checkBundle(t *testing.T, binary string, bundle objects) {
 	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-
-	applySamples(ctx, t, p.Client)
-	waitPersonasReady(ctx, t, p.Client, 60*time.Second)
-	sa, err := client.New(p.Impersonating(serviceAccountUser, serviceAccountGroups...), client.Options{Scheme: controlplane.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkRights(ctx, t, p.Client, sa)
-	// Last, so that the manager has posted the events of its renders.
-	if strings.Contains(strings.ToLower(log.String()), "forbidden") {
-		t.Errorf("the manager was refused something: its log has \"forbidden\"")
-	}
+	return log
 }
 
 // installBundle creates every object as an administrator: CRDs first, until

@@ -40,21 +40,7 @@ func TestConfigMapPolicy(t *testing.T) {
 	createNamespace(ctx, t, admin, tenantNamespace)
 	bindEdit(ctx, t, admin, tenantNamespace, tenantUser)
 
-	log := &controlplane.LogBuffer{}
-	t.Setenv("POD_NAMESPACE", namespace)
-	m, err := p.NewManagerAs(binary, log, serviceAccountUser, serviceAccountGroups, "--leader-elect")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = m.Stop()
-		if t.Failed() {
-			t.Logf("manager log (tail):\n%s", log.Tail(20<<10))
-		}
-	})
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	log := startManager(ctx, t, p, binary)
 
 	tenant := identity{tenantUser, []string{"system:authenticated"}}.client(t, p)
 	gc := garbageCollector.client(t, p)
