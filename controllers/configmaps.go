@@ -91,7 +91,10 @@ func trimConfigMapMetadata(obj any) (any, error) {
 }
 
 // trimSourceMetadata reduces a ConfigMap's metadata to what the watches
-// read: name, version, owners and the template-source label. The template
+// read: name, version, its controller and the template-source label. Only
+// the controller is kept of the owners: anyone who may write a ConfigMap may
+// give it thousands of owner references, which the cache would otherwise
+// hold for every ConfigMap it watches. The template
 // sources' cache keeps no more even of a Persona's own ConfigMap, which the
 // other cache holds whole.
 func trimSourceMetadata(obj any) (any, error) {
@@ -105,10 +108,18 @@ func trimSourceMetadata(obj any) (any, error) {
 	}
 	m.ObjectMeta = metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Labels: kept,
-		OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp,
+		OwnerReferences: controllerOnly(m), DeletionTimestamp: m.DeletionTimestamp,
 	}
 	internMeta(m)
 	return m, nil
+}
+
+// controllerOnly is obj's controller owner reference alone, or none.
+func controllerOnly(obj metav1.Object) []metav1.OwnerReference {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		return []metav1.OwnerReference{*ref}
+	}
+	return nil
 }
 
 func configMapMetadata() *metav1.PartialObjectMetadata {

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -35,7 +34,13 @@ func (r *PersonaReconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Pers
 		return failure, nil // nothing was delivered, nothing is kept
 	case err != nil:
 		return outcome{}, fmt.Errorf("get ConfigMap %s: %w", key.Name, err)
-	case !metav1.IsControlledBy(current, p) || currentHash == "":
+	}
+	// An orphan of the operator's (kubectl delete persona --cascade=orphan)
+	// is guarded by no policy: whoever may write ConfigMaps may have written
+	// it, so its bundle.json is not the last good inputs. When guardrails
+	// select the Persona it is adopted with the guardrails alone.
+	orphan := isOperatorsOrphan(current)
+	if !orphan && (!controls(p, current) || currentHash == "") {
 		return failure, nil // not this Persona's data to keep
 	}
 	guardrails, err := resolve.Guardrails(ctx, lookup{cached: r.Client, configMaps: r.configMaps}, p)
@@ -44,17 +49,26 @@ func (r *PersonaReconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Pers
 	}
 	identity := resolve.GuardrailsIdentity(guardrails)
 	fallback := current.Annotations[delivery.FallbackAnnotation]
-	if current.Annotations[delivery.GuardrailsAnnotation] == identity {
+	if orphan && identity == "" {
+		return failure, nil // no guardrails to keep: the orphan waits for a good render
+	}
+	if !orphan && current.Annotations[delivery.GuardrailsAnnotation] == identity {
 		return fallbackOutcome(failure, fallback), nil
 	}
-	data, err := r.configMapData(ctx, current)
-	if err != nil {
-		return outcome{}, fmt.Errorf("read ConfigMap %s: %w", key.Name, err)
-	}
 	layers := resolve.Layers(guardrails)
-	lastGood, readErr := render.UnmarshalBundle([]byte(data[render.BundleKey]))
+	// The last good inputs; none when they do not read, or are an orphan's.
+	var lastGood *render.Bundle
+	if !orphan {
+		data, err := r.configMapData(ctx, current)
+		if err != nil {
+			return outcome{}, fmt.Errorf("read ConfigMap %s: %w", key.Name, err)
+		}
+		if b, err := render.UnmarshalBundle([]byte(data[render.BundleKey])); err == nil {
+			lastGood = b
+		}
+	}
 	var out *render.Output
-	if readErr == nil && fallback != delivery.FallbackGuardrailsOnly {
+	if lastGood != nil && fallback != delivery.FallbackGuardrailsOnly {
 		withCurrent := *lastGood
 		withCurrent.ClusterLayers = layers
 		if out, err = r.engine().ConfigMap(&withCurrent); err == nil {
@@ -64,7 +78,14 @@ func (r *PersonaReconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Pers
 		}
 	}
 	if out == nil {
-		if out, err = r.engine().ConfigMap(guardrailsAlone(p, lastGood, layers)); err != nil {
+		alone := guardrailsAlone(p, lastGood, layers)
+		if out, err = r.engine().ConfigMap(alone); err != nil && len(alone.Variants) > 0 {
+			// The guardrails times every variant may be too large: the
+			// system prompt alone then, rather than the old text.
+			alone.Variants = nil
+			out, err = r.engine().ConfigMap(alone)
+		}
+		if err != nil {
 			// Not even the guardrails render: the ConfigMap stays as it is.
 			return failure, nil
 		}

@@ -261,7 +261,7 @@ func (r *PersonaReconciler) configMapHolds(ctx context.Context, p *v1alpha1.Pers
 	if err != nil {
 		return false
 	}
-	return metav1.IsControlledBy(current, p) && isCurrent(current, currentHash, delivery.ConfigMap(p.Name, p.Namespace, &render.Output{Hash: hash}))
+	return controls(p, current) && isCurrent(current, currentHash, delivery.ConfigMap(p.Name, p.Namespace, &render.Output{Hash: hash}))
 }
 
 // currentConfigMap is the ConfigMap key as the metadata cache has it, and
@@ -381,7 +381,7 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	if err != nil {
 		return outcome{}, fmt.Errorf("get ConfigMap %s: %w", desired.Name, err)
 	}
-	if !metav1.IsControlledBy(current, p) {
+	if !controls(p, current) {
 		adopted, err := r.adoptOrphan(ctx, p, key)
 		if err != nil {
 			return outcome{}, err
@@ -601,6 +601,13 @@ func (r *PersonaReconciler) configMapDependents(ctx context.Context, obj *metav1
 func personasOwn(obj client.Object) bool {
 	name, ok := personaOfConfigMap(obj.GetName())
 	return ok && controlledByPersona(obj, name)
+}
+
+// controls reports whether p is obj's controller: its owner reference by UID,
+// and by kind, API version and name too, so that a reference forged with
+// p's UID under another kind or group is not taken for p's.
+func controls(p *v1alpha1.Persona, obj client.Object) bool {
+	return metav1.IsControlledBy(obj, p) && controlledByPersona(obj, p.Name)
 }
 
 func controlledByPersona(obj client.Object, name string) bool {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -196,6 +197,12 @@ func TestConfigMapPolicy(t *testing.T) {
 		cm.Data["system-prompt.md"] = "the tenant's now\n"
 		if err := tenant.Update(ctx, &cm); err != nil {
 			t.Errorf("the tenant may change an orphan: %v", err)
+		}
+		// But not hand it a controller: one forged with a Persona's UID
+		// under another group would put it out of the policy's reach.
+		forged := metav1.OwnerReference{APIVersion: "x.example/v1", Kind: "Persona", Name: "o", UID: "forged-uid", Controller: ptr.To(true)}
+		if err := editKey(tenant, okey, func(cm *corev1.ConfigMap) { cm.OwnerReferences = []metav1.OwnerReference{forged} }); !refusedByPolicy(err) {
+			t.Errorf("the tenant may give an orphan a controller: %v", err)
 		}
 		if err := tenant.Create(ctx, persona(ns, "o", "After")); err != nil {
 			t.Fatal(err)
