@@ -216,17 +216,10 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	deferred, isDeferred := r.deferred.take(key)
 	res, in, err := r.resolve(ctx, p)
 	p.Status.Dependencies = res.Dependencies
-	var notFound *resolve.NotFoundError
-	var cycle *resolve.CycleError
-	var tooDeep *resolve.TooDeepError
-	switch {
-	case errors.As(err, &notFound):
-		return failed(v1alpha1.ReferenceNotFoundReason, err), nil
-	case errors.As(err, &cycle):
-		return failed(v1alpha1.InheritanceCycleReason, err), nil
-	case errors.As(err, &tooDeep):
-		return failed(v1alpha1.InheritanceTooDeepReason, err), nil
-	case err != nil:
+	if err != nil {
+		if reason, ok := status.ResolveReason(err); ok {
+			return failed(reason, err), nil
+		}
 		return outcome{}, fmt.Errorf("resolve persona %s: %w", p.Name, err)
 	}
 	if isDeferred && deferred.inputs == in && r.configMapHolds(ctx, p, deferred.render.Hash) {
@@ -235,21 +228,15 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	}
 	defer func() { renderDuration.Observe(time.Since(start).Seconds()) }()
 	out, err := r.engine().ConfigMap(res.Bundle)
-	var tooLarge *render.TooLargeError
-	var limit *render.LimitError
-	switch {
-	case errors.As(err, &limit) && limit.Limit == render.LimitTime:
-		o := failed(v1alpha1.RenderFailedReason, err)
+	if err != nil && status.OutOfTime(err) {
+		o := failed(status.RenderReason(err), err)
 		o.retryAfter = r.overruns.add(key, p.Generation, res.Bundle)
 		return o, nil
-	case errors.As(err, &tooLarge):
-		r.overruns.reset(key)
-		return failed(v1alpha1.TooLargeReason, err), nil
-	case err != nil:
-		r.overruns.reset(key)
-		return failed(v1alpha1.RenderFailedReason, err), nil
 	}
 	r.overruns.reset(key)
+	if err != nil {
+		return failed(status.RenderReason(err), err), nil
+	}
 	return outcome{reason: v1alpha1.RenderedReason, output: out, render: status.RenderOf(out), inputs: in,
 		guardrails: resolve.GuardrailsIdentity(res.Guardrails)}, nil
 }
