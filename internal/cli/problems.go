@@ -208,33 +208,31 @@ func renderErrorField(p *v1alpha1.Persona, err error) string {
 	return specPath.String()
 }
 
-// checkLayer checks what the operator checks before a PromptLayer is Ready:
-// its templateFrom ConfigMap and key exist and the template text there
-// passes the admission checks (personas.md#conditions).
+// checkLayer checks what the operator checks before a PromptLayer is Ready
+// (status.CheckLayer), and reports a templateFrom problem at the field of
+// the ConfigMap's name or key.
 func checkLayer(set *manifest.Set, o *manifest.Object, ps *problems) {
 	var l v1alpha1.PromptLayer
 	if err := o.Decode(&l); err != nil {
 		ps.add(o, "spec", err.Error())
 		return
 	}
-	if l.Spec.TemplateFrom == nil {
-		return
-	}
-	ref := l.Spec.TemplateFrom.ConfigMapKeyRef
+	problem, err := status.CheckLayer(context.Background(), set, &l)
 	fromPath := specPath.Child("templateFrom", "configMapKeyRef")
-	text, missing, err := resolve.TemplateFrom(context.Background(), set, o.Namespace, &l)
 	switch {
 	case err != nil:
 		ps.add(o, fromPath.String(), err.Error())
-		return
-	case missing != nil && missing.Key != "":
-		ps.add(o, fromPath.Child("key").String(), missing.Problem())
-		return
-	case missing != nil:
-		ps.add(o, fromPath.Child("name").String(), missing.Problem())
-		return
-	}
-	if err := render.Default().Check(render.KindLayer, l.Name, text); err != nil {
-		ps.add(o, fromPath.String(), fmt.Sprintf("the template in key %q of ConfigMap %q: %v", ref.Key, ref.Name, err))
+	case problem == nil:
+	case problem.Missing != nil && problem.Missing.Key != "":
+		ps.failed(o, fromPath.Child("key").String(), problem.Reason, problem.Message)
+	case problem.Missing != nil:
+		ps.failed(o, fromPath.Child("name").String(), problem.Reason, problem.Message)
+	case l.Spec.Template == nil && l.Spec.TemplateFrom != nil:
+		// Offline, the message says where the text came from.
+		ref := l.Spec.TemplateFrom.ConfigMapKeyRef
+		ps.failed(o, fromPath.String(), problem.Reason, fmt.Sprintf("the template in key %q of ConfigMap %q: %s", ref.Key, ref.Name, problem.Message))
+	default:
+		// An inline template that passed admission passes these checks too.
+		ps.failed(o, specPath.Child("template").String(), problem.Reason, problem.Message)
 	}
 }
