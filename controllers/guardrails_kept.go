@@ -57,14 +57,14 @@ func (r *PersonaReconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Pers
 	if readErr == nil && fallback != delivery.FallbackGuardrailsOnly {
 		withCurrent := *lastGood
 		withCurrent.ClusterLayers = layers
-		if out, err = r.engine().ConfigMap(&withCurrent); err == nil {
+		if out, err = render.Default().ConfigMap(&withCurrent); err == nil {
 			if out.Hash != currentHash {
 				fallback = delivery.FallbackLastGoodInputs
 			} // else the same guardrails under new UIDs: the delivery stands as it was
 		}
 	}
 	if out == nil {
-		if out, err = r.engine().ConfigMap(guardrailsAlone(p, lastGood, layers)); err != nil {
+		if out, err = render.Default().ConfigMap(guardrailsAlone(p, lastGood, layers)); err != nil {
 			// Not even the guardrails render: the ConfigMap stays as it is.
 			return failure, nil
 		}

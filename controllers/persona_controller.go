@@ -41,8 +41,6 @@ type PersonaReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
-	// Engine renders; nil means render.Default().
-	Engine *render.Engine
 	// APIReader reads the Persona's ConfigMap when the cache does not hold
 	// it: the label the cache selects by was taken off, or another owner's
 	// ConfigMap has its name.
@@ -227,7 +225,7 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 		return outcome{reason: v1alpha1.RenderedReason, render: deferred.render, inputs: in, delivered: true}, nil
 	}
 	defer func() { renderDuration.Observe(time.Since(start).Seconds()) }()
-	out, err := r.engine().ConfigMap(res.Bundle)
+	out, err := render.Default().ConfigMap(res.Bundle)
 	if err != nil && status.OutOfTime(err) {
 		o := failed(status.RenderReason(err), err)
 		o.retryAfter = r.overruns.add(key, p.Generation, res.Bundle)
@@ -332,13 +330,6 @@ func awaitedObjects(namespace string, missing []resolve.Reference) []objectRef {
 	}
 	slices.SortFunc(refs, func(a, b objectRef) int { return cmp.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name) })
 	return slices.Compact(refs)
-}
-
-func (r *PersonaReconciler) engine() *render.Engine {
-	if r.Engine != nil {
-		return r.Engine
-	}
-	return render.Default()
 }
 
 // deliver makes persona-<name> hold the render: created when missing,
