@@ -71,7 +71,7 @@ func (r *PersonaReconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Pers
 	if lastGood != nil && fallback != delivery.FallbackGuardrailsOnly {
 		withCurrent := *lastGood
 		withCurrent.ClusterLayers = layers
-		if out, err = r.engine().ConfigMap(&withCurrent); err == nil {
+		if out, err = render.Default().ConfigMap(&withCurrent); err == nil {
 			if out.Hash != currentHash {
 				fallback = delivery.FallbackLastGoodInputs
 			} // else the same guardrails under new UIDs: the delivery stands as it was
@@ -79,11 +79,11 @@ func (r *PersonaReconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Pers
 	}
 	if out == nil {
 		alone := guardrailsAlone(p, lastGood, layers)
-		if out, err = r.engine().ConfigMap(alone); err != nil && len(alone.Variants) > 0 {
+		if out, err = render.Default().ConfigMap(alone); err != nil && len(alone.Variants) > 0 {
 			// The guardrails times every variant may be too large: the
 			// system prompt alone then, rather than the old text.
 			alone.Variants = nil
-			out, err = r.engine().ConfigMap(alone)
+			out, err = render.Default().ConfigMap(alone)
 		}
 		if err != nil {
 			// Not even the guardrails render: the ConfigMap stays as it is.

@@ -41,8 +41,6 @@ type PersonaReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
-	// Engine renders; nil means render.Default().
-	Engine *render.Engine
 	// APIReader reads the Persona's ConfigMap when the cache does not hold
 	// it: the label the cache selects by was taken off, or another owner's
 	// ConfigMap has its name.
@@ -216,17 +214,10 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	deferred, isDeferred := r.deferred.take(key)
 	res, in, err := r.resolve(ctx, p)
 	p.Status.Dependencies = res.Dependencies
-	var notFound *resolve.NotFoundError
-	var cycle *resolve.CycleError
-	var tooDeep *resolve.TooDeepError
-	switch {
-	case errors.As(err, &notFound):
-		return failed(v1alpha1.ReferenceNotFoundReason, err), nil
-	case errors.As(err, &cycle):
-		return failed(v1alpha1.InheritanceCycleReason, err), nil
-	case errors.As(err, &tooDeep):
-		return failed(v1alpha1.InheritanceTooDeepReason, err), nil
-	case err != nil:
+	if err != nil {
+		if reason, ok := status.ResolveReason(err); ok {
+			return failed(reason, err), nil
+		}
 		return outcome{}, fmt.Errorf("resolve persona %s: %w", p.Name, err)
 	}
 	if isDeferred && deferred.inputs == in && r.configMapHolds(ctx, p, deferred.render.Hash) {
@@ -234,22 +225,16 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 		return outcome{reason: v1alpha1.RenderedReason, render: deferred.render, inputs: in, delivered: true}, nil
 	}
 	defer func() { renderDuration.Observe(time.Since(start).Seconds()) }()
-	out, err := r.engine().ConfigMap(res.Bundle)
-	var tooLarge *render.TooLargeError
-	var limit *render.LimitError
-	switch {
-	case errors.As(err, &limit) && limit.Limit == render.LimitTime:
-		o := failed(v1alpha1.RenderFailedReason, err)
+	out, err := render.Default().ConfigMap(res.Bundle)
+	if err != nil && status.OutOfTime(err) {
+		o := failed(status.RenderReason(err), err)
 		o.retryAfter = r.overruns.add(key, p.Generation, res.Bundle)
 		return o, nil
-	case errors.As(err, &tooLarge):
-		r.overruns.reset(key)
-		return failed(v1alpha1.TooLargeReason, err), nil
-	case err != nil:
-		r.overruns.reset(key)
-		return failed(v1alpha1.RenderFailedReason, err), nil
 	}
 	r.overruns.reset(key)
+	if err != nil {
+		return failed(status.RenderReason(err), err), nil
+	}
 	return outcome{reason: v1alpha1.RenderedReason, output: out, render: status.RenderOf(out), inputs: in,
 		guardrails: resolve.GuardrailsIdentity(res.Guardrails)}, nil
 }
@@ -345,13 +330,6 @@ func awaitedObjects(namespace string, missing []resolve.Reference) []objectRef {
 	}
 	slices.SortFunc(refs, func(a, b objectRef) int { return cmp.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name) })
 	return slices.Compact(refs)
-}
-
-func (r *PersonaReconciler) engine() *render.Engine {
-	if r.Engine != nil {
-		return r.Engine
-	}
-	return render.Default()
 }
 
 // deliver makes persona-<name> hold the render: created when missing,

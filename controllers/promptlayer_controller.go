@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
-	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/resolve"
 	"github.com/persona-operator/persona-operator/internal/status"
 )
@@ -47,44 +46,26 @@ func (r *PromptLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	before := l.Status.DeepCopy()
 	defer func() { patchStatus(ctx, r.Client, &l, before, &l.Status, &err) }()
 
-	text, problem, err := r.template(ctx, &l)
+	problem, err := status.CheckLayer(ctx, lookup{cached: r.Client, configMaps: r.configMaps}, &l)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if problem == nil {
-		if checkErr := render.Default().Check(render.KindLayer, l.Name, text); checkErr != nil {
-			problem = &status.Failure{Reason: v1alpha1.TemplateInvalidReason, Message: checkErr.Error()}
-		}
+	if readTemplateFrom(&l, problem) && r.configMaps.unlabelled {
+		r.warnUnlabelled(ctx, &l)
 	}
 	l.Status.ObservedGeneration = l.Generation
 	if problem != nil {
 		grace := cmp.Or(r.ReferenceGracePeriod, status.DefaultReferenceGracePeriod)
-		return ctrl.Result{RequeueAfter: status.MarkFailed(&l.Status.Conditions, l.Generation, *problem, time.Now(), grace)}, nil
+		return ctrl.Result{RequeueAfter: status.MarkFailed(&l.Status.Conditions, l.Generation, problem.Failure, time.Now(), grace)}, nil
 	}
 	status.MarkReady(&l.Status.Conditions, l.Generation, v1alpha1.ValidReason, "the template parses")
 	return ctrl.Result{}, nil
 }
 
-// template returns the layer's template text, or the problem that keeps
-// it from having one.
-func (r *PromptLayerReconciler) template(ctx context.Context, l *v1alpha1.PromptLayer) (string, *status.Failure, error) {
-	switch {
-	case l.Spec.Template != nil:
-		return *l.Spec.Template, nil, nil
-	case l.Spec.TemplateFrom == nil:
-		return "", nil, nil // a disable layer without a template
-	}
-	text, missing, err := resolve.TemplateFrom(ctx, lookup{cached: r.Client, configMaps: r.configMaps}, l.Namespace, l)
-	switch {
-	case err != nil:
-		return "", nil, err
-	case missing != nil:
-		return "", &status.Failure{Reason: v1alpha1.ReferenceNotFoundReason, Message: missing.Problem()}, nil
-	}
-	if r.configMaps.unlabelled {
-		r.warnUnlabelled(ctx, l)
-	}
-	return text, nil, nil
+// readTemplateFrom reports whether the layer's template was read from its
+// templateFrom ConfigMap.
+func readTemplateFrom(l *v1alpha1.PromptLayer, problem *status.LayerProblem) bool {
+	return l.Spec.Template == nil && l.Spec.TemplateFrom != nil && (problem == nil || problem.Missing == nil)
 }
 
 // UnlabelledTemplateSourceReason is the reason of the Warning Event on a

@@ -15,6 +15,7 @@ import (
 	"github.com/persona-operator/persona-operator/internal/manifest"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/resolve"
+	"github.com/persona-operator/persona-operator/internal/status"
 )
 
 // problems collects the problems of a manifest set, each tied to a
@@ -23,6 +24,12 @@ type problems []manifest.Problem
 
 func (ps *problems) add(o *manifest.Object, fld, msg string) {
 	*ps = append(*ps, manifest.Problem{Origin: o.Origin, Object: o.Ref(), Field: fld, Message: msg})
+}
+
+// failed adds a problem the operator reports as a failure of the object's
+// Ready condition with reason (personas.md#conditions).
+func (ps *problems) failed(o *manifest.Object, fld, reason, msg string) {
+	*ps = append(*ps, manifest.Problem{Origin: o.Origin, Object: o.Ref(), Field: fld, Reason: reason, Message: msg})
 }
 
 // sorted orders the problems by file, document and item; the problems of
@@ -87,30 +94,26 @@ func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps
 	}
 	out, err := render.Default().ConfigMap(res.Bundle)
 	if err != nil {
-		var re *render.RenderError
-		if errors.As(err, &re) {
-			ps.add(o, renderErrorField(&p, re), err.Error())
-			return nil
-		}
-		ps.add(o, "spec", err.Error())
+		ps.failed(o, renderErrorField(&p, err), status.RenderReason(err), err.Error())
 		return nil
 	}
 	return out
 }
 
+// reportResolveError reports each missing reference at the field that
+// names it, and an inheritance problem at spec.inherit.
 func reportResolveError(p *v1alpha1.Persona, o *manifest.Object, err error, ps *problems) {
+	reason, ok := status.ResolveReason(err)
 	var nf *resolve.NotFoundError
-	var cycle *resolve.CycleError
-	var tooDeep *resolve.TooDeepError
 	switch {
+	case !ok:
+		ps.add(o, "spec", err.Error())
 	case errors.As(err, &nf):
 		for _, ref := range nf.Missing {
-			ps.add(o, referenceField(p, ref), ref.Problem())
+			ps.failed(o, referenceField(p, ref), reason, ref.Problem())
 		}
-	case errors.As(err, &cycle), errors.As(err, &tooDeep):
-		ps.add(o, "spec.inherit", err.Error())
 	default:
-		ps.add(o, "spec", err.Error())
+		ps.failed(o, inheritPath.String(), reason, err.Error())
 	}
 }
 
@@ -179,8 +182,13 @@ func platformField(p *v1alpha1.Persona, key string) string {
 	return platformPath.String()
 }
 
-// renderErrorField is the field of the section that does not render.
-func renderErrorField(p *v1alpha1.Persona, re *render.RenderError) string {
+// renderErrorField is the field of the section that does not render; spec
+// for a failure of no one section.
+func renderErrorField(p *v1alpha1.Persona, err error) string {
+	var re *render.RenderError
+	if !errors.As(err, &re) {
+		return specPath.String()
+	}
 	kind, name, _ := strings.Cut(re.Section, ".")
 	switch kind {
 	case "platform":
@@ -200,33 +208,31 @@ func renderErrorField(p *v1alpha1.Persona, re *render.RenderError) string {
 	return specPath.String()
 }
 
-// checkLayer checks what the operator checks before a PromptLayer is Ready:
-// its templateFrom ConfigMap and key exist and the template text there
-// passes the admission checks (personas.md#conditions).
+// checkLayer checks what the operator checks before a PromptLayer is Ready
+// (status.CheckLayer), and reports a templateFrom problem at the field of
+// the ConfigMap's name or key.
 func checkLayer(set *manifest.Set, o *manifest.Object, ps *problems) {
 	var l v1alpha1.PromptLayer
 	if err := o.Decode(&l); err != nil {
 		ps.add(o, "spec", err.Error())
 		return
 	}
-	if l.Spec.TemplateFrom == nil {
-		return
-	}
-	ref := l.Spec.TemplateFrom.ConfigMapKeyRef
+	problem, err := status.CheckLayer(context.Background(), set, &l)
 	fromPath := specPath.Child("templateFrom", "configMapKeyRef")
-	text, missing, err := resolve.TemplateFrom(context.Background(), set, o.Namespace, &l)
 	switch {
 	case err != nil:
 		ps.add(o, fromPath.String(), err.Error())
-		return
-	case missing != nil && missing.Key != "":
-		ps.add(o, fromPath.Child("key").String(), missing.Problem())
-		return
-	case missing != nil:
-		ps.add(o, fromPath.Child("name").String(), missing.Problem())
-		return
-	}
-	if err := render.Default().Check(render.KindLayer, l.Name, text); err != nil {
-		ps.add(o, fromPath.String(), fmt.Sprintf("the template in key %q of ConfigMap %q: %v", ref.Key, ref.Name, err))
+	case problem == nil:
+	case problem.Missing != nil && problem.Missing.Key != "":
+		ps.failed(o, fromPath.Child("key").String(), problem.Reason, problem.Message)
+	case problem.Missing != nil:
+		ps.failed(o, fromPath.Child("name").String(), problem.Reason, problem.Message)
+	case l.Spec.Template == nil && l.Spec.TemplateFrom != nil:
+		// Offline, the message says where the text came from.
+		ref := l.Spec.TemplateFrom.ConfigMapKeyRef
+		ps.failed(o, fromPath.String(), problem.Reason, fmt.Sprintf("the template in key %q of ConfigMap %q: %s", ref.Key, ref.Name, problem.Message))
+	default:
+		// An inline template that passed admission passes these checks too.
+		ps.failed(o, specPath.Child("template").String(), problem.Reason, problem.Message)
 	}
 }

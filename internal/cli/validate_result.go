@@ -47,7 +47,12 @@ type Problem struct {
 	Kind string `json:"kind,omitempty"`
 	Name string `json:"name,omitempty"`
 	// Field is the field path the problem is about, when there is one.
-	Field   string `json:"field,omitempty"`
+	Field string `json:"field,omitempty"`
+	// Reason is the Ready reason the operator reports the problem with
+	// (ReferenceNotFound, InheritanceCycle, InheritanceTooDeep,
+	// RenderFailed, TooLarge or, for a PromptLayer, TemplateInvalid); absent
+	// for a problem the admission webhook refuses.
+	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message"`
 }
 
@@ -61,7 +66,7 @@ func validateResult(ps problems, counts Counts) ValidateResult {
 }
 
 func jsonProblem(p manifest.Problem) Problem {
-	out := Problem{File: p.Origin.File, Document: p.Origin.Doc, Field: p.Field, Message: p.Message}
+	out := Problem{File: p.Origin.File, Document: p.Origin.Doc, Field: p.Field, Reason: p.Reason, Message: p.Message}
 	if p.Origin.Item > 0 {
 		item := p.Origin.Item - 1
 		out.Item = &item

@@ -121,10 +121,10 @@ func TestValidateJSON(t *testing.T) {
 		t.Fatalf("validate -o json =\n%s", r.stdout)
 	}
 	typo, orphan, unnamed := got.Problems[0], got.Problems[1], got.Problems[2]
-	if typo.File != f || typo.Document != 1 || typo.Item != nil || typo.Kind != "Persona" || typo.Name != "typo" || typo.Field != "spec.modle" || !strings.Contains(typo.Message, "unknown field") {
+	if typo.File != f || typo.Document != 1 || typo.Item != nil || typo.Kind != "Persona" || typo.Name != "typo" || typo.Field != "spec.modle" || typo.Reason != "" || !strings.Contains(typo.Message, "unknown field") {
 		t.Errorf("first problem = %+v", typo)
 	}
-	if orphan.Document != 2 || orphan.Field != "spec.inherit[0]" || orphan.Message != `Persona "ghost" (referenced by persona "orphan") not found` {
+	if orphan.Document != 2 || orphan.Field != "spec.inherit[0]" || orphan.Reason != "ReferenceNotFound" || orphan.Message != `Persona "ghost" (referenced by persona "orphan") not found` {
 		t.Errorf("second problem = %+v", orphan)
 	}
 	if unnamed.Document != 3 || unnamed.Item == nil || *unnamed.Item != 0 || unnamed.Kind != "PromptLayer" || unnamed.Name != "" || unnamed.Field != "metadata.name" {

@@ -102,7 +102,10 @@ type Problem struct {
 	// Object is Kind/name when the problem belongs to a known object.
 	Object string
 	// Field is the field path the problem is about, or empty.
-	Field   string
+	Field string
+	// Reason is the Ready reason the operator reports the problem with
+	// (personas.md#conditions), or empty for a problem admission refuses.
+	Reason  string
 	Message string
 }
 
