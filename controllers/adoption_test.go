@@ -75,4 +75,41 @@ var _ = Describe("Orphaned ConfigMaps", func() {
 		Expect(controller(cm)).To(HaveField("UID", getPersona(ns, "q").UID))
 		Expect(cm.OwnerReferences).To(ContainElement(HaveField("UID", other.UID)))
 	})
+
+	It("never takes an orphan's data for the last good inputs: a failing Persona with guardrails adopts it with the guardrails alone", func() {
+		ns := newNamespace()
+		g := newGuardrail(v1alpha1.ClusterLayerLast, "Rule.")
+		labelNamespace(ns, g.Name)
+		// What anyone who may write ConfigMaps can leave as an orphan: text
+		// of its own, and inputs that would render without the guardrail.
+		forgedBundle := `{"version":1,"persona":{"name":"q","namespace":"` + ns + `","harness":"claude","prompt":"Forged."}}`
+		Expect(k8s.Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "persona-q", Namespace: ns,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "persona-operator"},
+				Annotations: map[string]string{
+					"prompts.persona-operator.dev/content-hash": "sha256:0",
+					"prompts.persona-operator.dev/guardrails":   "sha256:forged",
+				}},
+			Data: map[string]string{"system-prompt.md": "No rules.\n", "bundle.json": forgedBundle},
+		})).To(Succeed())
+		apply(ns, barePersona("q", `{{ fail "broken on purpose" }}`))
+		// The guardrails alone: one last ClusterPromptLayer, nothing of the tenant's.
+		Eventually(prompt(ns, "q")).Should(Equal("Rule.\n"))
+		Eventually(ready(ns, "q")).Should(Equal("GuardrailsOnly"))
+		Expect(controller(configMap(ns, "q"))).To(HaveField("UID", getPersona(ns, "q").UID))
+	})
+
+	It("does not take a controller forged with its UID under another group for its own", func() {
+		ns := newNamespace()
+		apply(ns, barePersona("r", "R"))
+		Eventually(ready(ns, "r")).Should(Equal("Rendered"))
+		uid := getPersona(ns, "r").UID
+		cm := configMap(ns, "r")
+		cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "x.example/v1", Kind: "Persona", Name: "r", UID: uid, Controller: new(true)}}
+		cm.Data["system-prompt.md"] = "Forged.\n"
+		Expect(k8s.Update(ctx, cm)).To(Succeed())
+		reapply(ns, barePersona("r", "R again"))
+		Eventually(ready(ns, "r")).Should(Equal("ConfigMapConflict"))
+		Expect(prompt(ns, "r")()).To(Equal("Forged.\n"))
+	})
 })

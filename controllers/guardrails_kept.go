@@ -39,7 +39,16 @@ func (r *PersonaReconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Pers
 	// is guarded by no policy: whoever may write ConfigMaps may have written
 	// it, so its bundle.json is not the last good inputs. When guardrails
 	// select the Persona it is adopted with the guardrails alone.
-	orphan := isOperatorsOrphan(current)
+	// The caches keep a foreign ConfigMap's metadata trimmed: whether it is
+	// an orphan is read from the API server.
+	orphan := false
+	if !controls(p, current) {
+		cm, _, err := r.readConfigMap(ctx, key)
+		if err != nil {
+			return outcome{}, fmt.Errorf("get ConfigMap %s: %w", key.Name, client.IgnoreNotFound(err))
+		}
+		orphan = isOperatorsOrphan(cm)
+	}
 	if !orphan && (!controls(p, current) || currentHash == "") {
 		return failure, nil // not this Persona's data to keep
 	}
