@@ -7,7 +7,7 @@ import (
 
 // The guard holds template functions to the budget (personas.md#limits). The
 // function set (funcs.go) wraps every Sprig function, printf and the
-// text/template builtins that can build large strings with it. Every call is
+// text/template builtins whose work grows with their arguments. Every call is
 // charged before it runs: by default linearWork of its arguments, and by the
 // function's own cost (budget_costs.go, budget_work.go, budget_regexp.go)
 // when it is more than linear or its result can outgrow its arguments.
@@ -62,7 +62,7 @@ func (x *executor) beforeCall(name string, args []reflect.Value, costOf costFunc
 	if err := b.checkTime(); err != nil {
 		return err
 	}
-	m, err := measureWithin(b.limits, "arguments of %d bytes are", args...)
+	m, err := measureWithin(b.limits, "arguments of %d bytes are", templateValues(args)...)
 	if err != nil {
 		return err
 	}
@@ -114,4 +114,24 @@ func measureWithin(limits *Limits, what string, vals ...reflect.Value) (measure,
 		return m, valueSizeError(what, m.size, 2*limits.MaxOutputBytes)
 	}
 	return m, nil
+}
+
+var reflectValue = reflect.TypeFor[reflect.Value]()
+
+// templateValues are the values args carry: a function that takes
+// reflect.Value arguments, as the builtins the set overrides do, is passed
+// each value wrapped in one, and its variadic ones as a []reflect.Value.
+func templateValues(args []reflect.Value) []reflect.Value {
+	out := make([]reflect.Value, 0, len(args))
+	for _, a := range args {
+		switch a.Type() {
+		case reflectValue:
+			out = append(out, a.Interface().(reflect.Value))
+		case reflect.SliceOf(reflectValue):
+			out = append(out, a.Interface().([]reflect.Value)...)
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -30,6 +30,24 @@ const (
 	timeLimit   = "longer than the limit of 250ms"
 )
 
+// twoLong are two strings of 900,001 bytes that differ in their last.
+const twoLong = `{{ $a := printf "%sa" (repeat 899 (repeat 1000 "a")) }}{{ $b := printf "%sb" (repeat 899 (repeat 1000 "a")) }}`
+
+// longVars sets the vars a and b to twoLong's strings, which a template
+// then reads without a call.
+func longVars(b *render.Bundle) {
+	long := strings.Repeat("a", 900_000)
+	b.Vars = map[string]string{"a": long + "a", "b": long + "b"}
+}
+
+// manyCallsOf is head, then a range of 64 iterations of as many copies of
+// call as the source limit allows.
+func manyCallsOf(head, call string) string {
+	head += `{{ range until 64 }}`
+	n := (64<<10 - len(head) - len(`{{ end }}`)) / len(call)
+	return head + strings.Repeat(call, n) + `{{ end }}`
+}
+
 func hostileCorpus() []hostileCase {
 	thousandRepos := func(b *render.Bundle) {
 		b.Context.Repos = make([]render.Repo, 1000)
@@ -84,6 +102,12 @@ func hostileCorpus() []hostileCase {
 		{name: "join with a long separator", tmpl: `{{ join (repeat 90000 "-") (until 1000) }}`, want: outputLimit},
 		{name: "split into runes", tmpl: `{{ $s := repeat 1000 (repeat 900 "a") }}{{ split "" $s }}`, want: unitsLimit},
 		{name: "semverCompare of a long constraint", tmpl: `{{ semverCompare (repeat 90000 ">=1.0.0 ") "1.0.0" }}`, want: timeLimit},
+		{name: "many comparisons of long strings", tmpl: manyCallsOf(twoLong, `{{ if eq $a $b }}{{ end }}`), want: timeLimit},
+		{name: "many comparisons of long vars", tmpl: manyCallsOf(`{{ $a := .Vars.a }}{{ $b := .Vars.b }}`, `{{ if eq $a $b }}{{ end }}`), setup: longVars, want: timeLimit},
+		{name: "many orderings of long strings", tmpl: manyCallsOf(twoLong, `{{ if lt $b $a }}{{ end }}`), want: timeLimit},
+		{name: "many lookups of a long key", tmpl: manyCallsOf(twoLong+`{{ $d := dict $a 1 }}`, `{{ index $d $b }}`), want: timeLimit},
+		{name: "eq of many long strings", tmpl: twoLong + `{{ range until 4 }}{{ if eq $a` + strings.Repeat(" $b", 21785) + ` }}{{ end }}{{ end }}`, want: "arguments of"},
+		{name: "eq of many long vars", tmpl: `{{ range until 4 }}{{ if eq $.Vars.a` + strings.Repeat(" $.Vars.b", 7000) + ` }}{{ end }}{{ end }}`, setup: longVars, want: "arguments of"},
 		{name: "include of a heavy layer", tmpl: `{{ range until 1000 }}{{ include "heavy" . }}{{ end }}`, setup: func(b *render.Bundle) {
 			b.Includes = map[string]string{"heavy": `{{ range until 1000 }}x{{ end }}`}
 		}, want: unitsLimit},

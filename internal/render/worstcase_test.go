@@ -29,7 +29,27 @@ const (
 	bigDict = `{{ $d := fromJson (toJson (split "," (repeat 12000 "xy,"))) }}`
 	// deepDict is a dict nested 99 levels, holding 900 KB.
 	deepDict = `{{ $y := repeat 9000 "y" }}{{ $d := dict "x" $y }}{{ range until 98 }}{{ $d = dict "a" $d "b" $y }}{{ end }}`
+	// twoBig are two strings of 900,001 bytes that differ in their last.
+	twoBig = `{{ $a := printf "%sa" (repeat 899 (repeat 1000 "a")) }}{{ $b := printf "%sb" (repeat 899 (repeat 1000 "a")) }}`
 )
+
+// manyCalls is head, then a range of 64 iterations of as many copies of call
+// as the source limit allows: calls that are cheap to write but each read
+// their arguments whole.
+func manyCalls(head, call string) string {
+	head += `{{ range until 64 }}`
+	n := (DefaultLimits.MaxSourceBytes - len(head) - len(`{{ end }}`)) / len(call)
+	return head + strings.Repeat(call, n) + `{{ end }}`
+}
+
+// manyArgs is a call of fn with head's $a, then as many $b as the source
+// limit allows, four times.
+func manyArgs(head, fn string) string {
+	head += `{{ range until 4 }}{{ if ` + fn + ` $a`
+	tail := ` }}{{ end }}{{ end }}`
+	n := (DefaultLimits.MaxSourceBytes - len(head) - len(tail)) / len(" $b")
+	return head + strings.Repeat(" $b", n) + tail
+}
 
 // worstCases are the calls that make each function of the set as slow and
 // as large as its arguments can; every name of the set must have a row.
@@ -203,6 +223,13 @@ var worstCases = map[string][]string{
 	"html":     {bigEscapes + `{{ html $s }}`},
 	"js":       {bigEscapes + `{{ js $s }}`},
 	"urlquery": {bigEscapes + `{{ urlquery $s }}`},
+	"eq":       {manyCalls(twoBig, `{{ if eq $a $b }}{{ end }}`), manyArgs(twoBig, "eq"), bigASCII + `{{ eq $s $s }}`},
+	"ne":       {manyCalls(twoBig, `{{ if ne $a $b }}{{ end }}`)},
+	"lt":       {manyCalls(twoBig, `{{ if lt $a $b }}{{ end }}`)},
+	"le":       {manyCalls(twoBig, `{{ if le $b $a }}{{ end }}`)},
+	"gt":       {manyCalls(twoBig, `{{ if gt $a $b }}{{ end }}`)},
+	"ge":       {manyCalls(twoBig, `{{ if ge $a $b }}{{ end }}`)},
+	"index":    {manyCalls(twoBig+`{{ $d := dict $a 1 }}`, `{{ index $d $b }}`), bigDict + `{{ index $d "9" }}`, bigList + `{{ index $l 29999 }}`},
 	"printf":   {`{{ printf "%2000000000d" 1 }}`, deepDict + `{{ printf "%v %#v" $d $d }}`, bigASCII + `{{ printf "%q%x" $s $s }}`},
 	// Murmur's
 	"quote":     {bigEscapes + `{{ quote $s }}`},
