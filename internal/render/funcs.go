@@ -108,23 +108,17 @@ func (x *executor) murmur() template.FuncMap {
 }
 
 // builtinOverrides are text/template builtins that can build large strings
-// from many or large arguments, or whose work grows with their arguments'
-// size (comparing or hashing long strings); they run under the same guard as
-// Sprig's. Left to text/template: and, or, not, len, slice and call, whose
-// work does not depend on their arguments' size.
+// from many or large arguments; they run under the same guard as Sprig's.
+// The comparisons and index, whose work grows with their arguments' size,
+// charge the budget themselves (comparisons). Left to text/template: and, or,
+// not, len, slice and call, whose work does not depend on their arguments'
+// size.
 var builtinOverrides = template.FuncMap{
 	"print":    fmt.Sprint,
 	"println":  fmt.Sprintln,
 	"html":     template.HTMLEscaper,
 	"js":       template.JSEscaper,
 	"urlquery": template.URLQueryEscaper,
-	"eq":       templateEq,
-	"ne":       templateNe,
-	"lt":       templateLt,
-	"le":       templateLe,
-	"gt":       templateGt,
-	"ge":       templateGe,
-	"index":    templateIndex,
 }
 
 var sprigFuncs = sprig.TxtFuncMap()
@@ -171,6 +165,7 @@ func (x *executor) funcMap() template.FuncMap {
 	}
 	m["printf"] = x.guard("printf", fmt.Sprintf, printfCost)
 	maps.Copy(m, x.murmur())
+	maps.Copy(m, x.comparisons())
 	m["include"] = x.include
 	return m
 }
