@@ -29,13 +29,14 @@ func main() {
 		fail(err, "create the manager")
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controllers.Setup(ctx, mgr, controllers.Options{
+	templateSources, err := controllers.Setup(ctx, mgr, controllers.Options{
 		PersonaWorkers: flags.personaWorkers, ReferenceGracePeriod: flags.referenceGracePeriod,
 		WatchNamespaces: flags.watchNamespaces, ReadUnlabelledSources: flags.readUnlabelledSources,
-	}); err != nil {
+	})
+	if err != nil {
 		fail(err, "set up the controllers")
 	}
-	personawebhook.Register(mgr)
+	personawebhook.Register(mgr, templateSources)
 	certReady, err := manageWebhookCertificate(mgr, flags)
 	if err != nil {
 		fail(err, "manage the webhook certificate")

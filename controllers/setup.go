@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -29,14 +30,16 @@ type Options struct {
 	ReadUnlabelledSources bool
 }
 
-// Setup registers the field indexes and the three controllers with the manager.
-func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+// Setup registers the field indexes and the three controllers with the
+// manager. It returns the cache of the template sources' metadata, which
+// the webhook's warnings read.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources client.Reader, err error) {
 	if err := setupIndexes(ctx, mgr); err != nil {
-		return fmt.Errorf("register field indexes: %w", err)
+		return nil, fmt.Errorf("register field indexes: %w", err)
 	}
 	own, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, ownSelector, trimConfigMapMetadata)
 	if err != nil {
-		return fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
+		return nil, fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
 	}
 	// With unlabelled sources read, every ConfigMap may be one: all are watched.
 	var sourceSelector labels.Selector = templateSourceSelector
@@ -45,16 +48,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	sourceMetadata, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, sourceSelector, trimSourceMetadata)
 	if err != nil {
-		return fmt.Errorf("create the cache of the template sources: %w", err)
+		return nil, fmt.Errorf("create the cache of the template sources: %w", err)
 	}
 	for _, c := range []cache.Cache{own, sourceMetadata} {
 		if err := mgr.Add(c); err != nil {
-			return fmt.Errorf("run a ConfigMap metadata cache: %w", err)
+			return nil, fmt.Errorf("run a ConfigMap metadata cache: %w", err)
 		}
 	}
 	sources := newSourceReader(sourceMetadata, mgr.GetAPIReader(), opts.ReadUnlabelledSources)
 	if err := metrics.Registry.Register(readyReasons{cache: mgr.GetCache()}); err != nil {
-		return fmt.Errorf("register the Personas by Ready reason: %w", err)
+		return nil, fmt.Errorf("register the Personas by Ready reason: %w", err)
 	}
 	recorder := cuttingRecorder{mgr.GetEventRecorder("persona-operator")}
 	personas := &PersonaReconciler{
@@ -66,15 +69,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		ReferenceGracePeriod:    opts.ReferenceGracePeriod,
 	}
 	if err := personas.SetupWithManager(mgr, own, sourceMetadata, sources); err != nil {
-		return fmt.Errorf("set up the Persona controller: %w", err)
+		return nil, fmt.Errorf("set up the Persona controller: %w", err)
 	}
 	if err := (&PromptLayerReconciler{
 		Client: mgr.GetClient(), Recorder: recorder, ReferenceGracePeriod: opts.ReferenceGracePeriod,
 	}).SetupWithManager(mgr, sourceMetadata, sources); err != nil {
-		return fmt.Errorf("set up the PromptLayer controller: %w", err)
+		return nil, fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
 	if err := (&ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
+		return nil, fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
 	}
-	return nil
+	return sourceMetadata, nil
 }

@@ -62,6 +62,18 @@ func (r Reference) Problem() string {
 	return r.String() + " not found"
 }
 
+// Pending says, for admission, that the reference is not there yet, which
+// GitOps allows: it may be applied next. A templateFrom ConfigMap is
+// looked up among the template sources, which are labelled, so one that
+// is not there may exist without the label.
+func (r Reference) Pending() string {
+	s := fmt.Sprintf("%s %q does not exist yet", r.Kind, r.Name)
+	if r.Kind == "ConfigMap" {
+		s += fmt.Sprintf(" or lacks the label %s: \"true\"", v1alpha1.TemplateSourceLabel)
+	}
+	return s
+}
+
 // NotFoundError reports referenced objects that do not exist (personas.md#conditions
 // ReferenceNotFound). It lists every missing reference found.
 type NotFoundError struct {

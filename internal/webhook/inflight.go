@@ -1,11 +1,14 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -38,10 +41,15 @@ const maxRequestBytes = 7 << 20
 // requestWeight, fits beside the requests of its lane being validated,
 // before its body is read: so a waiting request holds no memory, and
 // concurrent heavy requests never exhaust the heap. A request that cannot
-// get in within half its timeout is denied with the reason.
+// get in within half its timeout, or maxWait, is denied with the reason.
+// Anyone who reaches the port may send one, so a request let in must send
+// its body within bodyDeadline, and one that names no length, or more
+// than maxRequestBytes, is refused without waiting.
 type inflight struct {
 	light, heavy *lane
 	limits       render.Limits
+	// maxWait is the longest a request waits to be let in.
+	maxWait time.Duration
 }
 
 // lane is one bound of inflight.
@@ -56,9 +64,10 @@ type lane struct {
 
 func newInflight(light, heavy int64, limits render.Limits) *inflight {
 	return &inflight{
-		light:  &lane{sem: semaphore.NewWeighted(light), limit: light, what: fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)},
-		heavy:  &lane{sem: semaphore.NewWeighted(heavy), limit: heavy, what: fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)},
-		limits: limits,
+		light:   &lane{sem: semaphore.NewWeighted(light), limit: light, what: fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)},
+		heavy:   &lane{sem: semaphore.NewWeighted(heavy), limit: heavy, what: fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)},
+		limits:  limits,
+		maxWait: maxWait,
 	}
 }
 
@@ -71,8 +80,7 @@ func (l *inflight) wrap(next http.Handler) http.Handler {
 // validated: its body and the copies decoding makes (the AdmissionReview's
 // raw object, the decoded map and the typed object), and the parse tree of
 // its largest template, which is at most n bytes of source. Templates are
-// parsed one at a time, so one tree is live at once. A request of unknown
-// length weighs as much as the largest.
+// parsed one at a time, so one tree is live at once.
 func (l *inflight) requestWeight(n int64) int64 {
 	if n < 0 || n > maxRequestBytes {
 		n = maxRequestBytes
@@ -89,9 +97,21 @@ func (l *inflight) laneOf(n int64) *lane {
 }
 
 func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
+	// The API server always sends the length; without it the weight is
+	// unknown. The refusals close the connection rather than read on.
+	switch n := r.ContentLength; {
+	case n < 0:
+		w.Header().Set("Connection", "close")
+		http.Error(w, "an admission request must have a Content-Length", http.StatusLengthRequired)
+		return
+	case n > maxRequestBytes:
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("the admission request of %d bytes is over the limit of %d", n, maxRequestBytes), http.StatusRequestEntityTooLarge)
+		return
+	}
 	in := l.laneOf(r.ContentLength)
 	weight := min(l.requestWeight(r.ContentLength), in.limit)
-	ctx, cancel := context.WithTimeout(r.Context(), waitFor(r))
+	ctx, cancel := context.WithTimeout(r.Context(), min(waitFor(r), l.maxWait))
 	err := in.sem.Acquire(ctx, weight)
 	cancel()
 	if err != nil {
@@ -103,12 +123,55 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 		in.held.Add(-weight)
 		in.sem.Release(weight)
 	}()
+	// The weight is held for a body that has not arrived: a client that
+	// sends it slowly, or never, gives the weight back at its deadline.
+	body, err := readBody(w, r)
+	if err != nil {
+		status := http.StatusBadRequest
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			status = http.StatusRequestTimeout
+		}
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("read the admission request: %v", err), status)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	next.ServeHTTP(w, r)
+}
+
+// The longest a request waits to be let in (half the API server's default
+// timeout), and the slowest its body may arrive once it is: the API server
+// sends the body at once, from memory.
+const (
+	maxWait         = 5 * time.Second
+	bodyGrace       = 500 * time.Millisecond
+	minBodyByteRate = 4 << 20 // bytes a second
+)
+
+// bodyDeadline is how long a body of n bytes may take to arrive.
+func bodyDeadline(n int64) time.Duration {
+	return bodyGrace + time.Duration(n)*time.Second/minBodyByteRate
+}
+
+// readBody reads the whole body of r, of r.ContentLength bytes, under the
+// deadline of its length; the connection has no deadline afterwards.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(bodyDeadline(r.ContentLength))); err != nil {
+		return nil, fmt.Errorf("set the read deadline: %w", err)
+	}
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	body := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, body); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
 // waitFor is how long a request may wait to be let in: half the timeout
 // the API server gives the webhook (the timeout query parameter), leaving
-// the other half to validate it.
+// the other half to validate it. Whoever sends the request chooses the
+// parameter, so serve waits no more than maxWait however long it is.
 func waitFor(r *http.Request) time.Duration {
 	timeout, err := time.ParseDuration(r.URL.Query().Get("timeout"))
 	if err != nil || timeout <= 0 {
@@ -124,7 +187,13 @@ func waitFor(r *http.Request) time.Duration {
 func (l *lane) deny(w http.ResponseWriter, r *http.Request) {
 	msg := fmt.Sprintf("the webhook is validating %d MiB of %s already (its bound is %d MiB); try again in a moment",
 		(l.held.Load()+(1<<20)-1)>>20, l.what, l.limit>>20)
-	uid, ok := requestUID(io.LimitReader(r.Body, 64<<10))
+	// The uid is read under a deadline too, lest a stalled body hold the
+	// connection.
+	const uidBytes = 64 << 10
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyDeadline(uidBytes)))
+	uid, ok := requestUID(io.LimitReader(r.Body, uidBytes))
+	_ = rc.SetReadDeadline(time.Time{})
 	if !ok {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, msg, http.StatusTooManyRequests)

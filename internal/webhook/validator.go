@@ -39,13 +39,21 @@ const (
 // Validator validates the raw object of an admission request, so that keys
 // the typed API would drop are seen and refused.
 type Validator struct {
-	// Reader looks up referenced objects for warnings; nil skips them.
-	Reader client.Reader
+	// Objects looks up referenced Personas and PromptLayers for warnings,
+	// from the manager's cache; nil skips them.
+	Objects client.Reader
+	// TemplateSources looks up the metadata of templateFrom ConfigMaps
+	// for warnings, from the cache of the template sources; nil skips them.
+	TemplateSources client.Reader
 }
 
-// Register serves the webhook for every kind on the manager's webhook server.
-func Register(mgr ctrl.Manager) {
-	v := &Validator{Reader: mgr.GetClient()}
+// Register serves the webhook for every kind on the manager's webhook
+// server. Anyone who reaches the port may send a review, naming any
+// namespace, so the warnings read caches only, never the API server:
+// Personas and PromptLayers from the manager's, ConfigMaps from
+// templateSources, the controllers' cache of the template sources' metadata.
+func Register(mgr ctrl.Manager, templateSources client.Reader) {
+	v := &Validator{Objects: mgr.GetCache(), TemplateSources: templateSources}
 	// One bound for every path: they share the heap.
 	limit := newInflight(LightInflightBytes, HeavyInflightBytes, render.Default().Limits())
 	server := mgr.GetWebhookServer()
@@ -71,16 +79,20 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 }
 
 // warnings reports references that do not exist yet: GitOps may apply them
-// in any order, so they are not refused; the controller reports them.
+// in any order, so they are not refused; the controller reports them. The
+// API server always names the user; a review without one is not its.
 func (v *Validator) warnings(ctx context.Context, req admission.Request) []string {
-	if v.Reader == nil {
+	if req.UserInfo.Username == "" {
 		return nil
 	}
 	var out []string
-	missing := func(path *field.Path, obj client.Object, kind, name string) {
-		err := v.Reader.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: name}, obj)
+	missing := func(path *field.Path, from client.Reader, obj client.Object, kind, name string) {
+		if from == nil {
+			return
+		}
+		err := from.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: name}, obj)
 		if apierrors.IsNotFound(err) {
-			out = append(out, fmt.Sprintf("%s: %s %q does not exist yet", path, kind, name))
+			out = append(out, fmt.Sprintf("%s: %s", path, resolve.Reference{Kind: kind, Name: name}.Pending()))
 		}
 	}
 	switch req.Kind.Kind {
@@ -90,20 +102,21 @@ func (v *Validator) warnings(ctx context.Context, req admission.Request) []strin
 			return nil
 		}
 		for i, parent := range p.Spec.Inherit {
-			missing(field.NewPath("spec", "inherit").Index(i), &v1alpha1.Persona{}, "Persona", string(parent))
+			missing(field.NewPath("spec", "inherit").Index(i), v.Objects, &v1alpha1.Persona{}, "Persona", string(parent))
 		}
 		for i, l := range p.Spec.Layers {
-			missing(field.NewPath("spec", "layers").Index(i).Child("name"), &v1alpha1.PromptLayer{}, "PromptLayer", l.Name)
+			missing(field.NewPath("spec", "layers").Index(i).Child("name"), v.Objects, &v1alpha1.PromptLayer{}, "PromptLayer", l.Name)
 		}
 	case "PromptLayer":
 		var l v1alpha1.PromptLayer
 		if json.Unmarshal(req.Object.Raw, &l) != nil || l.Spec.TemplateFrom == nil {
 			return nil
 		}
-		// By metadata: the warning needs the labels, never the data.
 		path := field.NewPath("spec", "templateFrom", "configMapKeyRef", "name")
 		source := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}}
-		missing(path, source, "ConfigMap", l.Spec.TemplateFrom.ConfigMapKeyRef.Name)
+		missing(path, v.TemplateSources, source, "ConfigMap", l.Spec.TemplateFrom.ConfigMapKeyRef.Name)
+		// The cache holds unlabelled ConfigMaps too when they are read
+		// (--template-source-label=warn).
 		if source.UID != "" && !resolve.IsTemplateSource(source.Labels) {
 			ref := resolve.Reference{Kind: "ConfigMap", Name: source.Name, Unlabelled: true}
 			out = append(out, fmt.Sprintf("%s: %s", path, ref.Problem()))

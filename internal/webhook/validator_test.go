@@ -8,8 +8,11 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
@@ -103,5 +106,47 @@ func TestWebhookConfigurationMatchesOnlyThisAPI(t *testing.T) {
 		if !seen[res] {
 			t.Errorf("no webhook validates %s", res)
 		}
+	}
+}
+
+// notFound is a cache that holds nothing, counting the lookups.
+type notFound struct{ gets int }
+
+func (n *notFound) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	n.gets++
+	return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+}
+
+func (n *notFound) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
+
+// References that are not in the caches are warned about, a templateFrom
+// ConfigMap in words that cover one without the label; a review that names
+// no user, which the API server never sends, looks nothing up.
+func TestWarnings(t *testing.T) {
+	objects, sources := &notFound{}, &notFound{}
+	v := &Validator{Objects: objects, TemplateSources: sources}
+	persona := request(v1alpha1.PersonaKind, "p", "kind: Persona\nmetadata: {name: p}\nspec: {inherit: [base], layers: [{name: house}]}\n")
+	layer := request(v1alpha1.PromptLayerKind, "l", "kind: PromptLayer\nmetadata: {name: l}\nspec: {source: app, templateFrom: {configMapKeyRef: {name: agents, key: AGENTS.md}}}\n")
+
+	for _, r := range []admission.Request{persona, layer} {
+		if resp := v.Handle(context.Background(), r); !resp.Allowed || len(resp.Warnings) > 0 {
+			t.Errorf("without a user: %+v", resp)
+		}
+	}
+	if objects.gets+sources.gets != 0 {
+		t.Errorf("without a user, %d lookups", objects.gets+sources.gets)
+	}
+
+	persona.UserInfo.Username, layer.UserInfo.Username = "alice", "alice"
+	want := []string{`spec.inherit[0]: Persona "base" does not exist yet`, `spec.layers[0].name: PromptLayer "house" does not exist yet`}
+	if got := v.Handle(context.Background(), persona).Warnings; !slices.Equal(got, want) {
+		t.Errorf("persona warnings %q, want %q", got, want)
+	}
+	want = []string{`spec.templateFrom.configMapKeyRef.name: ConfigMap "agents" does not exist yet or lacks the label prompts.persona-operator.dev/template-source: "true"`}
+	if got := v.Handle(context.Background(), layer).Warnings; !slices.Equal(got, want) {
+		t.Errorf("layer warnings %q, want %q", got, want)
+	}
+	if objects.gets != 2 || sources.gets != 1 {
+		t.Errorf("%d lookups of objects and %d of sources, want 2 and 1", objects.gets, sources.gets)
 	}
 }

@@ -1,0 +1,171 @@
+package webhook
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+// validating serves l over a handler that reads the body and answers
+// "validated".
+func validating(t *testing.T, l *inflight) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		_, _ = w.Write([]byte("validated"))
+	})))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// stall opens a connection that sends the headers of a request with a
+// body of length bytes, and never the body.
+func stall(t *testing.T, srv *httptest.Server, length int) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "POST /?timeout=30s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", length)
+	return c
+}
+
+// Connections that send headers and never their bodies fill the light
+// lane (twenty of 8 KiB weigh more than its 16 MiB) and queue behind it;
+// an ordinary review is answered all the same once their deadline passes.
+func TestStalledBodiesDoNotHoldTheLane(t *testing.T) {
+	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
+	ordinary := review(t, "ok", 2000)
+	if stalled := 20*l.requestWeight(8192) + l.requestWeight(3932); stalled+l.requestWeight(int64(len(ordinary))) <= l.light.limit {
+		t.Fatalf("an ordinary request fits beside %d bytes of stalled ones in %d", stalled, l.light.limit)
+	}
+	srv := validating(t, l)
+	for range 20 {
+		stall(t, srv, 8192)
+	}
+	stall(t, srv, 3932)
+	time.Sleep(200 * time.Millisecond)
+	if l.light.held.Load() == 0 {
+		t.Fatal("the stalled requests hold nothing: the test does not fill the lane")
+	}
+	start := time.Now()
+	resp, err := http.Post(srv.URL+"/?timeout=2s", "application/json", bytes.NewReader(ordinary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(b) != "validated" || time.Since(start) > time.Second {
+		t.Errorf("beside stalled requests, after %v: %s %s", time.Since(start), resp.Status, b)
+	}
+}
+
+// A request let in whose body does not arrive is answered 408 and gives
+// back its weight by its deadline.
+func TestStalledBodyReleasesItsWeight(t *testing.T) {
+	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
+	srv := validating(t, l)
+	const length = 3 << 20
+	start := time.Now()
+	c := stall(t, srv, length)
+	// Part of the body, then nothing.
+	_, _ = c.Write(bytes.Repeat([]byte("x"), 1<<10))
+	time.Sleep(100 * time.Millisecond)
+	if held := l.heavy.held.Load(); held != min(l.requestWeight(length), l.heavy.limit) {
+		t.Fatalf("holds %d, want the weight of %d bytes", held, length)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	took := time.Since(start)
+	if resp.StatusCode != http.StatusRequestTimeout || took > bodyDeadline(length)+500*time.Millisecond {
+		t.Errorf("a stalled body was answered %s after %v, its deadline is %v", resp.Status, took, bodyDeadline(length))
+	}
+	if held := l.heavy.held.Load(); held != 0 {
+		t.Errorf("after the answer, %d bytes are still held", held)
+	}
+}
+
+// The timeout parameter, which whoever sends the request chooses, does not
+// lengthen the wait past maxWait.
+func TestTimeoutParameterCannotExtendTheWait(t *testing.T) {
+	if got := waitFor(httptest.NewRequest("POST", "/", nil)); got != 5*time.Second {
+		t.Errorf("without a timeout, waits %v, want 5s", got)
+	}
+	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
+	l.maxWait = 300 * time.Millisecond
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	srv := httptest.NewServer(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+	})))
+	defer srv.Close()
+	defer close(release)
+	go func() {
+		if resp, err := http.Post(srv.URL+"/?timeout=30s", "application/json", bytes.NewReader(review(t, "first", 3<<20))); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-entered
+	start := time.Now()
+	client := &http.Client{Timeout: 3 * time.Second}
+	resp, err := client.Post(srv.URL+"/?timeout=1h", "application/json", bytes.NewReader(review(t, "second", 3<<20)))
+	if err != nil {
+		t.Fatalf("with timeout=1h: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if waited := time.Since(start); waited > l.maxWait+500*time.Millisecond || !strings.Contains(string(b), "try again") {
+		t.Errorf("with timeout=1h, answered after %v (maxWait %v): %s", waited, l.maxWait, b)
+	}
+}
+
+// A request that names no length, or one over the limit, is refused at
+// once, holding nothing.
+func TestUnboundedRequestsAreRefused(t *testing.T) {
+	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
+	srv := validating(t, l)
+	for _, c := range []struct {
+		name   string
+		length int
+		want   int
+	}{{"no length", -1, http.StatusLengthRequired}, {"over the limit", maxRequestBytes + 1, http.StatusRequestEntityTooLarge}} {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		header := "Transfer-Encoding: chunked"
+		if c.length >= 0 {
+			header = fmt.Sprintf("Content-Length: %d", c.length)
+		}
+		// Headers only: an answer means nothing waited for the body.
+		fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", header)
+		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: %s, want %d", c.name, resp.Status, c.want)
+		}
+	}
+	if l.light.held.Load() != 0 || l.heavy.held.Load() != 0 {
+		t.Errorf("holds %d and %d", l.light.held.Load(), l.heavy.held.Load())
+	}
+}
