@@ -33,18 +33,9 @@ func FuzzFunctionSetBounds(f *testing.F) {
 	calibrateWorkScale(f)
 	e := NewEngine(DefaultLimits)
 	f.Fuzz(func(t *testing.T, src string) {
-		b := &Bundle{
-			Version:    BundleVersion,
-			Persona:    PersonaFields{Name: "p", Namespace: "ns", Harness: "claude"},
-			Extensions: []Extension{{ID: "a", Origin: "persona/p", Template: src}},
-			Includes:   map[string]string{"heavy": `{{ range until 1000 }}x{{ end }}`},
-		}
 		// The previous input's garbage is collected first, so that this
 		// render neither pays for it nor counts it.
-		elapsed, alloc, err := fastestRender(DefaultLimits.MaxDuration+fuzzSlack, func() error {
-			_, err := e.Render(b, "")
-			return err
-		})
+		elapsed, alloc, err := renderOneExtension(e, src, DefaultLimits.MaxDuration+fuzzSlack)
 		if err != nil {
 			var re *RenderError
 			if !errors.As(err, &re) {
