@@ -108,7 +108,7 @@ var _ = Describe("Orphaned ConfigMaps", func() {
 		cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "x.example/v1", Kind: "Persona", Name: "r", UID: uid, Controller: new(true)}}
 		cm.Data["system-prompt.md"] = "Forged.\n"
 		Expect(k8s.Update(ctx, cm)).To(Succeed())
-		reapply(ns, barePersona("r", "R again"))
+		apply(ns, barePersona("r", "R again"))
 		Eventually(ready(ns, "r")).Should(Equal("ConfigMapConflict"))
 		Expect(prompt(ns, "r")()).To(Equal("Forged.\n"))
 	})

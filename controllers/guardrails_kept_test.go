@@ -23,19 +23,6 @@ func fallbackOf(ns, persona string) func() string {
 	}
 }
 
-// reapply is apply for a Persona whose status the controller may be
-// patching: an update that conflicts is tried again.
-func reapply(ns, manifest string) {
-	Eventually(func() error {
-		for _, u := range objects(ns, manifest) {
-			if err := createOrUpdate(u); err != nil {
-				return err
-			}
-		}
-		return nil
-	}).Should(Succeed())
-}
-
 // updateGuardrail applies edit to the latest version of l, again on a
 // conflict with the status its controller writes.
 func updateGuardrail(l *v1alpha1.ClusterPromptLayer, edit func(*v1alpha1.ClusterPromptLayer)) {
@@ -74,7 +61,7 @@ var _ = Describe("Guardrails kept through failures", func() {
 		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
 
 		By("the tenant breaks its Persona: the last good prompt stays")
-		reapply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
+		apply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
 		Eventually(ready(ns, "p")).Should(Equal("RenderFailed"))
 		Expect(prompt(ns, "p")()).To(Equal("Good text\n\nAppended.\n"))
 		Expect(readyMessage(ns, "p")).NotTo(ContainSubstring(appliedNote))
@@ -89,7 +76,7 @@ var _ = Describe("Guardrails kept through failures", func() {
 		Expect(getPersona(ns, "p").Status.ContentHash).To(Equal(configMap(ns, "p").Annotations["prompts.persona-operator.dev/content-hash"]))
 
 		By("a good render clears the fallback")
-		reapply(ns, barePersona("p", "Fixed"))
+		apply(ns, barePersona("p", "Fixed"))
 		Eventually(prompt(ns, "p")).Should(Equal("Fixed\n\nNew rule.\n"))
 		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
 		Expect(fallbackOf(ns, "p")()).To(BeEmpty())
@@ -101,7 +88,7 @@ var _ = Describe("Guardrails kept through failures", func() {
 		// 480,000 bytes each: either fits the output limit (900 KiB), both do not.
 		apply(ns, barePersona("p", `{{ repeat 24000 "abcdefghijklmnopqrst" }}`))
 		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
-		reapply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
+		apply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
 		Eventually(ready(ns, "p")).Should(Equal("RenderFailed"))
 
 		newNamedGuardrail(name, v1alpha1.ClusterLayerFirst, `{{ repeat 24000 "ABCDEFGHIJKLMNOPQRST" }}`)
@@ -122,7 +109,7 @@ var _ = Describe("Guardrails kept through failures", func() {
 		apply(ns, barePersona("p", "Good text"))
 		Eventually(prompt(ns, "p")).Should(Equal("Good text\n\nRule.\n"))
 		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
-		reapply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
+		apply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
 		Eventually(ready(ns, "p")).Should(Equal("RenderFailed"))
 		untouched := resourceVersion(ns, "p")
 
@@ -142,7 +129,7 @@ var _ = Describe("Guardrails kept through failures", func() {
 		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
 		identity := configMap(ns, "p").Annotations["prompts.persona-operator.dev/guardrails"]
 		Expect(identity).To(HavePrefix("sha256:"))
-		reapply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
+		apply(ns, barePersona("p", `{{ fail "broken on purpose" }}`))
 		Eventually(ready(ns, "p")).Should(Equal("RenderFailed"))
 
 		By("deleted, then re-created with the same position and template: each a change, the new one's identity its own")

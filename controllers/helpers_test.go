@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -65,15 +66,20 @@ func tryApply(ns, manifest string) error {
 	return nil
 }
 
+// createOrUpdate creates u, or updates it to u; an update that conflicts
+// with a write since it read the object (the controller's status patch) is
+// tried again, as kubectl apply does.
 func createOrUpdate(u *unstructured.Unstructured) error {
-	var current unstructured.Unstructured
-	current.SetGroupVersionKind(u.GroupVersionKind())
-	err := k8s.Get(ctx, client.ObjectKeyFromObject(u), &current)
-	if err != nil {
-		return k8s.Create(ctx, u)
-	}
-	u.SetResourceVersion(current.GetResourceVersion())
-	return k8s.Update(ctx, u)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var current unstructured.Unstructured
+		current.SetGroupVersionKind(u.GroupVersionKind())
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(u), &current)
+		if err != nil {
+			return k8s.Create(ctx, u)
+		}
+		u.SetResourceVersion(current.GetResourceVersion())
+		return k8s.Update(ctx, u)
+	})
 }
 
 func getPersona(ns, name string) *v1alpha1.Persona {
