@@ -27,7 +27,7 @@ type overruns struct {
 
 type overrun struct {
 	generation int64
-	inputs     [sha256.Size]byte
+	inputsHash [sha256.Size]byte
 	count      int
 }
 
@@ -37,10 +37,10 @@ func newOverruns() *overruns { return &overruns{last: map[types.NamespacedName]o
 // and returns when to try again, or 0 when it is not retried any more.
 func (o *overruns) add(persona types.NamespacedName, generation int64, b *render.Bundle) time.Duration {
 	raw, _ := render.MarshalBundle(b) // a bundle that just rendered marshals
-	next := overrun{generation: generation, inputs: sha256.Sum256(raw), count: 1}
+	next := overrun{generation: generation, inputsHash: sha256.Sum256(raw), count: 1}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if last, ok := o.last[persona]; ok && last.generation == next.generation && last.inputs == next.inputs {
+	if last, ok := o.last[persona]; ok && last.generation == next.generation && last.inputsHash == next.inputsHash {
 		next.count = last.count + 1
 	}
 	o.last[persona] = next

@@ -144,28 +144,28 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 	}()
 
-	result, err := r.render(ctx, &p)
+	attempt, err := r.render(ctx, &p)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	own := ownChange(&p, before)
 	switch {
-	case result.reason != v1alpha1.RenderedReason:
-		if result, err = r.keepGuardrails(ctx, &p, result); err != nil {
+	case attempt.reason != v1alpha1.RenderedReason:
+		if attempt, err = r.keepGuardrails(ctx, &p, attempt); err != nil {
 			return ctrl.Result{}, err
 		}
-	case !result.delivered:
-		if result, err = r.deliver(ctx, &p, result, own); err != nil {
+	case !attempt.delivered:
+		if attempt, err = r.deliver(ctx, &p, attempt, own); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	retryAfter := r.report(&p, before, result, own)
-	if result.wrote && !own && result.reason == v1alpha1.RenderedReason {
+	retryAfter := r.report(&p, before, attempt, own)
+	if attempt.wrote && !own && attempt.reason == v1alpha1.RenderedReason {
 		// In a fan-out the new content's status follows in a pass of low
 		// priority, after the ConfigMaps of every dependent; the delay lets
 		// the cache see this write first.
 		deferStatus = true
-		r.deferred.put(req.NamespacedName, result.inputs, result.render)
+		r.deferred.put(req.NamespacedName, attempt.inputs, attempt.render)
 		return ctrl.Result{RequeueAfter: statusDelay, Priority: new(statusPriority)}, nil
 	}
 	// Other than a retried render or an awaited reference, a failure waits
@@ -335,10 +335,10 @@ func awaitedObjects(namespace string, missing []resolve.Reference) []objectRef {
 // deliver makes persona-<name> hold the render: created when missing,
 // updated when it differs, left alone when it is current, and never touched
 // when another owner controls it.
-func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, result outcome, announce bool) (outcome, error) {
-	desired := delivery.ConfigMap(p.Name, p.Namespace, result.output)
-	setIfNotEmpty(desired.Annotations, delivery.GuardrailsAnnotation, result.guardrails)
-	setIfNotEmpty(desired.Annotations, delivery.FallbackAnnotation, result.fallback)
+func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, attempt outcome, announce bool) (outcome, error) {
+	desired := delivery.ConfigMap(p.Name, p.Namespace, attempt.output)
+	setIfNotEmpty(desired.Annotations, delivery.GuardrailsAnnotation, attempt.guardrails)
+	setIfNotEmpty(desired.Annotations, delivery.FallbackAnnotation, attempt.fallback)
 	if err := controllerutil.SetControllerReference(p, desired, r.Scheme); err != nil {
 		return outcome{}, fmt.Errorf("own ConfigMap: %w", err)
 	}
@@ -348,8 +348,8 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	if apierrors.IsNotFound(err) {
 		switch err = r.write(ctx, key, hash, r.configMapWriter.create, desired); {
 		case err == nil:
-			result.wrote = true
-			return result, nil
+			attempt.wrote = true
+			return attempt, nil
 		case !apierrors.IsAlreadyExists(err):
 			return outcome{}, fmt.Errorf("create ConfigMap %s: %w", desired.Name, err)
 		}
@@ -372,10 +372,10 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	}
 	stale := staleAnnotations(current, desired)
 	if isCurrent(current, currentHash, desired) && len(stale) == 0 {
-		return result, nil
+		return attempt, nil
 	}
 	if announce && currentHash != hash {
-		result.previous = r.previousData(ctx, current)
+		attempt.previous = r.previousData(ctx, current)
 	}
 	// current is this reconcile's own copy, with all of the metadata: the
 	// update replaces the whole ConfigMap.
@@ -393,8 +393,8 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, re
 	if err := r.write(ctx, key, hash, r.configMapWriter.update, current); err != nil {
 		return outcome{}, fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
 	}
-	result.wrote = true
-	return result, nil
+	attempt.wrote = true
+	return attempt, nil
 }
 
 // write writes cm, of content hash hash, with do, and records the version
@@ -476,41 +476,41 @@ func staleAnnotations(current, desired *corev1.ConfigMap) []string {
 // and returns when the Persona must be reconciled again by itself: a render
 // out of wall time is retried, an awaited reference becomes stalled. A
 // failure keeps the last good render's fields: the ConfigMap still holds it.
-func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus, result outcome, own bool) time.Duration {
+func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus, attempt outcome, own bool) time.Duration {
 	st := &p.Status
 	st.ObservedGeneration = p.Generation
 	previous := meta.FindStatusCondition(before.Conditions, v1alpha1.ReadyCondition)
-	if result.reason == v1alpha1.RenderedReason {
-		status.SetRendered(p, result.render)
+	if attempt.reason == v1alpha1.RenderedReason {
+		status.SetRendered(p, attempt.render)
 		// One Event per change of the ConfigMap's content that is the
 		// Persona's own news: a reconcile that read a stale Persona from
 		// the cache writes nothing and tells nothing, and a change another
 		// object caused is told on that object (Propagated). The note also
 		// says what the render changed, so that kubectl describe persona
 		// answers what an edit did. A write comes from a render's output.
-		if own && result.wrote && before.ContentHash != result.render.Hash {
-			out := result.output
-			change := promptdiff.Changes(result.previous, before.Sections, out)
+		if own && attempt.wrote && before.ContentHash != attempt.render.Hash {
+			out := attempt.output
+			change := promptdiff.Changes(attempt.previous, before.Sections, out)
 			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, v1alpha1.RenderedReason, "Render", "%s: %s", status.RenderedNote(p, out), change)
 		}
 		return 0
 	}
-	renderFailures.WithLabelValues(result.reason).Inc()
-	if result.output != nil {
+	renderFailures.WithLabelValues(attempt.reason).Inc()
+	if attempt.output != nil {
 		// The guardrails were delivered all the same: the status tells
 		// what the ConfigMap now holds.
-		status.SetDelivered(p, result.render)
+		status.SetDelivered(p, attempt.render)
 	}
-	f := status.Failure{Reason: result.reason, Message: result.message, Retrying: result.retryAfter > 0}
+	f := status.Failure{Reason: attempt.reason, Message: attempt.message, Retrying: attempt.retryAfter > 0}
 	now := time.Now()
 	awaitFor := status.MarkFailed(&st.Conditions, p.Generation, f, now, r.gracePeriod())
-	if result.reason == v1alpha1.ConfigMapConflictReason {
+	if attempt.reason == v1alpha1.ConfigMapConflictReason {
 		awaitFor = conflictRecheck(st.Conditions, now)
 	}
-	if previous == nil || previous.Reason != result.reason || previous.Message != result.message {
-		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, result.reason, "Render", "%s", result.message)
+	if previous == nil || previous.Reason != attempt.reason || previous.Message != attempt.message {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, attempt.reason, "Render", "%s", attempt.message)
 	}
-	return max(result.retryAfter, awaitFor)
+	return max(attempt.retryAfter, awaitFor)
 }
 
 func (r *PersonaReconciler) gracePeriod() time.Duration {
