@@ -258,7 +258,7 @@ func regexReplaceCost(literal bool) costFunc {
 		c.work = addWork(c.work, linearWork(mulCap(c.units, len(repl)), 0))
 		c.units = 0 // the result is one string, bounded by its size
 		c.work = addWork(c.work, c.work)
-		c.sized = func(limit int) int { return replacedSize(re.re, s, repl, literal, limit) }
+		c.sized = func(limit int) int { return replacedSize(re.regexp(), s, repl, literal, limit) }
 		return c, nil
 	}
 }
@@ -292,7 +292,7 @@ func replacedSize(re *regexp.Regexp, s, repl string, literal bool, limit int) in
 // precisions of its verbs, including those given by * arguments.
 func printfCost(args []reflect.Value) (cost, error) {
 	f := &printfFormat{format: args[0].String(), args: args[1]}
-	total := addCap(len(f.format), argText(args[1], func(s string) int { return len(s) }))
+	total := addCap(len(f.format), argText(args[1], byteLen))
 	for ; f.i < len(f.format); f.i++ {
 		if f.format[f.i] == '%' {
 			total = addCap(total, f.verbPadding())

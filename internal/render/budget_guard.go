@@ -62,7 +62,7 @@ func (x *executor) beforeCall(name string, args []reflect.Value, costOf costFunc
 	if err := b.checkTime(); err != nil {
 		return err
 	}
-	m, err := measureWithin(b.limits, "arguments of %d bytes are", templateValues(args)...)
+	m, err := measureWithin(b.limits, "arguments of %d bytes are", args...)
 	if err != nil {
 		return err
 	}
@@ -114,24 +114,4 @@ func measureWithin(limits *Limits, what string, vals ...reflect.Value) (measure,
 		return m, valueSizeError(what, m.size, 2*limits.MaxOutputBytes)
 	}
 	return m, nil
-}
-
-var reflectValue = reflect.TypeFor[reflect.Value]()
-
-// templateValues are the values args carry: a function that takes
-// reflect.Value arguments, as the builtins the set overrides do, is passed
-// each value wrapped in one, and its variadic ones as a []reflect.Value.
-func templateValues(args []reflect.Value) []reflect.Value {
-	out := make([]reflect.Value, 0, len(args))
-	for _, a := range args {
-		switch a.Type() {
-		case reflectValue:
-			out = append(out, a.Interface().(reflect.Value))
-		case reflect.SliceOf(reflectValue):
-			out = append(out, a.Interface().([]reflect.Value)...)
-		default:
-			out = append(out, a)
-		}
-	}
-	return out
 }

@@ -27,44 +27,40 @@ const (
 	regexpCompileStep = 200 * time.Nanosecond
 )
 
-// boundedRegexp is a compiled pattern with what its cost is computed from.
+// boundedRegexp is a pattern whose program is known to be within bounds,
+// with what its cost is computed from. It is compiled for matching only
+// where the cost needs it: the function that is charged compiles it anyway.
 type boundedRegexp struct {
-	re    *regexp.Regexp
-	tree  *syntax.Regexp
-	insts int
+	pattern string
+	tree    *syntax.Regexp
+	insts   int
 }
 
-// compileBounded compiles pattern as regexp.Compile does, refusing one whose
-// program is too large before building it.
+// compileBounded checks pattern as regexp.Compile would parse it, refusing
+// one whose program is too large before building it.
 func compileBounded(pattern string) (*boundedRegexp, error) {
-	re, insts, tree, err := compileChecked(pattern)
-	if err != nil {
-		return nil, err
-	}
-	return &boundedRegexp{re: re, tree: tree, insts: insts}, nil
-}
-
-func compileChecked(pattern string) (*regexp.Regexp, int, *syntax.Regexp, error) {
 	if len(pattern) > maxRegexpSource {
-		return nil, 0, nil, limitErrorf(LimitRegexp, "render budget exceeded: a regular expression of %d bytes, over the limit of %d bytes", len(pattern), maxRegexpSource)
+		return nil, limitErrorf(LimitRegexp, "render budget exceeded: a regular expression of %d bytes, over the limit of %d bytes", len(pattern), maxRegexpSource)
 	}
 	tree, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, err
 	}
 	if n := addCap(expandedSize(tree), programOverhead); n > maxRegexpInsts {
-		return nil, 0, nil, regexpSizeError(n)
+		return nil, regexpSizeError(n)
 	}
 	prog, err := syntax.Compile(tree.Simplify())
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, err
 	}
 	if len(prog.Inst) > maxRegexpInsts {
-		return nil, 0, nil, regexpSizeError(len(prog.Inst))
+		return nil, regexpSizeError(len(prog.Inst))
 	}
-	re, err := regexp.Compile(pattern)
-	return re, len(prog.Inst), tree, err
+	return &boundedRegexp{pattern: pattern, tree: tree, insts: len(prog.Inst)}, nil
 }
+
+// regexp is the pattern compiled for matching; its program is bounded.
+func (b *boundedRegexp) regexp() *regexp.Regexp { return regexp.MustCompile(b.pattern) }
 
 func regexpSizeError(n int) error {
 	if n > 10*maxRegexpInsts {

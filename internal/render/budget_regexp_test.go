@@ -40,7 +40,7 @@ func TestCompileBoundedRefusesExpansion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !re.re.MatchString(strings.Repeat("a", 100)) {
+	if !re.regexp().MatchString(strings.Repeat("a", 100)) {
 		t.Error("does not match")
 	}
 }

@@ -203,11 +203,7 @@ func escapedSize(s string) int {
 // escapeCost is the cost of html and js, which escape their string
 // arguments: the size of the arguments escaped.
 func escapeCost(args []reflect.Value) (cost, error) {
-	n := 0
-	for _, a := range args {
-		n = addCap(n, argText(a, escapedSize))
-	}
-	return cost{bytes: n}, nil
+	return cost{bytes: argsText(args, escapedSize)}, nil
 }
 
 // growthCost bounds a function whose result is at most factor times its
@@ -215,13 +211,21 @@ func escapeCost(args []reflect.Value) (cost, error) {
 // byte).
 func growthCost(factor int) costFunc {
 	return func(args []reflect.Value) (cost, error) {
-		n := 0
-		for _, a := range args {
-			n = addCap(n, argText(a, func(s string) int { return len(s) }))
-		}
-		return cost{bytes: mulCap(n, factor)}, nil
+		return cost{bytes: mulCap(argsText(args, byteLen), factor)}, nil
 	}
 }
+
+// argsText is argText summed over args.
+func argsText(args []reflect.Value, f func(string) int) int {
+	n := 0
+	for _, a := range args {
+		n = addCap(n, argText(a, f))
+	}
+	return n
+}
+
+// byteLen is a string's length, for argText.
+func byteLen(s string) int { return len(s) }
 
 // argText sums f over the strings in a, and the printed size of what is not
 // a string.
@@ -267,7 +271,7 @@ func caseCost(separators bool) costFunc {
 		last := args[len(args)-1]
 		return cost{
 			bytes: argText(last, func(s string) int { return caseSize(s, separators) }),
-			work:  workOf(argText(last, func(s string) int { return len(s) }), runeStep),
+			work:  workOf(argText(last, byteLen), runeStep),
 		}, nil
 	}
 }
@@ -275,11 +279,7 @@ func caseCost(separators bool) costFunc {
 // runeCost is the cost of the functions that read their strings rune by
 // rune, results no larger than their arguments.
 func runeCost(args []reflect.Value) (cost, error) {
-	n := 0
-	for _, a := range args {
-		n = addCap(n, argText(a, func(s string) int { return len(s) }))
-	}
-	return cost{work: workOf(n, runeStep)}, nil
+	return cost{work: workOf(argsText(args, byteLen), runeStep)}, nil
 }
 
 // b64enc and b32enc grow their input by 4/3 and 8/5.
@@ -297,11 +297,7 @@ func wrapCost(args []reflect.Value) (cost, error) {
 
 // printCost bounds print and println: the printed size of their arguments.
 func printCost(args []reflect.Value) (cost, error) {
-	n := 0
-	for _, a := range args {
-		n = addCap(n, argText(a, func(s string) int { return len(s) + 1 }))
-	}
-	return cost{bytes: n}, nil
+	return cost{bytes: argsText(args, func(s string) int { return len(s) + 1 })}, nil
 }
 
 // semverStep is the time per byte of semver and semverCompare, which match
