@@ -118,11 +118,7 @@ type outcome struct {
 	fallback string
 }
 
-// failed is a failure with err's message, cut as the condition holds it,
-// so that the next reconcile finds it unchanged.
-func failed(reason string, err error) outcome {
-	return outcome{reason: reason, message: status.Cut(err.Error(), status.MaxConditionMessage)}
-}
+func failed(reason string, err error) outcome { return outcome{reason: reason, message: err.Error()} }
 
 // Reconcile resolves and renders a Persona, writes its ConfigMap when the
 // render changed, and reports the result in status. Status is patched once,
@@ -375,7 +371,8 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, at
 		return attempt, nil
 	}
 	if announce && currentHash != hash {
-		attempt.previous = r.previousData(ctx, current)
+		// nil when it cannot be read, which only makes the Event say less.
+		attempt.previous, _ = r.configMapData(ctx, current)
 	}
 	// current is this reconcile's own copy, with all of the metadata: the
 	// update replaces the whole ConfigMap.
@@ -412,21 +409,6 @@ func (r *PersonaReconciler) write(ctx context.Context, key client.ObjectKey, has
 		return fmt.Errorf("ConfigMap %s was also written by someone else before this write's answer came back; reading it again", key.Name)
 	}
 	return nil
-}
-
-// previousData is the data of the ConfigMap an update is about to replace:
-// read once from the API server, and only when the content changes, unless
-// it was just read; nil when it cannot be read, which only makes the Event
-// say less.
-func (r *PersonaReconciler) previousData(ctx context.Context, current *corev1.ConfigMap) map[string]string {
-	if current.Data != nil {
-		return current.Data
-	}
-	var cm corev1.ConfigMap
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(current), &cm); err != nil {
-		return nil
-	}
-	return cm.Data
 }
 
 // isCurrent reports whether the ConfigMap, whose data has content hash
@@ -507,7 +489,8 @@ func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.Persona
 	if attempt.reason == v1alpha1.ConfigMapConflictReason {
 		awaitFor = conflictRecheck(st.Conditions, now)
 	}
-	if previous == nil || previous.Reason != attempt.reason || previous.Message != attempt.message {
+	// The condition holds the message cut: so is it compared.
+	if previous == nil || previous.Reason != attempt.reason || previous.Message != status.Cut(attempt.message, status.MaxConditionMessage) {
 		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, attempt.reason, "Render", "%s", attempt.message)
 	}
 	return max(attempt.retryAfter, awaitFor)

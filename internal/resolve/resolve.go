@@ -117,7 +117,6 @@ const MaxChain = 64
 func (r *resolver) chain(p *v1alpha1.Persona) ([]*v1alpha1.Persona, error) {
 	var out []*v1alpha1.Persona
 	done := map[string]bool{}
-	onStack := map[string]bool{}
 	var stack []string
 	entered := 0
 	var visit func(p *v1alpha1.Persona) error
@@ -126,11 +125,11 @@ func (r *resolver) chain(p *v1alpha1.Persona) ([]*v1alpha1.Persona, error) {
 			return &TooDeepError{Persona: p.Name}
 		}
 		stack = append(stack, p.Name)
-		onStack[p.Name] = true
 		for _, parentName := range p.Spec.Inherit {
 			name := string(parentName)
-			if onStack[name] {
-				return &CycleError{Chain: append(slices.Clone(stack[slices.Index(stack, name):]), name)}
+			// The stack holds at most MaxChain names: a look-up is cheap.
+			if i := slices.Index(stack, name); i >= 0 {
+				return &CycleError{Chain: append(slices.Clone(stack[i:]), name)}
 			}
 			if done[name] {
 				continue
@@ -149,7 +148,6 @@ func (r *resolver) chain(p *v1alpha1.Persona) ([]*v1alpha1.Persona, error) {
 			}
 		}
 		stack = stack[:len(stack)-1]
-		delete(onStack, p.Name)
 		done[p.Name] = true
 		out = append(out, p)
 		return nil
