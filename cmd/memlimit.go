@@ -1,10 +1,7 @@
 package main
 
 import (
-	"math"
-	"os"
-	"runtime/debug"
-	"strconv"
+	"log/slog"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
@@ -18,29 +15,15 @@ const memoryLimitRatio = 0.9
 
 // setMemoryLimit sets the Go memory limit to memoryLimitRatio of the
 // memory limit that limit reads (the container's, from cgroup v2
-// memory.max or v1 memory.limit_in_bytes), once at start. A GOMEMLIMIT in
-// the environment is kept. No limit, or none readable, leaves the Go
-// memory limit unset. It returns the limit in effect, math.MaxInt64 for none.
+// memory.max or v1 memory.limit_in_bytes), once at start. The library keeps
+// a GOMEMLIMIT in the environment, and follows AUTOMEMLIMIT (off, or a
+// ratio of its own). No limit, or none readable, leaves the Go memory limit
+// unset. It returns the limit in effect, math.MaxInt64 for none.
 func setMemoryLimit(log logr.Logger, limit memlimit.Provider) int64 {
-	if v, ok := os.LookupEnv("GOMEMLIMIT"); ok {
-		log.Info("keeping the Go memory limit set by GOMEMLIMIT", "GOMEMLIMIT", v)
-		return goMemoryLimit()
+	set, err := memlimit.Set(memlimit.WithRatio(memoryLimitRatio), memlimit.WithProvider(limit),
+		memlimit.WithLogger(slog.New(logr.ToSlogHandler(log))))
+	if err != nil {
+		log.Error(err, "the Go memory limit is not set from the container's memory limit")
 	}
-	set, err := memlimit.Set(memlimit.WithRatio(memoryLimitRatio), memlimit.WithProvider(limit))
-	switch {
-	case err != nil:
-		log.Error(err, "cannot read the container's memory limit; the Go memory limit is not set")
-	case set == math.MaxInt64:
-		log.Info("the container has no memory limit; the Go memory limit is not set")
-	default:
-		ratio := strconv.FormatFloat(memoryLimitRatio, 'f', -1, 64)
-		if v, ok := os.LookupEnv("AUTOMEMLIMIT"); ok {
-			ratio = v // the library's override of the ratio
-		}
-		log.Info("set the Go memory limit from the container's memory limit", "bytes", set, "MiB", set>>20, "ratio", ratio)
-	}
-	return goMemoryLimit()
+	return set
 }
-
-// goMemoryLimit is the Go memory limit in effect.
-func goMemoryLimit() int64 { return debug.SetMemoryLimit(-1) }

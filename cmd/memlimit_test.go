@@ -27,3 +27,6 @@ func TestMemoryLimitKeepsGOMEMLIMIT(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT set, the Go memory limit became %d (was %d)", got, before)
 	}
 }
+
+// goMemoryLimit is the Go memory limit in effect.
+func goMemoryLimit() int64 { return debug.SetMemoryLimit(-1) }
