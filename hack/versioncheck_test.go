@@ -46,6 +46,7 @@ func fakeGo(t *testing.T, dir string) {
 if [[ "$1" == env && "$2" == GOOS ]]; then echo %s; exit 0; fi
 if [[ "$1" == env && "$2" == GOARCH ]]; then echo %s; exit 0; fi
 echo "fake go: a version check failed, so the script tried to build: $*" >&2
+echo "$*" >>"$(dirname "$0")/builds"
 exit 99
 `, runtime.GOOS, runtime.GOARCH)
 	if err := os.WriteFile(filepath.Join(dir, "go"), []byte(script), 0o755); err != nil {
@@ -76,6 +77,8 @@ func load(t *testing.T) {
 
 type assets struct {
 	root, dest, path string
+	// builds is the file the fake go lists the builds it refused in.
+	builds string
 }
 
 func fakeAssets(t *testing.T, k8sVersion, etcdVersion string) assets {
@@ -92,7 +95,7 @@ func fakeAssets(t *testing.T, k8sVersion, etcdVersion string) assets {
 	fakeVersion(t, filepath.Join(dest, "kubectl"), "Client Version: v"+k8sVersion)
 	bin := t.TempDir()
 	fakeGo(t, bin)
-	return assets{root: root, dest: dest, path: bin + string(os.PathListSeparator) + os.Getenv("PATH")}
+	return assets{root: root, dest: dest, path: bin + string(os.PathListSeparator) + os.Getenv("PATH"), builds: filepath.Join(bin, "builds")}
 }
 
 func runScript(a assets, script string) (string, error) {
@@ -149,8 +152,13 @@ func TestVersionChecksRefuseOtherVersions(t *testing.T) {
 			if script == "e2e-binaries.sh" && tc.k8s == "1.37.2" {
 				continue // e2e-binaries.sh does not check etcd
 			}
-			if _, err := runScript(a, script); err == nil {
-				t.Errorf("%s took kubernetes %s, etcd %s for 1.37.2, 3.7.3", script, tc.k8s, tc.etcd)
+			// Refused means the script went on to build, which the fake go
+			// records and refuses: not any other failure, such as a script
+			// that breaks before its checks.
+			_ = os.Remove(a.builds)
+			_, err := runScript(a, script)
+			if builds, _ := os.ReadFile(a.builds); err == nil || len(builds) == 0 {
+				t.Errorf("%s took kubernetes %s, etcd %s for 1.37.2, 3.7.3 (%v, builds tried: %q)", script, tc.k8s, tc.etcd, err, builds)
 			}
 		}
 	}

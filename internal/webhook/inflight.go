@@ -33,8 +33,8 @@ const (
 	lightRequestBytes  = 64 << 10
 )
 
-// maxRequestBytes is the largest admission request controller-runtime
-// reads; a request of unknown length weighs as much.
+// maxRequestBytes bounds an admission request: controller-runtime refuses
+// one of this size or more.
 const maxRequestBytes = 7 << 20
 
 // inflight lets a request in only when the memory it may take, by
@@ -82,15 +82,12 @@ func (l *inflight) wrap(next http.Handler) http.Handler {
 // its largest template, which is at most n bytes of source. Templates are
 // parsed one at a time, so one tree is live at once.
 func (l *inflight) requestWeight(n int64) int64 {
-	if n < 0 || n > maxRequestBytes {
-		n = maxRequestBytes
-	}
 	return 4*n + int64(l.limits.MaxParsedBytes(int(n)))
 }
 
 // laneOf is the lane of a request of n body bytes.
 func (l *inflight) laneOf(n int64) *lane {
-	if n >= 0 && n <= lightRequestBytes {
+	if n <= lightRequestBytes {
 		return l.light
 	}
 	return l.heavy
@@ -104,7 +101,7 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 		w.Header().Set("Connection", "close")
 		http.Error(w, "an admission request must have a Content-Length", http.StatusLengthRequired)
 		return
-	case n > maxRequestBytes:
+	case n >= maxRequestBytes:
 		w.Header().Set("Connection", "close")
 		http.Error(w, fmt.Sprintf("the admission request of %d bytes is over the limit of %d", n, maxRequestBytes), http.StatusRequestEntityTooLarge)
 		return

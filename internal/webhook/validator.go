@@ -80,7 +80,10 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 
 // warnings reports references that do not exist yet: GitOps may apply them
 // in any order, so they are not refused; the controller reports them. The
-// API server always names the user; a review without one is not its.
+// API server always names the user; a review without one is not its, and
+// gets no warnings. That filters malformed reviews only: anyone who reaches
+// the port can name a user. What bounds a forged review is that warnings
+// read the manager's caches, never the API server.
 func (v *Validator) warnings(ctx context.Context, req admission.Request) []string {
 	if req.UserInfo.Username == "" {
 		return nil

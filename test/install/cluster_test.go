@@ -57,9 +57,9 @@ func TestClusterInstall(t *testing.T) {
 	})
 }
 
-// buildManager builds the manager binary, skipping the test without a
-// control plane to run it against.
-func buildManager(t *testing.T) string {
+// requireEnvtest skips the test without a control plane to run against, or
+// fails it where make test asked for one.
+func requireEnvtest(t *testing.T) {
 	t.Helper()
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		if os.Getenv("PERSONA_REQUIRE_ENVTEST") != "" {
@@ -67,6 +67,13 @@ func buildManager(t *testing.T) string {
 		}
 		t.Skip("KUBEBUILDER_ASSETS is not set: run `make test`, which builds the control plane binaries with hack/envtest-binaries.sh")
 	}
+}
+
+// buildManager builds the manager binary, skipping the test without a
+// control plane to run it against.
+func buildManager(t *testing.T) string {
+	t.Helper()
+	requireEnvtest(t)
 	binary := filepath.Join(t.TempDir(), "manager")
 	build := exec.Command("go", "build", "-o", binary, "./cmd")
 	build.Dir = root

@@ -146,7 +146,8 @@ func TestManagerRBACIsWhatItUses(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	used, nonResource, refused := requestsOf(t, auditLog, serviceAccountUser, bundle)
+	granted := grantedTo(t, bundle, deploymentName)
+	used, nonResource, refused := requestsOf(t, auditLog, serviceAccountUser, granted)
 	for _, r := range refused {
 		t.Errorf("the manager was refused: %s", r)
 	}
@@ -155,7 +156,6 @@ func TestManagerRBACIsWhatItUses(t *testing.T) {
 			t.Errorf("the manager requested %s, which is no discovery path", path)
 		}
 	}
-	granted := grantedTo(t, bundle, deploymentName)
 	for _, right := range setDiff(used, granted) {
 		t.Errorf("used, not granted: %s", right)
 	}
@@ -361,16 +361,15 @@ type auditUser struct {
 }
 
 // requestsOf reads the audit log: the rights user's resource requests used,
-// in ruleAtoms' form (with the resourceName when a granted rule names it),
+// in ruleAtoms' form (with the resourceName when a rule of granted names it),
 // the paths of its other requests, and its refused requests.
-func requestsOf(t *testing.T, path, user string, bundle objects) (used map[string]bool, nonResource, refused []string) {
+func requestsOf(t *testing.T, path, user string, granted map[string]bool) (used map[string]bool, nonResource, refused []string) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	granted := grantedTo(t, bundle, deploymentName)
 	used = map[string]bool{}
 	lines := bufio.NewScanner(f)
 	lines.Buffer(make([]byte, 1<<20), 16<<20)

@@ -1,7 +1,6 @@
 package install
 
 import (
-	"os"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,12 +18,7 @@ import (
 // with no status reads as Current, and a GitOps wait passes before anything
 // was rendered. No manager runs here, so nothing else writes a status.
 func TestNewObjectsReadAsInProgress(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		if os.Getenv("PERSONA_REQUIRE_ENVTEST") != "" {
-			t.Fatal("KUBEBUILDER_ASSETS is not set")
-		}
-		t.Skip("KUBEBUILDER_ASSETS is not set: run `make test`")
-	}
+	requireEnvtest(t)
 	p, err := controlplane.StartEmpty()
 	if err != nil {
 		t.Fatal(err)
