@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/persona-operator/persona-operator/controllers"
+	"github.com/persona-operator/persona-operator/internal/controller"
 	personawebhook "github.com/persona-operator/persona-operator/internal/webhook"
 )
 
@@ -29,7 +29,7 @@ func main() {
 		fail(err, "create the manager")
 	}
 	ctx := ctrl.SetupSignalHandler()
-	templateSources, err := controllers.Setup(ctx, mgr, controllers.Options{
+	templateSources, err := controller.Setup(ctx, mgr, controller.Options{
 		PersonaWorkers: flags.personaWorkers, ReferenceGracePeriod: flags.referenceGracePeriod,
 		WatchNamespaces: flags.watchNamespaces, ReadUnlabelledSources: flags.readUnlabelledSources,
 	})

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
-	"github.com/persona-operator/persona-operator/controllers"
+	"github.com/persona-operator/persona-operator/internal/controller"
 )
 
 // newManager creates the manager: its API client, cache, metrics and
@@ -40,8 +40,8 @@ func newManager(f *managerFlags) (ctrl.Manager, error) {
 	}
 	mgr, err := ctrl.NewManager(restConfig(f), ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  controllers.CacheOptions(f.watchNamespaces),
-		Client:                 controllers.ClientOptions(),
+		Cache:                  controller.CacheOptions(f.watchNamespaces),
+		Client:                 controller.ClientOptions(),
 		Metrics:                metricsOpts,
 		WebhookServer:          webhook.NewServer(webhookOpts),
 		HealthProbeBindAddress: f.probeAddr,

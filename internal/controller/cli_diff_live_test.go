@@ -1,0 +1,152 @@
+package controller_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/persona-operator/persona-operator/internal/cli"
+)
+
+// kubectl persona diff --live reads the ConfigMaps the operator wrote.
+var _ = Describe("kubectl-persona diff --live", func() {
+	It("compares manifests with the operator's ConfigMaps", func() {
+		ns := newNamespace()
+		files, personas := applySamples(ns)
+		for _, name := range personas {
+			Eventually(ready(ns, name)).Should(Equal("Rendered"), name)
+		}
+		kubeconfig := kubeconfigWithContext("envtest", ns)
+		diff := func(files ...string) (int, string) {
+			var out, errOut bytes.Buffer
+			// No -n: manifests without a namespace are in the context's.
+			args := append([]string{"diff", "--live", "--kubeconfig", kubeconfig, "--context", "envtest"}, flagsFor(files)...)
+			code := cli.Run(args, nil, &out, &errOut)
+			Expect(errOut.String()).To(BeEmpty())
+			return code, out.String()
+		}
+
+		By("finding no difference with the manifests the cluster holds")
+		code, out := diff(files...)
+		Expect(code).To(Equal(cli.DiffNone))
+		Expect(out).To(BeEmpty())
+
+		By("showing an edited persona, and a persona not in the cluster as added")
+		dir := GinkgoT().TempDir()
+		var edited []string
+		for _, f := range files {
+			raw, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			if strings.HasSuffix(f, "_bare_prompt.yaml") {
+				Expect(strings.Count(string(raw), "then stop.")).To(Equal(1))
+				f = filepath.Join(dir, filepath.Base(f))
+				Expect(os.WriteFile(f, []byte(strings.Replace(string(raw), "then stop.", "then stop and report.", 1)), 0o644)).To(Succeed())
+			}
+			edited = append(edited, f)
+		}
+		newcomer := filepath.Join(dir, "newcomer.yaml")
+		Expect(os.WriteFile(newcomer, []byte(barePersona("newcomer", "New.")), 0o644)).To(Succeed())
+		code, out = diff(append(edited, newcomer)...)
+		Expect(code).To(Equal(cli.DiffFound))
+		// bare-prompt's system prompt is its one extension's two lines.
+		Expect(out).To(Equal("persona " + ns + "/bare-prompt system-prompt.md\n" +
+			"--- live/" + ns + "/bare-prompt/system-prompt.md\n" +
+			"+++ new/" + ns + "/bare-prompt/system-prompt.md\n" +
+			"@@ -1,2 +1,2 @@\n" +
+			" You are a focused code-fixing agent. Make the smallest change that\n" +
+			"-resolves the task, then stop.\n" +
+			"+resolves the task, then stop and report.\n" +
+			"persona " + ns + "/newcomer added\n"))
+
+		By("needing no more than to get ConfigMaps")
+		var out2, errOut bytes.Buffer
+		args := append([]string{"diff", "--live", "--kubeconfig", configMapReader(ns), "-n", ns}, flagsFor(append(edited, newcomer))...)
+		Expect(cli.Run(args, nil, &out2, &errOut)).To(Equal(cli.DiffFound), errOut.String())
+		Expect(out2.String()).To(Equal(out))
+	})
+})
+
+var _ = Describe("The Rendered Event", func() {
+	It("says which sections and how many lines an edit changed", func() {
+		ns := newNamespace()
+		apply(ns, barePersona("p", "One\nTwo"))
+		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
+		By("describing the first render: one section of two lines")
+		Eventually(events(ns, "p")).Should(ContainElement(HaveField("Note", HaveSuffix(": 1 section, 2 lines"))))
+
+		apply(ns, layerManifest("house-style", "user", "append", "House style."))
+		apply(ns, barePersona("p", "One\nTwo changed", "layers: [{name: house-style}]"))
+		Eventually(func() string { return prompt(ns, "p")() }).Should(Equal("One\nTwo changed\n\nHouse style.\n"))
+		By("naming the changed extension and the added layer, with the lines of system-prompt.md")
+		// Lines One, Two became One, Two changed, a blank line, House style.
+		hash := getPersona(ns, "p").Status.ContentHash
+		Eventually(events(ns, "p")).Should(ContainElement(HaveField("Note", And(
+			ContainSubstring(hash),
+			HaveSuffix(": added layer.house-style; changed extension.text; system-prompt.md +3/-1 lines")))))
+	})
+
+	It("tells an edit whose new reference arrives after it", func() {
+		ns := newNamespace()
+		apply(ns, barePersona("p", "One"))
+		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
+		By("editing the Persona to list a layer that does not exist yet")
+		apply(ns, barePersona("p", "One", "layers: [{name: late}]"))
+		Eventually(ready(ns, "p")).Should(Equal("ReferenceNotFound"))
+		apply(ns, layerManifest("late", "user", "append", "Late."))
+		Eventually(func() string { return prompt(ns, "p")() }).Should(Equal("One\n\nLate.\n"))
+		By("telling the edit's render on the Persona, as for any edit")
+		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
+		hash := getPersona(ns, "p").Status.ContentHash
+		Eventually(events(ns, "p")).Should(ContainElement(HaveField("Note", And(
+			ContainSubstring(hash), HaveSuffix(": added layer.late; system-prompt.md +2/-0 lines")))))
+	})
+})
+
+// configMapReader writes a kubeconfig of a user who may only get the
+// ConfigMaps of ns.
+func configMapReader(ns string) string {
+	name := "configmap-reader-" + ns
+	user, err := plane.Env.AddUser(envtest.User{Name: name}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	raw, err := user.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(k8s.Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}},
+	})).To(Succeed())
+	Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
+	})).To(Succeed())
+	path := filepath.Join(GinkgoT().TempDir(), "reader.kubeconfig")
+	Expect(os.WriteFile(path, raw, 0o600)).To(Succeed())
+	return path
+}
+
+// kubeconfigWithContext writes a kubeconfig of the suite's administrator
+// whose current context points nowhere and whose context name points at
+// the suite's cluster with namespace ns: what diff reads must be the
+// context --context names.
+func kubeconfigWithContext(name, ns string) string {
+	cfg, err := clientcmd.LoadFromFile(plane.AdminKubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	admin := *cfg.Contexts[cfg.CurrentContext]
+	admin.Namespace = ns
+	cfg.Contexts[name] = &admin
+	cfg.Clusters["nowhere"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	cfg.Contexts["elsewhere"] = &clientcmdapi.Context{Cluster: "nowhere", AuthInfo: admin.AuthInfo}
+	cfg.CurrentContext = "elsewhere"
+	path := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	Expect(clientcmd.WriteToFile(*cfg, path)).To(Succeed())
+	return path
+}

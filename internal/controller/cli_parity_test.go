@@ -1,0 +1,185 @@
+package controller_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/cli"
+)
+
+// The ConfigMap the operator writes equals what kubectl-persona renders
+// offline from the same manifests.
+var _ = Describe("kubectl-persona parity", func() {
+	It("renders the samples exactly as the operator writes them", func() {
+		ns := newNamespace()
+		files, personas := applySamples(ns)
+		for _, name := range personas {
+			Eventually(ready(ns, name)).Should(Equal("Rendered"), name)
+			var out, errOut bytes.Buffer
+			args := append([]string{"render", "-n", ns, "--persona", name, "-o", "configmap"}, flagsFor(files)...)
+			Expect(cli.Run(args, nil, &out, &errOut)).To(Equal(0), errOut.String())
+			var offline corev1.ConfigMap
+			Expect(yaml.UnmarshalStrict(out.Bytes(), &offline)).To(Succeed())
+			online := configMap(ns, name)
+			Expect(online.Data).To(Equal(offline.Data), name)
+			Expect(online.Labels).To(Equal(offline.Labels), name)
+			Expect(online.Annotations).To(Equal(offline.Annotations), name)
+			Expect(online.Name).To(Equal(offline.Name))
+		}
+	})
+})
+
+// The failures of personas.md#conditions and promptlayers.md#conditions,
+// one object each, with the reason the spec gives them.
+var _ = Describe("kubectl-persona parity on failures", func() {
+	It("reports each failure with the reason and message of the operator's status", func() {
+		ns := newNamespace()
+		var chain []string
+		// deep0 inherits deep1, ... deep64: 65 Personas in deep0's chain.
+		for i := range 65 {
+			inherit := "inherit: []"
+			if i < 64 {
+				inherit = fmt.Sprintf("inherit: [deep%d]", i+1)
+			}
+			chain = append(chain, barePersona(fmt.Sprintf("deep%d", i), fmt.Sprintf("D%d", i), inherit))
+		}
+		files := map[string]string{
+			"cycle.yaml":  barePersona("cycle-a", "A", "inherit: [cycle-b]") + "---" + barePersona("cycle-b", "B", "inherit: [cycle-a]"),
+			"deep.yaml":   strings.Join(chain, "---"),
+			"fail.yaml":   barePersona("failing", `{{ fail "broken on purpose" }}`),
+			"limit.yaml":  barePersona("hostile", `{{ range 2000000000 }}x{{ end }}`),
+			"large.yaml":  barePersona("huge", `{{ repeat 40000 "0123456789" }}`, "variants: [{name: a, model: m1}, {name: b, model: m2}]"),
+			"source.yaml": unlabelledAgentsLayer("Be brief.") + "---" + barePersona("unlabelled", "U", "layers: [{name: agents-md}]"),
+			"invalid.yaml": `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: bad-source
+  labels: {prompts.persona-operator.dev/template-source: "true"}
+data: {T.md: "{{ .Nope }}"}
+---
+apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: PromptLayer
+metadata: {name: bad-md}
+spec:
+  source: app
+  templateFrom: {configMapKeyRef: {name: bad-source, key: T.md}}
+`,
+			// Last, so that it is still awaited when first compared.
+			"missing.yaml": barePersona("missing-layer", "M", "layers: [{name: absent}]"),
+		}
+		expected := []struct{ kind, name, reason string }{
+			{"Persona", "cycle-a", v1alpha1.InheritanceCycleReason},
+			{"Persona", "cycle-b", v1alpha1.InheritanceCycleReason},
+			{"Persona", "deep0", v1alpha1.InheritanceTooDeepReason},
+			{"Persona", "failing", v1alpha1.RenderFailedReason},
+			{"Persona", "hostile", v1alpha1.RenderFailedReason},
+			{"Persona", "huge", v1alpha1.TooLargeReason},
+			{"Persona", "unlabelled", v1alpha1.ReferenceNotFoundReason},
+			{"PromptLayer", "agents-md", v1alpha1.ReferenceNotFoundReason},
+			{"PromptLayer", "bad-md", v1alpha1.TemplateInvalidReason},
+			{"Persona", "missing-layer", v1alpha1.ReferenceNotFoundReason},
+		}
+		dir := GinkgoT().TempDir()
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			Expect(os.WriteFile(filepath.Join(dir, name), []byte(files[name]), 0o600)).To(Succeed())
+		}
+		for _, name := range []string{"cycle.yaml", "deep.yaml", "fail.yaml", "limit.yaml", "large.yaml", "source.yaml", "invalid.yaml", "missing.yaml"} {
+			apply(ns, files[name])
+		}
+
+		var out, errOut bytes.Buffer
+		Expect(cli.Run([]string{"validate", "-n", ns, "-o", "json", "-f", dir}, nil, &out, &errOut)).To(Equal(1), errOut.String())
+		var offline cli.ValidateResult
+		Expect(json.Unmarshal(out.Bytes(), &offline)).To(Succeed())
+		compare := func(kind, name, reason string) {
+			GinkgoHelper()
+			var reasons, messages []string
+			for _, p := range offline.Problems {
+				if p.Kind == kind && p.Name == name {
+					reasons, messages = append(reasons, p.Reason), append(messages, p.Message)
+				}
+			}
+			Expect(reasons).To(HaveExactElements(reason), "%s/%s offline: %v", kind, name, messages)
+			message := messages[0]
+			if kind == "PromptLayer" && reason == v1alpha1.TemplateInvalidReason {
+				// Offline, the message says where the text came from.
+				prefix := `the template in key "T.md" of ConfigMap "bad-source": `
+				Expect(message).To(HavePrefix(prefix))
+				message = strings.TrimPrefix(message, prefix)
+			}
+			Eventually(readyCondition(ns, kind, name)).Should(Equal(reason+": "+message), "%s/%s", kind, name)
+		}
+		for _, e := range expected {
+			compare(e.kind, e.name, e.reason)
+		}
+		Expect(offline.Problems).To(HaveLen(len(expected)), "one problem per failing object: %+v", offline.Problems)
+
+		By("reading the same once the missing references are stalled")
+		for _, e := range expected {
+			if e.reason == v1alpha1.ReferenceNotFoundReason {
+				Eventually(stalled(ns, e.kind, e.name)).Should(BeTrue(), "%s/%s", e.kind, e.name)
+				compare(e.kind, e.name, e.reason)
+			}
+		}
+	})
+})
+
+// readyCondition is the Ready condition of a Persona or PromptLayer at its
+// generation, as "reason: message"; "" while there is none.
+func readyCondition(ns, kind, name string) func() string {
+	return func() string {
+		c, generation := conditionOf(ns, kind, name, v1alpha1.ReadyCondition)
+		if c == nil || c.ObservedGeneration != generation {
+			return ""
+		}
+		return c.Reason + ": " + c.Message
+	}
+}
+
+// stalled reports whether a Persona or PromptLayer is Stalled.
+func stalled(ns, kind, name string) func() bool {
+	return func() bool {
+		c, _ := conditionOf(ns, kind, name, v1alpha1.StalledCondition)
+		return c != nil && c.Status == metav1.ConditionTrue
+	}
+}
+
+func conditionOf(ns, kind, name, t string) (*metav1.Condition, int64) {
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	switch kind {
+	case "Persona":
+		var p v1alpha1.Persona
+		Expect(k8s.Get(ctx, key, &p)).To(Succeed())
+		return meta.FindStatusCondition(p.Status.Conditions, t), p.Generation
+	case "PromptLayer":
+		var l v1alpha1.PromptLayer
+		Expect(k8s.Get(ctx, key, &l)).To(Succeed())
+		return meta.FindStatusCondition(l.Status.Conditions, t), l.Generation
+	}
+	Fail("no conditions for kind " + kind)
+	return nil, 0
+}
+
+func flagsFor(files []string) []string {
+	var out []string
+	for _, f := range files {
+		out = append(out, "-f", f)
+	}
+	return out
+}

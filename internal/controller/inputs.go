@@ -1,0 +1,94 @@
+package controller
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"io"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// inputs is a digest of what one resolve of a Persona read: which objects,
+// in what order, at which versions. Two resolves with the same digest
+// render the same: a render is a function of what it reads.
+type inputs [sha256.Size]byte
+
+// readLog builds the inputs of one resolve; it is not safe for concurrent use.
+type readLog struct{ h hash.Hash }
+
+// newReadLog starts the log of a resolve of persona, the first thing it reads.
+func newReadLog(persona client.Object) *readLog {
+	l := &readLog{h: sha256.New()}
+	l.read(persona)
+	return l
+}
+
+// read notes that obj was read. An object that counts its spec's changes
+// in metadata.generation (every kind of this API) is noted by UID,
+// generation, labels and annotations, so that its status writes, which a
+// render never reads, leave the inputs unchanged; any other by
+// resourceVersion.
+func (l *readLog) read(obj client.Object) {
+	l.fields(reflect.TypeOf(obj).Elem().Name(), obj.GetNamespace(), obj.GetName())
+	if obj.GetGeneration() == 0 {
+		l.fields(obj.GetResourceVersion())
+		return
+	}
+	l.fields(string(obj.GetUID()), strconv.FormatInt(obj.GetGeneration(), 10))
+	l.strings(obj.GetLabels())
+	l.strings(obj.GetAnnotations())
+}
+
+// readList notes that the objects of a list were read, in the order of
+// their keys: a cache lists in no fixed order.
+func (l *readLog) readList(list client.ObjectList) error {
+	var objs []client.Object
+	err := meta.EachListItem(list, func(o runtime.Object) error {
+		objs = append(objs, o.(client.Object))
+		return nil
+	})
+	slices.SortFunc(objs, func(a, b client.Object) int {
+		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+	})
+	l.fields(strconv.Itoa(len(objs)))
+	for _, o := range objs {
+		l.read(o)
+	}
+	return err
+}
+
+// missing notes that the object of obj's kind named key was not found.
+func (l *readLog) missing(obj client.Object, key client.ObjectKey) {
+	l.fields(reflect.TypeOf(obj).Elem().Name(), key.Namespace, key.Name, "missing")
+}
+
+func (l *readLog) strings(m map[string]string) {
+	l.fields(strconv.Itoa(len(m)))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		l.fields(k, m[k])
+	}
+}
+
+// fields writes each field after its length, so that different fields
+// cannot run together into the same bytes.
+func (l *readLog) fields(fields ...string) {
+	var n [binary.MaxVarintLen64]byte
+	for _, f := range fields {
+		_, _ = l.h.Write(binary.AppendUvarint(n[:0], uint64(len(f))))
+		_, _ = io.WriteString(l.h, f)
+	}
+}
+
+func (l *readLog) sum() inputs {
+	var out inputs
+	l.h.Sum(out[:0])
+	return out
+}

@@ -1,0 +1,83 @@
+// Package controller holds the Persona, PromptLayer and ClusterPromptLayer reconcilers.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Options tune the controllers.
+type Options struct {
+	// PersonaWorkers is the number of concurrent Persona reconciles.
+	PersonaWorkers int
+	// ReferenceGracePeriod is how long a missing reference is awaited
+	// before the object is stalled (personas.md#conditions); 0 means status.DefaultReferenceGracePeriod.
+	ReferenceGracePeriod time.Duration
+	// WatchNamespaces limits the namespaces whose objects the controllers
+	// read and write; none means all. The manager's cache must be limited
+	// alike (CacheOptions).
+	WatchNamespaces []string
+	// ReadUnlabelledSources reads templateFrom ConfigMaps that lack the
+	// template-source label, with a Warning Event on each PromptLayer that
+	// reads one (--template-source-label=warn, for a migration).
+	ReadUnlabelledSources bool
+}
+
+// Setup registers the field indexes and the three controllers with the
+// manager. It returns the cache of the template sources' metadata, which
+// the webhook's warnings read.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources client.Reader, err error) {
+	if err := setupIndexes(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("register field indexes: %w", err)
+	}
+	own, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, ownSelector, trimConfigMapMetadata)
+	if err != nil {
+		return nil, fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
+	}
+	// With unlabelled sources read, every ConfigMap may be one: all are watched.
+	var sourceSelector labels.Selector = templateSourceSelector
+	if opts.ReadUnlabelledSources {
+		sourceSelector = nil
+	}
+	sourceMetadata, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, sourceSelector, trimSourceMetadata)
+	if err != nil {
+		return nil, fmt.Errorf("create the cache of the template sources: %w", err)
+	}
+	for _, c := range []cache.Cache{own, sourceMetadata} {
+		if err := mgr.Add(c); err != nil {
+			return nil, fmt.Errorf("run a ConfigMap metadata cache: %w", err)
+		}
+	}
+	sources := newSourceReader(sourceMetadata, mgr.GetAPIReader(), opts.ReadUnlabelledSources)
+	if err := metrics.Registry.Register(readyReasons{cache: mgr.GetCache()}); err != nil {
+		return nil, fmt.Errorf("register the Personas by Ready reason: %w", err)
+	}
+	recorder := cuttingRecorder{mgr.GetEventRecorder("persona-operator")}
+	personas := &PersonaReconciler{
+		Client:                  mgr.GetClient(),
+		Scheme:                  mgr.GetScheme(),
+		Recorder:                recorder,
+		APIReader:               mgr.GetAPIReader(),
+		MaxConcurrentReconciles: opts.PersonaWorkers,
+		ReferenceGracePeriod:    opts.ReferenceGracePeriod,
+	}
+	if err := personas.SetupWithManager(mgr, own, sourceMetadata, sources); err != nil {
+		return nil, fmt.Errorf("set up the Persona controller: %w", err)
+	}
+	if err := (&PromptLayerReconciler{
+		Client: mgr.GetClient(), Recorder: recorder, ReferenceGracePeriod: opts.ReferenceGracePeriod,
+	}).SetupWithManager(mgr, sourceMetadata, sources); err != nil {
+		return nil, fmt.Errorf("set up the PromptLayer controller: %w", err)
+	}
+	if err := (&ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
+	}
+	return sourceMetadata, nil
+}
