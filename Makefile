@@ -100,6 +100,16 @@ build: manifests generate fmt vet ## Build the manager and the kubectl-persona C
 	go build -o $(LOCALBIN)/manager ./cmd
 	go build -o $(LOCALBIN)/kubectl-persona ./cmd/kubectl-persona
 
+# make image builds both images without a container engine, as OCI image
+# layout tarballs (bin/images/manager.tar for IMG, bin/images/kubectl-persona.tar
+# for CLI_IMG) equal to the Dockerfile's targets; IMAGE_ARCH picks the
+# architecture. Load them with ctr, kind, minikube, podman or skopeo
+# (docs/install.md, Images).
+IMAGE_ARCH ?= $(shell go env GOARCH)
+.PHONY: image
+image: ## Build the manager's image IMG and the image CLI_IMG as OCI tarballs in bin/images, without a container engine.
+	go run ./hack/image -manager $(IMG) -kubectl-persona $(CLI_IMG) -arch $(IMAGE_ARCH) -out $(LOCALBIN)/images
+
 # The Dockerfile's default target is the manager's image; its target
 # kubectl-persona is an image that holds only /kubectl-persona. To build for
 # another platform: make docker-build CONTAINER_BUILD_ARGS=--platform=linux/arm64

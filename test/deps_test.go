@@ -13,13 +13,14 @@ import (
 const module = "github.com/persona-operator/persona-operator"
 
 // TestProductionBinariesLeaveTestSupportOut fails when the manager or
-// kubectl-persona depends on test support, hack/ or a test framework.
+// kubectl-persona depends on test support, hack/, the image builder or a
+// test framework.
 func TestProductionBinariesLeaveTestSupportOut(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+"/cmd", module+"/cmd/kubectl-persona").Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
 	}
-	forbidden := []string{module + "/test", module + "/hack", "testing", "github.com/onsi/", "sigs.k8s.io/controller-runtime/pkg/envtest"}
+	forbidden := []string{module + "/test", module + "/hack", module + "/internal/image", "github.com/moby/buildkit", "testing", "github.com/onsi/", "sigs.k8s.io/controller-runtime/pkg/envtest"}
 	deps := strings.Fields(string(out))
 	if len(deps) < 50 {
 		t.Fatalf("go list -deps listed %d packages, too few to be the binaries' dependencies", len(deps))

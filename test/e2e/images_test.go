@@ -1,25 +1,14 @@
 package e2e
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
-	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/persona-operator/persona-operator/internal/image"
 )
 
 // The images the node runs; containerd's sandbox_image (hack/e2e-node.sh)
@@ -69,114 +58,15 @@ func writeImages(bin, turnFile, dir string) ([]string, error) {
 }
 
 // writeImage writes an image of one layer holding files (name in the image
-// to path here) that runs entrypoint, as an OCI image layout in a tarball;
-// the annotation io.containerd.image.name names it for ctr.
+// to path here) that runs entrypoint, as an OCI image layout tarball.
 func writeImage(path, ref, entrypoint string, files map[string]string) error {
-	layerTar, err := tarOf(files)
+	var entries []image.File
+	for name, source := range files {
+		entries = append(entries, image.File{Name: name, Source: source, Mode: 0o755})
+	}
+	img, err := image.Build(entries, image.Config{Entrypoint: []string{entrypoint}}, runtime.GOARCH)
 	if err != nil {
 		return err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestSpeed))
-	if err != nil {
-		return err
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return err
-	}
-	img = mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), types.OCIConfigJSON)
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Config.Entrypoint = []string{entrypoint}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp(filepath.Dir(path), "layout-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	l, err := layout.Write(dir, empty.Index)
-	if err != nil {
-		return err
-	}
-	err = l.AppendImage(img,
-		layout.WithAnnotations(map[string]string{"io.containerd.image.name": ref, "org.opencontainers.image.ref.name": ref[strings.LastIndex(ref, ":")+1:]}),
-		layout.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}))
-	if err != nil {
-		return err
-	}
-	return tarDir(dir, path)
-}
-
-// tarOf is a tar of files, executable and owned by root.
-func tarOf(files map[string]string) ([]byte, error) {
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, name := range names {
-		raw, err := os.ReadFile(files[name])
-		if err != nil {
-			return nil, err
-		}
-		hdr := &tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(raw)), ModTime: time.Unix(0, 0)}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(raw); err != nil {
-			return nil, err
-		}
-	}
-	return buf.Bytes(), tw.Close()
-}
-
-// tarDir writes the files under dir into the tarball path.
-func tarDir(dir, path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	tw := tar.NewWriter(f)
-	err = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		hdr, err := tar.FileInfoHeader(info, "")
-		if err != nil {
-			return err
-		}
-		if hdr.Name, err = filepath.Rel(dir, p); err != nil {
-			return err
-		}
-		if info.IsDir() {
-			hdr.Name += "/"
-		}
-		if err := tw.WriteHeader(hdr); err != nil || info.IsDir() {
-			return err
-		}
-		src, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer src.Close()
-		_, err = io.Copy(tw, src)
-		return err
-	})
-	if cerr := tw.Close(); err == nil {
-		err = cerr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return image.WriteArchive(path, ref, img)
 }
