@@ -320,7 +320,8 @@ func TestRenderExitStatus(t *testing.T) {
 		{"context bad harness", []string{"render", "-f", p, "--turn", ctx("harness: gemini\n")}, 1, `"gemini"`},
 		{"context not YAML", []string{"render", "-f", p, "--turn", ctx("a: [\n")}, 1, "invalid YAML"},
 		{"context wrong type", []string{"render", "-f", p, "--turn", ctx("repos: yes\n")}, 1, "turn context"},
-		{"bad bundle", []string{"render", "--bundle", ctx(`{"version": 1, "extra": true}`)}, 1, "extra"},
+		{"bad bundle", []string{"render", "--bundle", ctx(`{"version": 1, "version": 1}`)}, 1, "duplicate field"},
+		{"bundle requiring the unknown", []string{"render", "--bundle", ctx(`{"version": 1, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": [], "requires": ["extra"]}`)}, 1, `requires "extra"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -52,7 +52,21 @@ type Bundle struct {
 	// in name order.
 	ClusterLayers []ClusterLayer `json:"clusterLayers,omitempty"`
 	Variants      []Variant      `json:"variants,omitempty"`
+	// Requires names the features of this bundle that a reader must honour
+	// to render it as the operator does. A reader ignores the fields it does
+	// not know, so a newer bundle still renders in an older agent image,
+	// unless the bundle requires a feature the reader does not know: then it
+	// refuses the bundle and names the feature, so nothing that changes the
+	// prompt (a guardrail, a position) is ever dropped silently.
+	Requires []string `json:"requires,omitempty"`
 }
+
+// bundleFeatures are the features this build honours when a bundle requires
+// them. Every feature that a reader unaware of it would drop or misplace is
+// written into Requires and added here; the guardrails and their positions
+// first, last and final predate the rule (a reader refuses an unknown
+// position or version), so none is listed yet.
+var bundleFeatures = map[string]bool{}
 
 // MarshalBundle serializes b as bundle.json: compact, HTML characters left
 // as they are, one trailing newline. The same bundle gives the same bytes.
@@ -98,17 +112,24 @@ func putBuffer(buf *bytes.Buffer) {
 	buffers.Put(buf)
 }
 
-// UnmarshalBundle reads bundle.json strictly: unknown or differently cased
-// fields, duplicate fields, other versions and unknown guardrail positions
-// are errors, and so is a final guardrail in a version 1 bundle.
+// UnmarshalBundle reads bundle.json. Fields it does not know are ignored,
+// as a newer operator may write them; a required feature it does not know,
+// a repeated field, another version and an unknown guardrail position are
+// errors, and so is a final guardrail in a version 1 bundle.
 func UnmarshalBundle(raw []byte) (*Bundle, error) {
 	var b Bundle
-	strict, err := kjson.UnmarshalStrict(raw, &b, kjson.DisallowUnknownFields, kjson.DisallowDuplicateFields)
+	strict, err := kjson.UnmarshalStrict(raw, &b, kjson.DisallowDuplicateFields)
 	if err != nil {
 		return nil, fmt.Errorf("read bundle: %w", err)
 	}
 	if len(strict) > 0 {
 		return nil, fmt.Errorf("read bundle: %w", errors.Join(strict...))
+	}
+	for _, feature := range b.Requires {
+		if !bundleFeatures[feature] {
+			return nil, fmt.Errorf("read bundle: it requires %q, a feature this kubectl-persona does not know: "+
+				"use the kubectl-persona of the operator's release or a newer one", feature)
+		}
 	}
 	if b.Version != BundleVersion && b.Version != BundleVersionFinal {
 		return nil, fmt.Errorf("read bundle: version %d is not supported (this build reads versions %d and %d)", b.Version, BundleVersion, BundleVersionFinal)

@@ -39,19 +39,74 @@ func TestBundleRoundTrip(t *testing.T) {
 	}
 }
 
-func TestUnmarshalBundleIsStrict(t *testing.T) {
+func TestUnmarshalBundleRefuses(t *testing.T) {
 	for _, raw := range []string{
 		`{"version": 3, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": []}`,
 		`{"version": 0, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": []}`,
-		`{"version": 1, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": [], "extra": 1}`,
 		`{"version": 1} {}`,
 		`not json`,
+		// a field's name in another case is not the field: the version is missing
 		`{"Version": 1, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": []}`,
 		`{"version": 1, "version": 1, "persona": {"name": "p", "namespace": "n"}, "context": {}, "sections": []}`,
 	} {
 		if _, err := render.UnmarshalBundle([]byte(raw)); err == nil {
 			t.Errorf("accepted %s", raw)
 		}
+	}
+}
+
+// A bundle from a newer operator: the fields this build does not know are
+// ignored, and it renders as the same bundle without them.
+func TestUnmarshalBundleIgnoresFieldsItDoesNotKnow(t *testing.T) {
+	known := `{"version":1,"persona":{"name":"p","namespace":"n","prompt":"Body","harness":"codex"},"context":{},` +
+		`"sections":[{"key":"persona","origin":"default","template":"{{ .Persona.Prompt }}"}],` +
+		`"clusterLayers":[{"name":"g","position":"last","template":"Guard"}]}`
+	newer := `{"version":1,"persona":{"name":"p","namespace":"n","prompt":"Body","harness":"codex","newField":"x"},"context":{"newContext":[1]},` +
+		`"sections":[{"key":"persona","origin":"default","template":"{{ .Persona.Prompt }}","newSectionField":true}],` +
+		`"clusterLayers":[{"name":"g","position":"last","template":"Guard","newGuardrailField":{}}],"newTopLevel":"y"}`
+	want, err := render.UnmarshalBundle([]byte(known))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := render.UnmarshalBundle([]byte(newer))
+	if err != nil {
+		t.Fatalf("refused a newer bundle whose new fields are not required: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the newer bundle read as\n%#v\nnot\n%#v", got, want)
+	}
+	if text := mustRender(t, got, ""); text != "Body\n\nGuard\n" {
+		t.Errorf("rendered %q, want the persona's body then the guardrail", text)
+	}
+}
+
+// A bundle that requires a feature this build does not know is refused,
+// naming the feature, rather than rendered without it.
+func TestUnmarshalBundleRefusesAnUnknownRequiredFeature(t *testing.T) {
+	raw := `{"version":1,"persona":{"name":"p","namespace":"n"},"context":{},"sections":[],` +
+		`"clusterLayers":[{"name":"g","position":"last","template":"G","scope":"tools"}],"requires":["guardrailScope"]}`
+	_, err := render.UnmarshalBundle([]byte(raw))
+	want := `read bundle: it requires "guardrailScope", a feature this kubectl-persona does not know: ` +
+		`use the kubectl-persona of the operator's release or a newer one`
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+// A bundle from an older operator, before Requires: it reads and renders as
+// it did.
+func TestUnmarshalBundleReadsAnOlderBundle(t *testing.T) {
+	raw := `{"version":1,"persona":{"name":"p","namespace":"n","harness":"codex"},"context":{},` +
+		`"sections":[{"key":"workspace","origin":"default","template":"Work in {{ .Harness }}."}]}`
+	b, err := render.UnmarshalBundle([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Requires != nil {
+		t.Errorf("requires %v, want none", b.Requires)
+	}
+	if text := mustRender(t, b, ""); text != "Work in codex.\n" {
+		t.Errorf("rendered %q", text)
 	}
 }
 
@@ -70,7 +125,7 @@ func TestTurnOverridesWhatItSets(t *testing.T) {
 }
 
 // A bundle holding a final guardrail is written as version 2, which a
-// reader of version 1 only refuses (TestUnmarshalBundleIsStrict's first
+// reader of version 1 only refuses (TestUnmarshalBundleRefuses's first
 // case is exactly what such a reader is given); any other is version 1, as
 // before, so its bytes and content hash do not change.
 func TestBundleVersionMarksFinal(t *testing.T) {
