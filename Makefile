@@ -78,7 +78,7 @@ envtest: ## Build kube-apiserver and etcd from the Go module proxy into the envt
 	hack/envtest-binaries.sh
 
 .PHONY: demo
-demo: ## Run the operator on a local control plane, apply config/samples and print every persona's prompt.
+demo: ## Run the operator on a local control plane, apply config/samples and print every persona's prompt, persona.md and provenance, and one refused object (manager log in bin/demo/).
 	assets="$$(hack/envtest-binaries.sh)" && KUBEBUILDER_ASSETS="$$assets" go run ./hack/demo $(DEMO_FLAGS)
 
 .PHONY: scale

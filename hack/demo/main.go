@@ -1,11 +1,13 @@
 // Command demo runs persona-operator on a local control plane: it starts
 // kube-apiserver and etcd (from KUBEBUILDER_ASSETS), installs the CRDs and
-// the webhook, runs the manager binary, applies config/samples, and prints
-// every persona's rendered prompt. Run it with `make demo`.
+// the webhook, runs the manager binary, labels the namespace default so the
+// sample guardrail selects it, applies config/samples and prints, for every
+// persona, its system prompt beside its persona.md and where each piece of
+// the prompt came from; then one object the webhook refuses. Run it with
+// `make demo`.
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -13,19 +15,16 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/term"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/test/controlplane"
 )
+
+// logDir holds the manager's log, relative to the repository. It is under
+// bin/ (ignored by git) so that it outlives the demo.
+const logDir = "bin/demo"
 
 func main() {
 	wait := flag.Bool("wait", term.IsTerminal(int(os.Stdin.Fd())), "keep the control plane running until interrupted (default: when run from a terminal)")
@@ -53,6 +52,10 @@ func run(wait bool) error {
 	if out, err := exec.Command("go", "build", "-o", binary, "./cmd").CombinedOutput(); err != nil {
 		return fmt.Errorf("build the manager: %v\n%s", err, out)
 	}
+	objs, err := readSamples(filepath.Join(root, "config", "samples"))
+	if err != nil {
+		return err
+	}
 
 	step("starting kube-apiserver and etcd, installing the CRDs and the webhook")
 	plane, err := controlplane.Start(root)
@@ -60,13 +63,16 @@ func run(wait bool) error {
 		return err
 	}
 	defer plane.Stop()
-	logFile := filepath.Join(dir, "manager.log")
-	log, err := os.Create(logFile)
+	if err := os.MkdirAll(filepath.Join(root, logDir), 0o755); err != nil {
+		return err
+	}
+	logFile := filepath.Join(logDir, "manager.log")
+	log, err := os.Create(filepath.Join(root, logFile))
 	if err != nil {
 		return err
 	}
 	defer log.Close()
-	step("starting the manager (log: " + logFile + ")")
+	step("starting the manager (log: " + logFile + ", kept after the demo ends)")
 	manager, err := plane.NewManager(binary, log)
 	if err != nil {
 		return err
@@ -76,8 +82,12 @@ func run(wait bool) error {
 	}
 	defer manager.Stop()
 
+	step("labelling the namespace default for the sample guardrails")
+	if err := labelForGuardrails(ctx, plane.Client, objs); err != nil {
+		return err
+	}
 	step("applying config/samples")
-	names, err := applySamples(ctx, plane.Client, filepath.Join(root, "config", "samples"))
+	names, err := createSamples(ctx, plane.Client, objs)
 	if err != nil {
 		return err
 	}
@@ -86,86 +96,17 @@ func run(wait bool) error {
 			return err
 		}
 	}
+	if err := showRefusal(ctx, plane.AdminKubeconfig); err != nil {
+		return err
+	}
+	fmt.Printf("\nThe manager's log is in %s.\n", logFile)
 	if !wait {
-		fmt.Println("\nDone; the control plane is stopped. Run `make demo` from a terminal (or with DEMO_FLAGS=-wait) to keep it running.")
+		fmt.Println("Done; the control plane is stopped. Run `make demo` from a terminal (or with DEMO_FLAGS=-wait) to keep it running.")
 		return nil
 	}
-	fmt.Printf("\nThe control plane is up. Look around with:\n  kubectl --kubeconfig %s get personas,promptlayers,configmaps\nPress Ctrl-C to stop.\n", plane.AdminKubeconfig)
+	fmt.Printf("The control plane is up. Look around with:\n  kubectl --kubeconfig %s get personas,promptlayers,clusterpromptlayers,configmaps\nPress Ctrl-C to stop.\n", plane.AdminKubeconfig)
 	<-ctx.Done()
 	return nil
 }
 
 func step(msg string) { fmt.Fprintf(os.Stderr, "==> %s\n", msg) }
-
-// applySamples creates every object of the sample manifests in the default
-// namespace and returns the Personas' names.
-func applySamples(ctx context.Context, c client.Client, dir string) ([]string, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	var personas []string
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		objs, err := controlplane.DecodeManifest(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		for _, u := range objs {
-			if u.GetKind() == "Kustomization" {
-				continue
-			}
-			u.SetNamespace(corev1.NamespaceDefault)
-			if err := c.Create(ctx, u); err != nil {
-				return nil, fmt.Errorf("%s: create %s %s: %w", filepath.Base(f), u.GetKind(), u.GetName(), err)
-			}
-			if u.GetKind() == "Persona" {
-				personas = append(personas, u.GetName())
-			}
-		}
-	}
-	slices.Sort(personas)
-	return personas, nil
-}
-
-// printPersona waits for a persona to settle and prints its prompt.
-func printPersona(ctx context.Context, c client.Client, name string) error {
-	key := client.ObjectKey{Namespace: corev1.NamespaceDefault, Name: name}
-	var p v1alpha1.Persona
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if err := c.Get(ctx, key, &p); err != nil {
-			return err
-		}
-		if cond := meta.FindStatusCondition(p.Status.Conditions, "Ready"); cond != nil && cond.ObservedGeneration == p.Generation {
-			fmt.Printf("\n=== Persona %s: Ready=%s (%s)\n", name, cond.Status, cond.Reason)
-			if cond.Status != "True" {
-				fmt.Println(cond.Message)
-				return nil
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("persona %s did not settle in 30s", name)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	var cm corev1.ConfigMap
-	if err := c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: p.Status.ConfigMapName}, &cm); err != nil {
-		return err
-	}
-	fmt.Printf("--- ConfigMap %s, system-prompt.md (%d bytes):\n%s", cm.Name, len(cm.Data["system-prompt.md"]), cm.Data["system-prompt.md"])
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range cm.Data {
-			if strings.HasPrefix(k, "system-prompt.") && k != "system-prompt.md" && !yield(k) {
-				return
-			}
-		}
-	}) {
-		fmt.Printf("--- %s:\n%s", k, cm.Data[k])
-	}
-	return nil
-}

@@ -22,6 +22,9 @@ const (
 	outputPrompt    = "prompt"
 	outputConfigMap = "configmap"
 	outputBundle    = "bundle"
+	// outputPersona is persona.md: the persona's own body, which Claude gets
+	// as its agent definition instead of a persona section.
+	outputPersona = "persona"
 )
 
 type renderOptions struct {
@@ -38,10 +41,11 @@ func newRenderCommand(s *Streams) *cobra.Command {
 	o := &renderOptions{}
 	cmd := &cobra.Command{
 		Use:   "render (-f PATH... | -k DIR | --bundle FILE) [flags]",
-		Short: "Print a persona's system prompt, ConfigMap or bundle",
+		Short: "Print a persona's system prompt, persona.md, ConfigMap or bundle",
 		Long: `Render a persona as the operator does and print its system prompt (the
-content of system-prompt.md), the ConfigMap the operator would write, or the
-resolved bundle (bundle.json).
+content of system-prompt.md), its persona.md (the persona's own body: Claude's
+agent definition, which no system prompt of a claude persona holds), the
+ConfigMap the operator would write, or the resolved bundle (bundle.json).
 
 With -f, render reads manifests (files, directories searched recursively for
 *.yaml, *.yml and *.json, or - for standard input; multi-document YAML is
@@ -66,6 +70,9 @@ and streaming. Every field it sets overrides the persona's.`,
   # One persona of a GitOps directory, as Codex would get it
   kubectl persona render -f deploy/ --persona reviewer --variant codex
 
+  # The persona.md a Claude agent takes as its agent definition
+  kubectl persona render -f deploy/ --persona reviewer -o persona
+
   # A persona's ConfigMap, from a kustomize overlay
   kubectl persona render -k overlays/prod --persona reviewer -o configmap
 
@@ -81,9 +88,9 @@ and streaming. Every field it sets overrides the persona's.`,
 	f.StringVar(&o.persona, "persona", "", "the persona to render, `NAME` or NAMESPACE/NAME (needed when the manifests hold several)")
 	f.StringVar(&o.variant, "variant", "", "render the persona's variant `NAME` (with -o prompt)")
 	f.StringVar(&o.turn, "turn", "", "turn context `FILE`, JSON or YAML (- for standard input)")
-	f.StringVarP(&o.output, "output", "o", outputPrompt, "output `FORMAT`: prompt, configmap or bundle")
+	f.StringVarP(&o.output, "output", "o", outputPrompt, "output `FORMAT`: prompt, persona, configmap or bundle")
 	f.StringVarP(&o.namespace, "namespace", "n", manifest.DefaultNamespace, "the `NAMESPACE` of manifests that set none")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputPrompt, outputConfigMap, outputBundle}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputPrompt, outputPersona, outputConfigMap, outputBundle}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -133,9 +140,9 @@ func (o *renderOptions) run(cmd *cobra.Command, s *Streams, args []string) error
 func (o *renderOptions) check(cmd *cobra.Command, args []string) error {
 	changed := cmd.Flags().Changed
 	switch o.output {
-	case outputPrompt, outputConfigMap, outputBundle:
+	case outputPrompt, outputPersona, outputConfigMap, outputBundle:
 	default:
-		return usageError("--output %q is not one of prompt, configmap, bundle", o.output)
+		return usageError("--output %q is not one of prompt, persona, configmap, bundle", o.output)
 	}
 	if o.variant != "" && o.output != outputPrompt {
 		return usageError("--variant renders one variant's prompt; it needs -o prompt, not -o %s (-o configmap holds every variant)", o.output)
@@ -280,6 +287,14 @@ func (o *renderOptions) render(b *render.Bundle) ([]byte, error) {
 			return nil, err
 		}
 		return configMapYAML(delivery.ConfigMap(b.Persona.Name, b.Persona.Namespace, out))
+	case outputPersona:
+		// The key as the operator writes it, so it fails where the
+		// operator would write no ConfigMap at all.
+		out, err := render.Default().ConfigMap(b)
+		if err != nil {
+			return nil, err
+		}
+		return []byte(out.Data[render.PersonaKey]), nil
 	}
 	p, err := render.Default().Render(b, o.variant)
 	if err != nil {

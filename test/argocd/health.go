@@ -1,5 +1,7 @@
 // Package argocd runs the Argo CD health check of config/argocd the way
-// Argo CD does, so tests can check it without a cluster.
+// Argo CD does, so tests can check it without a cluster. config/argocd
+// installs it in two forms: a kustomize Component merged into argocd-cm,
+// and configs.cm values for Argo CD's Helm chart.
 package argocd
 
 import (
@@ -12,10 +14,19 @@ import (
 	lua "github.com/yuin/gopher-lua"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 )
 
 // componentDir holds the health script and the component installing it.
 const componentDir = "config/argocd"
+
+// helmValuesFile holds the values for Argo CD's Helm chart.
+const helmValuesFile = "helm-values.yaml"
+
+// HealthKey is the argocd-cm key of the health check of kind.
+func HealthKey(kind string) string {
+	return "resource.customizations.health.prompts.persona-operator.dev_" + kind
+}
 
 // Script returns the health script of the repository at repoRoot.
 func Script(repoRoot string) (string, error) {
@@ -176,4 +187,37 @@ func PatchKeys(repoRoot string) (map[string]string, error) {
 		}
 	}
 	return nil, fmt.Errorf("build of %s has no ConfigMap argocd/argocd-cm", componentDir)
+}
+
+// HelmValuesKeys returns configs.cm of the Helm values of repoRoot: the keys
+// Argo CD's chart writes into argocd-cm. The file is read strictly, so a
+// misspelt level fails rather than installing nothing.
+func HelmValuesKeys(repoRoot string) (map[string]string, error) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, componentDir, helmValuesFile))
+	if err != nil {
+		return nil, err
+	}
+	var values struct {
+		Configs struct {
+			CM map[string]string `json:"cm"`
+		} `json:"configs"`
+	}
+	if err := yaml.UnmarshalStrict(raw, &values); err != nil {
+		return nil, fmt.Errorf("%s: %w", helmValuesFile, err)
+	}
+	return values.Configs.CM, nil
+}
+
+// Forms returns the argocd-cm data each form of config/argocd installs,
+// by the form's name.
+func Forms(repoRoot string) (map[string]map[string]string, error) {
+	component, err := PatchKeys(repoRoot)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize Component: %w", err)
+	}
+	helm, err := HelmValuesKeys(repoRoot)
+	if err != nil {
+		return nil, fmt.Errorf("Helm values: %w", err)
+	}
+	return map[string]map[string]string{"kustomize Component": component, "Helm values": helm}, nil
 }

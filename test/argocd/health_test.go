@@ -112,18 +112,44 @@ conditions:
 - {type: Ready, status: Unknown, observedGeneration: 3, reason: Pending, message: not rendered yet}`,
 		wantStatus: "Progressing", wantMsg: "not rendered yet",
 	}}
-	for _, kind := range []string{"Persona", "PromptLayer", "ClusterPromptLayer"} {
-		for _, tc := range cases {
-			t.Run(kind+"/"+tc.name, func(t *testing.T) {
-				status, msg, err := Health(script, object(t, kind, tc.status))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if status != tc.wantStatus || msg != tc.wantMsg {
-					t.Errorf("got %s %q, want %s %q", status, msg, tc.wantStatus, tc.wantMsg)
-				}
-			})
+	forms, err := Forms(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The script as each form installs it, under each kind's key.
+	for form, data := range forms {
+		for _, kind := range kinds {
+			script, ok := data[HealthKey(kind)]
+			if !ok {
+				t.Errorf("%s: no key %s", form, HealthKey(kind))
+				continue
+			}
+			for _, tc := range cases {
+				t.Run(form+"/"+kind+"/"+tc.name, func(t *testing.T) {
+					check(t, script, kind, tc.status, tc.wantStatus, tc.wantMsg)
+				})
+			}
 		}
+	}
+	// And health.lua itself, which internal/controller checks against kstatus.
+	for _, tc := range cases {
+		t.Run("health.lua/"+tc.name, func(t *testing.T) {
+			check(t, script, "Persona", tc.status, tc.wantStatus, tc.wantMsg)
+		})
+	}
+}
+
+// kinds are the kinds of the API, each with its own argocd-cm key.
+var kinds = []string{"Persona", "PromptLayer", "ClusterPromptLayer"}
+
+func check(t *testing.T, script, kind, status, wantStatus, wantMsg string) {
+	t.Helper()
+	got, msg, err := Health(script, object(t, kind, status))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != wantStatus || msg != wantMsg {
+		t.Errorf("got %s %q, want %s %q", got, msg, wantStatus, wantMsg)
 	}
 }
 
@@ -159,5 +185,33 @@ func TestPatchKeys(t *testing.T) {
 	if !maps.Equal(data, want) {
 		t.Errorf("argocd-cm data keys %v, want %v (each health key equal to health.lua)",
 			slices.Sorted(maps.Keys(data)), slices.Sorted(maps.Keys(want)))
+	}
+}
+
+// Both forms install, under each kind's key, exactly health.lua, and the Helm
+// values nothing else: an edit of the script reaches both or the test fails.
+func TestFormsCarryTheSameScript(t *testing.T) {
+	script, err := Script(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forms, err := Forms(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(forms) != 2 {
+		t.Fatalf("forms %v, want the kustomize Component and the Helm values", slices.Sorted(maps.Keys(forms)))
+	}
+	for form, data := range forms {
+		for _, kind := range kinds {
+			if got := data[HealthKey(kind)]; got != script {
+				t.Errorf("%s: %s is not health.lua (%d bytes, health.lua %d): copy health.lua into it",
+					form, HealthKey(kind), len(got), len(script))
+			}
+		}
+	}
+	helm := forms["Helm values"]
+	if len(helm) != len(kinds) {
+		t.Errorf("Helm values set %v, want only the %d health keys", slices.Sorted(maps.Keys(helm)), len(kinds))
 	}
 }
