@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# hack/e2e-binaries.sh - provide kubelet, kube-scheduler and kube-controller-manager
+# hack/e2e-binaries.sh - provide kubelet, kube-proxy, kube-scheduler and kube-controller-manager
 # for the single-node e2e suite (test/e2e), beside the kube-apiserver and etcd of
 # hack/envtest-binaries.sh.
 #
 # Why: as for kube-apiserver, only the Go module proxy is reachable, so these are
 # built from k8s.io/kubernetes@v${K8S_VERSION} in a throw-away module whose replace
 # block maps k8s.io/kubernetes's ./staging/src/k8s.io/X to k8s.io/X v0.<minor>.<patch>.
-# All three are built by one `go build`, which shares their packages (~8 min on two
+# All four are built by one `go build`, which shares their packages (~9 min on two
 # cores with a cold build cache, seconds when cached).
 #
 # Usage:  PERSONA_E2E_BINARIES="$(hack/e2e-binaries.sh)"
@@ -17,7 +17,7 @@
 set -euo pipefail
 
 K8S_VERSION="${ENVTEST_K8S_VERSION:-1.37.2}"
-BINARIES=(kubelet kube-scheduler kube-controller-manager)
+BINARIES=(kubelet kube-proxy kube-scheduler kube-controller-manager)
 
 LOG_PREFIX=e2e-binaries
 # shellcheck source=hack/lib.sh

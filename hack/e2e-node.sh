@@ -4,8 +4,9 @@
 #   hack/e2e-node.sh            install containerd, runc and the CNI plugins with apt
 #                               when one is missing (`apt-get update` first, only then)
 #   hack/e2e-node.sh config DIR write into DIR the files containerd needs to run
-#                               there: config.toml, a loopback-only CNI conflist and
-#                               the runc wrapper (test/e2e calls this for its temp dir)
+#                               there: config.toml, the pod network's CNI conflist
+#                               (a bridge) and the runc wrapper (test/e2e calls this
+#                               for its temp dir, inside its network namespace)
 #
 # Idempotent; needs root to install. Everything a node writes stays under DIR.
 set -euo pipefail
@@ -15,6 +16,8 @@ die() { log "ERROR: $*"; exit 1; }
 
 CNI_BIN_DIR=/usr/lib/cni
 RUNC=/usr/sbin/runc
+# The pods' subnet; test/e2e's podSubnet.
+POD_SUBNET="${POD_SUBNET:-10.244.0.0/24}"
 
 install_packages() {
     local missing=()
@@ -59,10 +62,14 @@ fi
 exec $RUNC "\$@"
 EOF
     chmod 0755 "$dir/runc-wrapper"
-    # Pods run with hostNetwork: a pod network would need a bridge with private
-    # addresses, and the sandbox of a pod without one only needs loopback.
-    cat >"$dir/cni/10-loopback.conflist" <<'EOF'
-{"cniVersion": "1.0.0", "name": "loopback", "plugins": [{"type": "loopback"}]}
+    # The pod network: a bridge with private addresses from host-local, whose
+    # leases stay under DIR. The suite runs the whole node in a network
+    # namespace of its own, so the bridge and the pods' addresses exist only
+    # there, and nothing masquerades or routes them out.
+    cat >"$dir/cni/10-pods.conflist" <<EOF
+{"cniVersion": "1.0.0", "name": "pods", "plugins": [
+  {"type": "bridge", "bridge": "cni0", "isGateway": true, "isDefaultGateway": true, "ipMasq": false,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "${POD_SUBNET}"}]], "dataDir": "$dir/ipam"}}]}
 EOF
     cat >"$dir/config.toml" <<EOF
 version = 2

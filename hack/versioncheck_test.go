@@ -88,7 +88,7 @@ func fakeAssets(t *testing.T, k8sVersion, etcdVersion string) assets {
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range []string{"kube-apiserver", "kubelet", "kube-scheduler", "kube-controller-manager"} {
+	for _, b := range []string{"kube-apiserver", "kubelet", "kube-proxy", "kube-scheduler", "kube-controller-manager"} {
 		fakeVersion(t, filepath.Join(dest, b), "Kubernetes v"+k8sVersion)
 	}
 	fakeVersion(t, filepath.Join(dest, "etcd"), "etcd Version: "+etcdVersion)

@@ -40,6 +40,8 @@ type Plane struct {
 	AdminKubeconfig string
 	// root is the repository, for config/.
 	root string
+	// extraDirs are removed with the plane.
+	extraDirs []string
 }
 
 // etcdQuotaBytes is etcd's quota of database file.
@@ -75,13 +77,20 @@ func Start(root string) (*Plane, error) {
 	if p.Client, err = client.New(cfg, client.Options{Scheme: Scheme}); err != nil {
 		return fail(fmt.Errorf("client: %w", err))
 	}
-	if p.Dir, err = os.MkdirTemp("", "persona-controlplane-"); err != nil {
-		return fail(err)
-	}
-	if p.AdminKubeconfig, err = p.kubeconfig("admin", "system:masters"); err != nil {
+	if err := p.writeAdminKubeconfig(); err != nil {
 		return fail(err)
 	}
 	return p, nil
+}
+
+// writeAdminKubeconfig makes Dir and an administrator's kubeconfig in it.
+func (p *Plane) writeAdminKubeconfig() error {
+	var err error
+	if p.Dir, err = os.MkdirTemp("", "persona-controlplane-"); err != nil {
+		return err
+	}
+	p.AdminKubeconfig, err = p.kubeconfig("admin", "system:masters")
+	return err
 }
 
 // kubeconfig writes a kubeconfig of a new user in groups.
@@ -101,8 +110,10 @@ func (p *Plane) kubeconfig(name string, groups ...string) (string, error) {
 // Stop stops the control plane and removes its files.
 func (p *Plane) Stop() error {
 	err := p.Env.Stop()
-	if p.Dir != "" {
-		_ = os.RemoveAll(p.Dir)
+	for _, dir := range append([]string{p.Dir}, p.extraDirs...) {
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
 	}
 	return err
 }

@@ -62,3 +62,15 @@ func since(turns []turn, t time.Time) []turn {
 	i := sort.Search(len(turns), func(i int) bool { return !turns[i].At.Before(t) })
 	return turns[i:]
 }
+
+// containerLogTails is the end of the log of every container named
+// container in namespace's pods, for a failure.
+func (n *node) containerLogTails(namespace, container string, size int64) string {
+	files, _ := filepath.Glob(filepath.Join(n.podLogs, namespace+"_*", container, "*.log"))
+	sort.Strings(files)
+	var b strings.Builder
+	for _, f := range files {
+		fmt.Fprintf(&b, "--- %s\n%s\n", strings.TrimPrefix(f, n.podLogs+"/"), fileTail(f, size))
+	}
+	return b.String()
+}

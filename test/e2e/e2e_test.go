@@ -132,35 +132,36 @@ func setUp(t *testing.T) *suite {
 	}
 	start := time.Now()
 	step("build", buildBinaries(root, s.bin))
-	images, err := writeImages(s.bin, filepath.Join(root, "test", "e2e", "testdata", "turn.json"), work)
+	managerImage, err := releaseImage(root)
+	step("read the manager's image from dist/install.yaml", err)
+	images, err := writeImages(s.bin, filepath.Join(root, "test", "e2e", "testdata", "turn.json"), managerImage, work)
 	step("write the images", err)
 	t.Logf("built the binaries and images in %s", time.Since(start).Round(time.Second))
 
-	s.plane, err = controlplane.Start(root)
+	var cluster *controlplane.Cluster
+	s.plane, cluster, err = controlplane.StartCluster(apiServerAddress)
 	step("start the control plane", err)
 	t.Cleanup(func() { _ = s.plane.Stop() })
 	s.c = s.plane.Client
-	manager, err := s.plane.NewManager(filepath.Join(s.bin, "cmd"), logFile(t, work, "manager.log"), "--zap-log-level=info")
-	step("prepare the manager", err)
-	step("start the manager", manager.Start(s.ctx))
-	t.Cleanup(func() { _ = manager.Stop() })
 
 	s.node = &node{dir: filepath.Join(work, "node"), binaries: binaries}
 	t.Cleanup(s.node.stop)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("logs of the node:\n%s\n--- manager\n%s", s.node.tails(), fileTail(filepath.Join(work, "manager.log"), 4<<10))
+			t.Logf("logs of the node:\n%s\n--- manager\n%s", s.node.tails(), s.node.containerLogTails(installNamespace, "manager", 4<<10))
 		}
 	})
-	step("start the node", startNode(s.ctx, s.node, root, s.plane, images))
+	step("start the node", startNode(s.ctx, s.node, root, s.plane, cluster, images))
 	t.Logf("the node is Ready after %s", time.Since(start).Round(time.Second))
 
-	// A cluster has it; envtest's API server runs neither the ServiceAccount
-	// admission plugin nor the controller that would create it.
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: namespace}}
-	if err := s.c.Create(s.ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create the default ServiceAccount: %v", err)
-	}
+	step("install dist/install.yaml", s.installRelease())
+	t.Logf("the operator, installed from dist/install.yaml, is Ready and admits through its Service after %s", time.Since(start).Round(time.Second))
+
+	// The ServiceAccount controller makes it; pods wait for it.
+	step("the default ServiceAccount", waitFor(time.Minute, "ServiceAccount "+namespace+"/default", func() (bool, error) {
+		err := s.c.Get(s.ctx, client.ObjectKey{Namespace: namespace, Name: "default"}, &corev1.ServiceAccount{})
+		return err == nil, err
+	}))
 	step("apply test/e2e/overlay", s.applyOverlay())
 	s.agentPod, err = s.waitAgentPodRunning()
 	step("run the agent Deployment", err)

@@ -19,10 +19,12 @@ const (
 )
 
 // buildBinaries builds the manager (as bin/cmd), kubectl-persona, the agent
-// and pause into bin, static, so that images need nothing beside them.
+// and pause into bin, static and as make image builds them, so that images
+// need nothing beside them.
 func buildBinaries(root, bin string) error {
-	cmd := exec.Command("go", "build", "-o", bin+string(filepath.Separator),
+	args := append(append([]string{"build"}, image.GoBuildFlags...), "-o", bin+string(filepath.Separator),
 		"./cmd", "./cmd/kubectl-persona", "./test/e2e/agent", "./test/e2e/pause")
+	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -31,9 +33,10 @@ func buildBinaries(root, bin string) error {
 	return nil
 }
 
-// writeImages writes the pause and agent images as OCI image layout tarballs
-// into dir, for `ctr images import`.
-func writeImages(bin, turnFile, dir string) ([]string, error) {
+// writeImages writes the pause, agent and manager images as OCI image
+// layout tarballs into dir, for `ctr images import`. The manager's is the
+// release's (internal/image, as make image builds it), named managerRef.
+func writeImages(bin, turnFile, managerRef, dir string) ([]string, error) {
 	images := []struct {
 		ref        string
 		entrypoint string
@@ -48,13 +51,26 @@ func writeImages(bin, turnFile, dir string) ([]string, error) {
 	}
 	var tarballs []string
 	for _, im := range images {
-		path := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(im.ref)+".tar")
+		path := archivePath(dir, im.ref)
 		if err := writeImage(path, im.ref, im.entrypoint, im.files); err != nil {
 			return nil, fmt.Errorf("image %s: %w", im.ref, err)
 		}
 		tarballs = append(tarballs, path)
 	}
-	return tarballs, nil
+	files, config := image.Manager(filepath.Join(bin, "cmd"))
+	manager, err := image.Build(files, config, runtime.GOARCH)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", managerRef, err)
+	}
+	path := archivePath(dir, managerRef)
+	if err := image.WriteArchive(path, managerRef, manager); err != nil {
+		return nil, fmt.Errorf("image %s: %w", managerRef, err)
+	}
+	return append(tarballs, path), nil
+}
+
+func archivePath(dir, ref string) string {
+	return filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(ref)+".tar")
 }
 
 // writeImage writes an image of one layer holding files (name in the image

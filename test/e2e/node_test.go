@@ -42,14 +42,18 @@ type node struct {
 	kubeletArgs          []string
 	binaries             string
 
-	containerd, kubelet, scheduler, controllerManager *process
+	containerd, kubelet, scheduler, controllerManager, proxy *process
+	// netnsBefore are the pod network namespaces that existed before the
+	// node started; stop removes the others.
+	netnsBefore map[string]bool
 }
 
 // startNode starts containerd, imports images into it, then starts the
-// kubelet, the scheduler and the controller-manager, and waits for the node
-// to be Ready. Its errors name the step that failed. The caller stops it,
-// even after an error.
-func startNode(ctx context.Context, n *node, root string, plane *controlplane.Plane, images []string) error {
+// kubelet, the scheduler, the controller-manager and kube-proxy, and waits
+// for the node to be Ready. Its errors name the step that failed. The caller
+// stops it, even after an error.
+func startNode(ctx context.Context, n *node, root string, plane *controlplane.Plane, cluster *controlplane.Cluster, images []string) error {
+	n.netnsBefore = podNetns()
 	n.socket = filepath.Join(n.dir, "containerd.sock")
 	n.podLogs = filepath.Join(n.dir, "pods-logs")
 	if _, err := run(30*time.Second, filepath.Join(root, "hack", "e2e-node.sh"), "config", n.dir); err != nil {
@@ -83,7 +87,7 @@ func startNode(ctx context.Context, n *node, root string, plane *controlplane.Pl
 		return err
 	}
 	n.kubeletArgs = []string{"--config", config, "--kubeconfig", plane.AdminKubeconfig,
-		"--hostname-override", nodeName, "--root-dir", filepath.Join(n.dir, "kubelet")}
+		"--hostname-override", nodeName, "--node-ip", apiServerAddress, "--root-dir", filepath.Join(n.dir, "kubelet")}
 	if err := n.startKubelet(); err != nil {
 		return err
 	}
@@ -91,21 +95,65 @@ func startNode(ctx context.Context, n *node, root string, plane *controlplane.Pl
 		"--kubeconfig", plane.AdminKubeconfig, "--leader-elect=false", "--secure-port=0"); err != nil {
 		return err
 	}
-	// Only the controllers the suite needs: the garbage collector, the
-	// Deployment and ReplicaSet controllers, and node lifecycle, which lifts
-	// the not-ready taint the kubelet registers the node with. The others
-	// want what envtest's API server lacks (service-account signing keys, ...).
+	// The controllers the suite needs: the garbage collector; Deployments,
+	// ReplicaSets and PodDisruptionBudgets; node lifecycle, which lifts the
+	// not-ready taint the kubelet registers the node with; EndpointSlices,
+	// for kube-proxy's Service rules; and ServiceAccounts, their tokens'
+	// signing and the CA every namespace gets as kube-root-ca.crt.
 	if n.controllerManager, err = startProcess("kube-controller-manager", filepath.Join(n.dir, "kube-controller-manager.log"), filepath.Join(n.binaries, "kube-controller-manager"),
 		"--kubeconfig", plane.AdminKubeconfig, "--leader-elect=false", "--secure-port=0",
-		"--controllers=garbage-collector-controller,deployment-controller,replicaset-controller,node-lifecycle-controller"); err != nil {
+		"--service-account-private-key-file", cluster.ServiceAccountKeyFile, "--root-ca-file", cluster.CAFile,
+		"--controllers=garbage-collector-controller,deployment-controller,replicaset-controller,disruption-controller,"+
+			"node-lifecycle-controller,endpointslice-controller,serviceaccount-controller,serviceaccount-token-controller,"+
+			"root-ca-certificate-publisher-controller,namespace-controller"); err != nil {
+		return err
+	}
+	proxyConfig := filepath.Join(n.dir, "kube-proxy.yaml")
+	healthz, err := controlplane.FreePort()
+	if err != nil {
+		return err
+	}
+	metrics, err := controlplane.FreePort()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(proxyConfig, []byte(kubeProxyConfig(plane.AdminKubeconfig, healthz, metrics)), 0o644); err != nil {
+		return err
+	}
+	if n.proxy, err = startProcess("kube-proxy", filepath.Join(n.dir, "kube-proxy.log"), filepath.Join(n.binaries, "kube-proxy"),
+		"--config", proxyConfig); err != nil {
 		return err
 	}
 	return n.waitReady(ctx, plane.Client, time.Time{})
 }
 
+// kubeProxyConfig is kube-proxy's configuration in the suite's network
+// namespace: iptables rules for the Services, no change to the machine-wide
+// conntrack table, nothing served outside loopback.
+func kubeProxyConfig(kubeconfig string, healthzPort, metricsPort int) string {
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection:
+  kubeconfig: %s
+hostnameOverride: %s
+clusterCIDR: %s
+bindAddress: 127.0.0.1
+healthzBindAddress: 127.0.0.1:%d
+metricsBindAddress: 127.0.0.1:%d
+iptables:
+  localhostNodePorts: false
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+`, kubeconfig, nodeName, podSubnet, healthzPort, metricsPort)
+}
+
 // kubeletConfig is the KubeletConfiguration of a node on this kind of
-// machine: cgroup v1 without CAP_SYS_RESOURCE, loopback-only networking, no
-// serving outside 127.0.0.1.
+// machine: cgroup v1 without CAP_SYS_RESOURCE, serving only on the suite's
+// network namespace's address.
 func kubeletConfig(socket, podLogs string, port int) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -115,7 +163,7 @@ cgroupsPerQOS: false
 enforceNodeAllocatable: []
 failSwapOn: false
 containerRuntimeEndpoint: unix://%s
-address: 127.0.0.1
+address: %s
 port: %d
 readOnlyPort: 0
 healthzPort: 0
@@ -128,7 +176,7 @@ configMapAndSecretChangeDetectionStrategy: %s
 podLogsDir: %s
 resolvConf: ""
 localStorageCapacityIsolation: false
-`, socket, port, syncFrequency, changeDetection, podLogs)
+`, socket, apiServerAddress, port, syncFrequency, changeDetection, podLogs)
 }
 
 func (n *node) startKubelet() error {
@@ -175,6 +223,7 @@ func orExited(err error) error {
 func (n *node) stop() {
 	n.scheduler.stop(5 * time.Second)
 	n.controllerManager.stop(5 * time.Second)
+	n.proxy.stop(5 * time.Second)
 	n.kubelet.stop(10 * time.Second)
 	if n.containerd != nil && !n.containerd.exited() {
 		ctr := func(args ...string) (string, error) {
@@ -189,6 +238,7 @@ func (n *node) stop() {
 	}
 	n.containerd.stop(10 * time.Second)
 	n.killLeftovers()
+	n.removePodNetns()
 	unmountUnder(n.dir)
 	removeLinksInto("/var/log/containers", n.dir)
 }
@@ -267,10 +317,38 @@ func removeLinksInto(dir, target string) {
 // tails is the end of every log of the node, for a failure.
 func (n *node) tails() string {
 	var b strings.Builder
-	for _, p := range []*process{n.containerd, n.kubelet, n.scheduler, n.controllerManager} {
+	for _, p := range []*process{n.containerd, n.kubelet, n.scheduler, n.controllerManager, n.proxy} {
 		if p != nil {
 			fmt.Fprintf(&b, "--- %s (%s)\n%s\n", p.name, p.log, p.tail())
 		}
 	}
 	return b.String()
+}
+
+// netnsDir is where containerd keeps the pods' network namespaces, bind
+// mounted, machine-wide.
+const netnsDir = "/var/run/netns"
+
+// podNetns are the network namespaces in netnsDir.
+func podNetns() map[string]bool {
+	names := map[string]bool{}
+	entries, _ := os.ReadDir(netnsDir)
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	return names
+}
+
+// removePodNetns unmounts and removes the pod network namespaces the node
+// made: containerd removes a sandbox's only when the kubelet stops it, and
+// the suite kills the containers instead.
+func (n *node) removePodNetns() {
+	for name := range podNetns() {
+		if n.netnsBefore[name] || !strings.HasPrefix(name, "cni-") {
+			continue
+		}
+		path := filepath.Join(netnsDir, name)
+		_ = syscall.Unmount(path, syscall.MNT_DETACH)
+		_ = os.Remove(path)
+	}
 }
