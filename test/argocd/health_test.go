@@ -112,7 +112,7 @@ conditions:
 - {type: Ready, status: Unknown, observedGeneration: 3, reason: Pending, message: not rendered yet}`,
 		wantStatus: "Progressing", wantMsg: "not rendered yet",
 	}}
-	for _, kind := range []string{"Persona", "PromptLayer", "ClusterPromptLayer"} {
+	for _, kind := range []string{"Persona", "PromptLayer", "ClusterPromptLayer", "PromptPlatform"} {
 		for _, tc := range cases {
 			t.Run(kind+"/"+tc.name, func(t *testing.T) {
 				status, msg, err := Health(script, object(t, kind, tc.status))
@@ -155,6 +155,7 @@ func TestPatchKeys(t *testing.T) {
 		"resource.customizations.health.prompts.persona-operator.dev_Persona":            script,
 		"resource.customizations.health.prompts.persona-operator.dev_PromptLayer":        script,
 		"resource.customizations.health.prompts.persona-operator.dev_ClusterPromptLayer": script,
+		"resource.customizations.health.prompts.persona-operator.dev_PromptPlatform":     script,
 	}
 	if !maps.Equal(data, want) {
 		t.Errorf("argocd-cm data keys %v, want %v (each health key equal to health.lua)",
