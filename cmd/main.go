@@ -1,5 +1,5 @@
-// Command manager runs the persona-operator: the Persona, PromptLayer and
-// ClusterPromptLayer controllers and the validating webhook.
+// Command manager runs the persona-operator: the Persona, PromptLayer,
+// ClusterPromptLayer and PromptPlatform controllers and the validating webhook.
 package main
 
 import (

@@ -7,6 +7,7 @@ const (
 	PersonaKind            = "Persona"
 	PromptLayerKind        = "PromptLayer"
 	ClusterPromptLayerKind = "ClusterPromptLayer"
+	PromptPlatformKind     = "PromptPlatform"
 	ConfigMapKind          = "ConfigMap"
 	NamespaceKind          = "Namespace"
 )

@@ -164,7 +164,8 @@ type RenderedSection struct {
 	// Name is the piece: platform.<key>, extension.<id>, layer.<name>,
 	// userSystemPrompt or appendSystemPrompt.
 	Name string `json:"name"`
-	// Origin is default, persona/<name> or layer/<name>.
+	// Origin is default, platform/default (the PromptPlatform's),
+	// persona/<name>, layer/<name> or clusterlayer/<name>.
 	Origin string `json:"origin"`
 	// Bytes is the size of the rendered piece.
 	Bytes int64 `json:"bytes"`
@@ -172,9 +173,11 @@ type RenderedSection struct {
 
 // Dependency is an object the last render read.
 type Dependency struct {
-	// Kind is Persona, PromptLayer or ConfigMap.
+	// Kind is Persona, PromptLayer or ConfigMap (in the persona's
+	// namespace), Namespace, ClusterPromptLayer or PromptPlatform.
 	Kind string `json:"kind"`
-	// Name is the object's name, in the persona's namespace.
+	// Name is the object's name, in the persona's namespace for a
+	// namespaced kind.
 	Name string `json:"name"`
 }
 
@@ -201,7 +204,8 @@ type PersonaStatus struct {
 	// Sections is the provenance of each rendered piece of system-prompt.md.
 	// +optional
 	Sections []RenderedSection `json:"sections,omitempty"`
-	// Dependencies are the Personas, PromptLayers and ConfigMaps the render read.
+	// Dependencies are the objects the render read: Personas, PromptLayers,
+	// ConfigMaps, the Namespace, ClusterPromptLayers and the PromptPlatform.
 	// +optional
 	Dependencies []Dependency `json:"dependencies,omitempty"`
 }

@@ -22,8 +22,8 @@ import (
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
 
-// Validate dispatches on obj["kind"] to ValidatePersona, ValidatePromptLayer
-// or ValidateClusterPromptLayer. Objects of other kinds are not ours: nil.
+// Validate dispatches on obj["kind"] to ValidatePersona, ValidatePromptLayer,
+// ValidateClusterPromptLayer or ValidatePromptPlatform. Objects of other kinds are not ours: nil.
 func Validate(obj map[string]any) field.ErrorList {
 	kind, _ := obj["kind"].(string)
 	switch kind {
@@ -33,6 +33,8 @@ func Validate(obj map[string]any) field.ErrorList {
 		return ValidatePromptLayer(obj)
 	case v1alpha1.ClusterPromptLayerKind:
 		return ValidateClusterPromptLayer(obj)
+	case v1alpha1.PromptPlatformKind:
+		return ValidatePromptPlatform(obj)
 	}
 	return nil
 }

@@ -46,7 +46,8 @@ func ValidatePersona(obj map[string]any) field.ErrorList {
 	errs = append(errs, validateLayerRefs(specPath.Child("layers"), spec)...)
 	if sp, state := getMap(spec, "systemPrompt"); state == present {
 		p := specPath.Child("systemPrompt")
-		errs = append(errs, validatePlatform(p.Child("platform"), sp)...)
+		platform, _ := getMap(sp, "platform")
+		errs = append(errs, validatePlatform(p.Child("platform"), platform)...)
 		errs = append(errs, validateExtensions(p.Child("extensions"), sp)...)
 	}
 	errs = append(errs, validateVariants(specPath.Child("variants"), spec)...)
@@ -101,10 +102,10 @@ func validateLayerRefs(p *field.Path, spec map[string]any) field.ErrorList {
 	return errs
 }
 
-// validatePlatform checks systemPrompt.platform: keys from the catalog, and
-// each entry setting exactly one of replace and remove (personas.md#platform-sections).
-func validatePlatform(p *field.Path, sp map[string]any) field.ErrorList {
-	platform, _ := getMap(sp, "platform")
+// validatePlatform checks platform overrides (a Persona's systemPrompt.platform,
+// a PromptPlatform's sections): keys from the catalog, and each entry setting
+// exactly one of replace and remove (personas.md#platform-sections).
+func validatePlatform(p *field.Path, platform map[string]any) field.ErrorList {
 	var errs field.ErrorList
 	for _, key := range slices.Sorted(maps.Keys(platform)) {
 		kp := KeyPath(p, key)

@@ -32,6 +32,8 @@ func checkSet(ctx context.Context, set *manifest.Set) *checked {
 			c.counts.PromptLayers++
 		case v1alpha1.ClusterPromptLayerKind:
 			c.counts.ClusterPromptLayers++
+		case v1alpha1.PromptPlatformKind:
+			c.counts.PromptPlatforms++
 		case v1alpha1.ConfigMapKind:
 			c.counts.ConfigMaps++
 		case v1alpha1.NamespaceKind:

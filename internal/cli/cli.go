@@ -107,8 +107,8 @@ func NewCommand(s *Streams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   Name,
 		Short: "Render, validate, diff and import persona-operator Personas offline",
-		Long: `kubectl-persona works with the Persona, PromptLayer and ClusterPromptLayer manifests of
-persona-operator (prompts.persona-operator.dev/v1alpha1) without a cluster.
+		Long: `kubectl-persona works with the Persona, PromptLayer, ClusterPromptLayer and
+PromptPlatform manifests of persona-operator (prompts.persona-operator.dev/v1alpha1) without a cluster.
 It uses the operator's own resolution and rendering, so what it prints is
 byte for byte what the operator writes to a persona's ConfigMap.
 

@@ -103,6 +103,9 @@ func (o *validateOptions) run(cmd *cobra.Command, s *Streams) error {
 	if n.ClusterPromptLayers > 0 {
 		kinds = append(kinds, plural(n.ClusterPromptLayers, "ClusterPromptLayer"))
 	}
+	if n.PromptPlatforms > 0 {
+		kinds = append(kinds, plural(n.PromptPlatforms, "PromptPlatform"))
+	}
 	kinds = append(kinds, plural(n.ConfigMaps, "ConfigMap"))
 	if n.Namespaces > 0 {
 		kinds = append(kinds, plural(n.Namespaces, "Namespace"))

@@ -19,12 +19,13 @@ type ValidateResult struct {
 
 // Counts are the documents and objects a validate read, and the problems
 // it found. Objects count every Persona, PromptLayer, ClusterPromptLayer,
-// ConfigMap and Namespace read, duplicates included.
+// PromptPlatform, ConfigMap and Namespace read, duplicates included.
 type Counts struct {
 	Documents           int `json:"documents"`
 	Personas            int `json:"personas"`
 	PromptLayers        int `json:"promptLayers"`
 	ClusterPromptLayers int `json:"clusterPromptLayers"`
+	PromptPlatforms     int `json:"promptPlatforms"`
 	ConfigMaps          int `json:"configMaps"`
 	Namespaces          int `json:"namespaces"`
 	Problems            int `json:"problems"`

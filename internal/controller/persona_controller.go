@@ -531,6 +531,7 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 		WatchesRawSource(watchConfigMapMetadata(sourceMetadata, r.configMapPropagating())).
 		WatchesRawSource(r.watchClusterLayers(mgr)).
 		WatchesRawSource(r.watchNamespaceLabels(mgr)).
+		WatchesRawSource(r.watchPlatform(mgr)).
 		// The priority queue lets the status passes of a fan-out wait
 		// behind its deliveries.
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1), UsePriorityQueue: new(true)}).

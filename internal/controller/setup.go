@@ -1,4 +1,5 @@
-// Package controller holds the Persona, PromptLayer and ClusterPromptLayer reconcilers.
+// Package controller holds the Persona, PromptLayer, ClusterPromptLayer and
+// PromptPlatform reconcilers.
 package controller
 
 import (
@@ -30,7 +31,7 @@ type Options struct {
 	ReadUnlabelledSources bool
 }
 
-// Setup registers the field indexes and the three controllers with the
+// Setup registers the field indexes and the four controllers with the
 // manager. It returns the cache of the template sources' metadata, which
 // the webhook's warnings read.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources client.Reader, err error) {
@@ -78,6 +79,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources
 	}
 	if err := (&ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
+	}
+	if err := (&PromptPlatformReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up the PromptPlatform controller: %w", err)
 	}
 	return sourceMetadata, nil
 }

@@ -26,6 +26,8 @@ func (s *Set) Get(_ context.Context, k client.ObjectKey, obj client.Object, _ ..
 		kind, gr = v1alpha1.PromptLayerKind, v1alpha1.GroupVersion.WithResource("promptlayers").GroupResource()
 	case *v1alpha1.ClusterPromptLayer:
 		kind, gr = v1alpha1.ClusterPromptLayerKind, v1alpha1.GroupVersion.WithResource("clusterpromptlayers").GroupResource()
+	case *v1alpha1.PromptPlatform:
+		kind, gr = v1alpha1.PromptPlatformKind, v1alpha1.GroupVersion.WithResource("promptplatforms").GroupResource()
 	case *corev1.ConfigMap:
 		kind, gr = v1alpha1.ConfigMapKind, corev1.Resource("configmaps")
 	case *corev1.Namespace:

@@ -477,14 +477,14 @@ func (s *Set) addObject(o Origin, obj map[string]any, top bool) {
 
 // The kinds a Set keeps: this API's, and the core kinds a render reads.
 var (
-	ourKinds      = map[string]bool{v1alpha1.PersonaKind: true, v1alpha1.PromptLayerKind: true, v1alpha1.ClusterPromptLayerKind: true}
+	ourKinds      = map[string]bool{v1alpha1.PersonaKind: true, v1alpha1.PromptLayerKind: true, v1alpha1.ClusterPromptLayerKind: true, v1alpha1.PromptPlatformKind: true}
 	coreKinds     = map[string]bool{v1alpha1.ConfigMapKind: true, v1alpha1.NamespaceKind: true}
-	clusterScoped = map[string]bool{v1alpha1.ClusterPromptLayerKind: true, v1alpha1.NamespaceKind: true}
+	clusterScoped = map[string]bool{v1alpha1.ClusterPromptLayerKind: true, v1alpha1.PromptPlatformKind: true, v1alpha1.NamespaceKind: true}
 )
 
 func unknownKind(kind string) string {
-	return fmt.Sprintf("Unsupported value: %q: %s has the kinds %q, %q and %q", kind, APIVersion,
-		v1alpha1.PersonaKind, v1alpha1.PromptLayerKind, v1alpha1.ClusterPromptLayerKind)
+	return fmt.Sprintf("Unsupported value: %q: %s has the kinds %q, %q, %q and %q", kind, APIVersion,
+		v1alpha1.PersonaKind, v1alpha1.PromptLayerKind, v1alpha1.ClusterPromptLayerKind, v1alpha1.PromptPlatformKind)
 }
 
 // Objects returns every kept object in the order read, duplicates included.

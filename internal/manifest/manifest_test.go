@@ -75,7 +75,7 @@ func TestAddDocuments(t *testing.T) {
 		{
 			name:     "an unknown kind and version of our group",
 			content:  "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Personna\n---\napiVersion: prompts.persona-operator.dev/v2\nkind: Persona\n",
-			problems: "f:1: kind: Unsupported value: \"Personna\": prompts.persona-operator.dev/v1alpha1 has the kinds \"Persona\", \"PromptLayer\" and \"ClusterPromptLayer\"\nf:2: apiVersion: Unsupported value: \"prompts.persona-operator.dev/v2\": supported values: \"prompts.persona-operator.dev/v1alpha1\"\n",
+			problems: "f:1: kind: Unsupported value: \"Personna\": prompts.persona-operator.dev/v1alpha1 has the kinds \"Persona\", \"PromptLayer\", \"ClusterPromptLayer\" and \"PromptPlatform\"\nf:2: apiVersion: Unsupported value: \"prompts.persona-operator.dev/v2\": supported values: \"prompts.persona-operator.dev/v1alpha1\"\n",
 		},
 		{
 			name:     "invalid YAML names its document, the others are kept",

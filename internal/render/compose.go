@@ -46,7 +46,8 @@ type Piece struct {
 	// Name is platform.<key>, extension.<id>, layer.<name>,
 	// userSystemPrompt or appendSystemPrompt.
 	Name string
-	// Origin is default, persona/<name> or layer/<name>.
+	// Origin is default, platform/default, persona/<name>, layer/<name>
+	// or clusterlayer/<name>.
 	Origin string
 	Text   string
 }

@@ -5,18 +5,18 @@ import (
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
-// merge combines the chain (personas.md#inheritance): bodies joined; scalars, context
-// fields, vars keys and platform keys won by the last persona that sets
-// them; extensions in chain order, a later definition of an id replacing the
-// template in the earlier position; variants from p alone.
-func merge(p *v1alpha1.Persona, chain []*v1alpha1.Persona) *render.Bundle {
+// merge combines the chain (personas.md#inheritance) on top of the platform's
+// sections: bodies joined; scalars, context fields, vars keys and platform
+// keys won by the last persona that sets them; extensions in chain order, a
+// later definition of an id replacing the template in the earlier position;
+// variants from p alone.
+func merge(p *v1alpha1.Persona, chain []*v1alpha1.Persona, platform map[string]render.Override) *render.Bundle {
 	b := &render.Bundle{
 		Version: render.BundleVersion,
 		Persona: render.PersonaFields{Name: p.Name, Namespace: p.Namespace, Harness: render.DefaultHarness},
 	}
 	bodies := make([]string, 0, len(chain))
-	overrides := map[string]render.Section{}
-	removed := map[string]bool{}
+	var overrides map[string]render.Override
 	extIndex := map[string]int{}
 	for _, c := range chain {
 		s := &c.Spec
@@ -44,16 +44,7 @@ func merge(p *v1alpha1.Persona, chain []*v1alpha1.Persona) *render.Bundle {
 		if s.SystemPrompt == nil {
 			continue
 		}
-		for key, o := range s.SystemPrompt.Platform {
-			switch {
-			case o.Replace != nil:
-				overrides[key] = render.Section{Key: key, Origin: origin, Template: *o.Replace}
-				delete(removed, key)
-			case o.Remove != nil && *o.Remove:
-				removed[key] = true
-				delete(overrides, key)
-			}
-		}
+		overrides = overridesOf(s.SystemPrompt.Platform, origin, overrides)
 		for _, e := range s.SystemPrompt.Extensions {
 			ext := render.Extension{ID: e.ID, Origin: origin, Template: e.Template}
 			if i, ok := extIndex[e.ID]; ok {
@@ -65,15 +56,7 @@ func merge(p *v1alpha1.Persona, chain []*v1alpha1.Persona) *render.Bundle {
 		}
 	}
 	b.Persona.Prompt = render.Join(bodies...)
-	for _, s := range render.DefaultSections() {
-		if removed[s.Key] {
-			continue
-		}
-		if o, ok := overrides[s.Key]; ok {
-			s = o
-		}
-		b.Sections = append(b.Sections, s)
-	}
+	b.Sections = render.ComposeSections(platform, overrides)
 	for _, v := range p.Spec.Variants {
 		b.Variants = append(b.Variants, render.Variant{Name: v.Name, Harness: string(v.Harness), Model: v.Model, ReasoningEffort: v.ReasoningEffort})
 	}

@@ -37,8 +37,9 @@ type resolver struct {
 }
 
 // Resolve resolves p: its inheritance chain (personas.md#inheritance), layers (personas.md#layers),
-// included layers (personas.md#functions), templateFrom ConfigMaps and the
-// selected ClusterPromptLayers (clusterpromptlayers.md). The error is a
+// included layers (personas.md#functions), templateFrom ConfigMaps, the
+// PromptPlatform (promptplatforms.md) and the selected ClusterPromptLayers
+// (clusterpromptlayers.md). The error is a
 // *CycleError, a *TooDeepError, a *NotFoundError or a lookup failure.
 func Resolve(ctx context.Context, lookup Lookup, p *v1alpha1.Persona) (*Result, error) {
 	r := &resolver{ctx: ctx, lookup: lookup, engine: render.Default(), ns: p.Namespace, deps: map[v1alpha1.Dependency]bool{}}
@@ -56,7 +57,11 @@ func (r *resolver) bundle(p *v1alpha1.Persona) (*render.Bundle, []Guardrail, err
 	if err != nil {
 		return nil, nil, err
 	}
-	b := merge(p, chain)
+	platform, err := r.platform()
+	if err != nil {
+		return nil, nil, err
+	}
+	b := merge(p, chain, platform)
 	layers, err := r.layers(chain)
 	if err != nil {
 		return nil, nil, err

@@ -33,7 +33,7 @@ func (o *objects) Get(_ context.Context, key client.ObjectKey, obj client.Object
 	o.reads++
 	kind := reflect.TypeOf(obj).Elem().Name()
 	src, ok := o.items[kind+"/"+key.Name]
-	clusterScoped := kind == "Namespace" || kind == "ClusterPromptLayer"
+	clusterScoped := kind == "Namespace" || kind == "ClusterPromptLayer" || kind == "PromptPlatform"
 	if !ok || (key.Namespace != "ns" && !clusterScoped) {
 		return apierrors.NewNotFound(schema.GroupResource{Resource: kind}, key.Name)
 	}
@@ -417,8 +417,8 @@ func TestResolveReadsEachObjectOnce(t *testing.T) {
 	}})
 	lookup := set(base, a, b, promptLayer("f", v1alpha1.PromptLayerSpec{Template: ptr("f")}))
 	resolveOK(t, lookup, p)
-	if lookup.reads != 4 {
-		t.Errorf("%d reads, want 4 (base, a, b, f)", lookup.reads)
+	if lookup.reads != 5 {
+		t.Errorf("%d reads, want 5 (the PromptPlatform, base, a, b, f)", lookup.reads)
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package webhook serves the validating admission webhook of personas.md#validating-before-apply for
-// Personas, PromptLayers and ClusterPromptLayers.
+// Personas, PromptLayers, ClusterPromptLayers and the PromptPlatform.
 package webhook
 
 import (
@@ -30,11 +30,14 @@ const (
 	// ClusterPromptLayerPath serves a cluster-scoped kind: config/webhook
 	// scopes its rule to Cluster, which the marker cannot say.
 	ClusterPromptLayerPath = "/validate-prompts-persona-operator-dev-v1alpha1-clusterpromptlayer"
+	// PromptPlatformPath serves a cluster-scoped kind too.
+	PromptPlatformPath = "/validate-prompts-persona-operator-dev-v1alpha1-promptplatform"
 )
 
 // +kubebuilder:webhook:path=/validate-prompts-persona-operator-dev-v1alpha1-persona,mutating=false,failurePolicy=fail,sideEffects=None,groups=prompts.persona-operator.dev,resources=personas,verbs=create;update,versions=v1alpha1,name=vpersona.persona-operator.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-prompts-persona-operator-dev-v1alpha1-promptlayer,mutating=false,failurePolicy=fail,sideEffects=None,groups=prompts.persona-operator.dev,resources=promptlayers,verbs=create;update,versions=v1alpha1,name=vpromptlayer.persona-operator.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-prompts-persona-operator-dev-v1alpha1-clusterpromptlayer,mutating=false,failurePolicy=fail,sideEffects=None,groups=prompts.persona-operator.dev,resources=clusterpromptlayers,verbs=create;update,versions=v1alpha1,name=vclusterpromptlayer.persona-operator.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-prompts-persona-operator-dev-v1alpha1-promptplatform,mutating=false,failurePolicy=fail,sideEffects=None,groups=prompts.persona-operator.dev,resources=promptplatforms,verbs=create;update,versions=v1alpha1,name=vpromptplatform.persona-operator.dev,admissionReviewVersions=v1
 
 // Validator validates the raw object of an admission request, so that keys
 // the typed API would drop are seen and refused.
@@ -57,7 +60,7 @@ func Register(mgr ctrl.Manager, templateSources client.Reader) {
 	// One bound for every path: they share the heap.
 	limit := newInflight(LightInflightBytes, HeavyInflightBytes, render.Default().Limits())
 	server := mgr.GetWebhookServer()
-	for _, path := range []string{PersonaPath, PromptLayerPath, ClusterPromptLayerPath} {
+	for _, path := range []string{PersonaPath, PromptLayerPath, ClusterPromptLayerPath, PromptPlatformPath} {
 		server.Register(path, limit.wrap(&webhook.Admission{Handler: v}))
 	}
 }

@@ -87,6 +87,7 @@ func TestWebhookConfigurationMatchesOnlyThisAPI(t *testing.T) {
 		"personas":            PersonaPath,
 		"promptlayers":        PromptLayerPath,
 		"clusterpromptlayers": ClusterPromptLayerPath,
+		"promptplatforms":     PromptPlatformPath,
 	}
 	seen := map[string]bool{}
 	for _, w := range vwc.Webhooks {

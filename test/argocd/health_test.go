@@ -140,7 +140,7 @@ conditions:
 }
 
 // kinds are the kinds of the API, each with its own argocd-cm key.
-var kinds = []string{"Persona", "PromptLayer", "ClusterPromptLayer"}
+var kinds = []string{"Persona", "PromptLayer", "ClusterPromptLayer", "PromptPlatform"}
 
 func check(t *testing.T, script, kind, status, wantStatus, wantMsg string) {
 	t.Helper()
@@ -181,6 +181,7 @@ func TestPatchKeys(t *testing.T) {
 		"resource.customizations.health.prompts.persona-operator.dev_Persona":            script,
 		"resource.customizations.health.prompts.persona-operator.dev_PromptLayer":        script,
 		"resource.customizations.health.prompts.persona-operator.dev_ClusterPromptLayer": script,
+		"resource.customizations.health.prompts.persona-operator.dev_PromptPlatform":     script,
 	}
 	if !maps.Equal(data, want) {
 		t.Errorf("argocd-cm data keys %v, want %v (each health key equal to health.lua)",

@@ -42,8 +42,9 @@ var notRequested = map[string]string{
 // as its ServiceAccount through all of its paths: it makes and injects its
 // webhook certificate (a first run, without --webhook-cert-path), then, with
 // the test's certificate, elects a leader, renders Personas with
-// PromptLayers, a templateFrom ConfigMap and a ClusterPromptLayer, reports a
-// conflict, repeats an Event (a series), follows edits and deletes,
+// PromptLayers, a templateFrom ConfigMap, a ClusterPromptLayer and a
+// PromptPlatform, reports a conflict, repeats an Event (a series), follows
+// edits and deletes,
 // and serves metrics to an authorized scraper. The set of (verb, resource)
 // rights of its requests must equal the set its roles grant.
 func TestManagerRBACIsWhatItUses(t *testing.T) {
@@ -202,7 +203,7 @@ func driveManager(ctx context.Context, t *testing.T, p *controlplane.Plane) {
 			t.Fatal(err)
 		}
 		for _, u := range objs {
-			if u.GetKind() != "ClusterPromptLayer" {
+			if u.GetKind() != "ClusterPromptLayer" && u.GetKind() != "PromptPlatform" {
 				u.SetNamespace(ns)
 			}
 			if err := admin.Create(ctx, u); err != nil {
@@ -218,6 +219,13 @@ spec:
   position: last
   namespaceSelector: {matchLabels: {prompts.persona-operator.dev/guardrails: standard}}
   template: Never push to the default branch.
+---
+apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: PromptPlatform
+metadata: {name: default}
+spec:
+  sections:
+    waiver: {remove: true}
 ---
 apiVersion: v1
 kind: ConfigMap

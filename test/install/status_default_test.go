@@ -49,6 +49,7 @@ func TestNewObjectsReadAsInProgress(t *testing.T) {
 			"spec": map[string]any{"source": "app", "mode": "append", "template": "Layer."}},
 		{"kind": "ClusterPromptLayer", "metadata": map[string]any{"name": "c"},
 			"spec": map[string]any{"template": "Guardrail."}},
+		{"kind": "PromptPlatform", "metadata": map[string]any{"name": "default"}},
 	} {
 		obj["apiVersion"] = "prompts.persona-operator.dev/v1alpha1"
 		u := &unstructured.Unstructured{Object: obj}

@@ -110,8 +110,8 @@ ClusterRole, or with rbac.namespaced in a Role in each watched namespace.
 
 {{/*
 The manager's rights on cluster-scoped objects, from config/rbac/role.yaml:
-always in its ClusterRole. ClusterPromptLayers, and the Namespaces whose
-labels their namespaceSelector reads.
+always in its ClusterRole. ClusterPromptLayers, the PromptPlatform, and the
+Namespaces whose labels a ClusterPromptLayer's namespaceSelector reads.
 */}}
 {{- define "persona-operator.managerClusterRules" -}}
 - apiGroups:
@@ -125,6 +125,7 @@ labels their namespaceSelector reads.
   - prompts.persona-operator.dev
   resources:
   - clusterpromptlayers
+  - promptplatforms
   verbs:
   - list
   - watch
@@ -132,6 +133,7 @@ labels their namespaceSelector reads.
   - prompts.persona-operator.dev
   resources:
   - clusterpromptlayers/status
+  - promptplatforms/status
   verbs:
   - patch
 {{- end }}
