@@ -104,3 +104,6 @@ func (a *awaiting) waiters(ref objectRef) []string {
 	defer a.mu.Unlock()
 	return sets.List(a.byRef[ref])
 }
+
+// forgetPersona forgets what persona waited for.
+func (a *awaiting) forgetPersona(persona types.NamespacedName) { a.set(persona, nil) }

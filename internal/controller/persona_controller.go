@@ -37,6 +37,8 @@ import (
 )
 
 // PersonaReconciler renders each Persona into its ConfigMap (personas.md#composition, #delivery and #conditions).
+// It holds state between reconciles (its stores), so it is built by
+// newPersonaReconciler only.
 type PersonaReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
@@ -59,13 +61,65 @@ type PersonaReconciler struct {
 	// deferred is the renders of a fan-out whose status waits for its pass.
 	deferred *deferredStatuses
 	// configMapWriter writes the ConfigMaps.
-	configMapWriter *configMapWriter
+	configMapWriter configMapWrites
 	// waiting is what each Persona's last render found missing.
 	waiting *awaiting
 	// overruns counts each Persona's renders in a row out of wall time.
 	overruns *overruns
 	// configMaps reads the ConfigMaps templateFrom names.
 	configMaps *sourceReader
+	// stores are the stores above that hold an entry per Persona, which
+	// forget drops.
+	stores []personaStore
+}
+
+// personaStore is a store of the Persona controller that holds an entry
+// per Persona, until the Persona is gone.
+type personaStore interface {
+	// forgetPersona drops what the store holds about persona.
+	forgetPersona(persona types.NamespacedName)
+}
+
+// configMapWrites creates and updates ConfigMaps whole, answering with the
+// resourceVersion written (configMapWriter against the API server).
+type configMapWrites interface {
+	create(ctx context.Context, cm *corev1.ConfigMap) (string, error)
+	update(ctx context.Context, cm *corev1.ConfigMap) (string, error)
+}
+
+// PersonaOptions tune the Persona controller.
+type PersonaOptions struct {
+	// Workers is the number of concurrent reconciles; 0 means 1.
+	Workers int
+	// ReferenceGracePeriod is how long a missing reference is awaited
+	// before the Persona is stalled; 0 means status.DefaultReferenceGracePeriod.
+	ReferenceGracePeriod time.Duration
+}
+
+// newPersonaReconciler is the Persona controller with empty stores. It
+// reads Personas and PromptLayers through c (the manager's cache), its own
+// ConfigMaps' metadata through ownConfigMaps and, when that is not enough,
+// through live (the API server), template sources through sources, and
+// writes ConfigMaps through writer.
+func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, live, ownConfigMaps client.Reader,
+	sources *sourceReader, writer configMapWrites, opts PersonaOptions) *PersonaReconciler {
+	r := &PersonaReconciler{
+		Client:                  c,
+		Scheme:                  scheme,
+		Recorder:                recorder,
+		APIReader:               live,
+		MaxConcurrentReconciles: opts.Workers,
+		ReferenceGracePeriod:    opts.ReferenceGracePeriod,
+		writes:                  newOwnWrites(),
+		configMapMetadata:       ownConfigMaps,
+		deferred:                newDeferredStatuses(),
+		configMapWriter:         writer,
+		waiting:                 newAwaiting(),
+		overruns:                newOverruns(),
+		configMaps:              sources,
+	}
+	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns}
+	return r
 }
 
 // The rights are exactly the requests the manager makes (test/install's
@@ -194,10 +248,9 @@ func renderedBefore(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus) bool {
 
 // forget drops what the controller holds about a deleted Persona.
 func (r *PersonaReconciler) forget(key types.NamespacedName) {
-	r.writes.forget(client.ObjectKey{Namespace: key.Namespace, Name: delivery.ConfigMapName(key.Name)})
-	r.deferred.take(key)
-	r.waiting.set(key, nil)
-	r.overruns.reset(key)
+	for _, s := range r.stores {
+		s.forgetPersona(key)
+	}
 }
 
 // render resolves the persona's references and renders its ConfigMap data.
@@ -502,14 +555,9 @@ func (r *PersonaReconciler) gracePeriod() time.Duration {
 
 // SetupWithManager registers the controller and the watches that bring a
 // Persona back when anything its render reads changes or arrives. The field
-// indexes must be registered first (Setup does both).
-func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetadata cache.Cache, sources *sourceReader) error {
-	r.writes, r.deferred, r.waiting, r.overruns, r.configMaps = newOwnWrites(), newDeferredStatuses(), newAwaiting(), newOverruns(), sources
-	r.configMapMetadata = own
-	var err error
-	if r.configMapWriter, err = newConfigMapWriter(mgr.GetConfig(), mgr.GetHTTPClient()); err != nil {
-		return err
-	}
+// indexes must be registered first (Setup does both); own is the cache of
+// the operator's ConfigMaps, sourceMetadata that of the template sources.
+func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetadata cache.Cache) error {
 	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	// A Persona's labels select ClusterPromptLayers.
 	specOrLabelsChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
