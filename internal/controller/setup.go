@@ -1,4 +1,3 @@
-// Package controller holds the Persona, PromptLayer and ClusterPromptLayer reconcilers.
 package controller
 
 import (
