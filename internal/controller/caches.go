@@ -4,7 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -125,8 +124,4 @@ func configMapMetadata() *metav1.PartialObjectMetadata {
 // events for h.
 func watchConfigMapMetadata(c cache.Cache, h handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request]) source.Source {
 	return source.Kind(c, configMapMetadata(), h)
-}
-
-func newSourceReader(metadata, live client.Reader, unlabelled bool) *sourceReader {
-	return &sourceReader{metadata: metadata, live: live, unlabelled: unlabelled, held: map[types.NamespacedName]heldSource{}}
 }

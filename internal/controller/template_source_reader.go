@@ -44,6 +44,10 @@ type heldKey struct {
 	present bool
 }
 
+func newSourceReader(metadata, live client.Reader, unlabelled bool) *sourceReader {
+	return &sourceReader{metadata: metadata, live: live, unlabelled: unlabelled, held: map[types.NamespacedName]heldSource{}}
+}
+
 // get reads the ConfigMap key into cm: its name, version and labels, and of
 // its data the key dataKey alone, when it is a template source (or
 // unlabelled sources are read). Without dataKey it reads the whole
