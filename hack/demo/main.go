@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -49,9 +48,9 @@ func run(wait bool) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	binary := filepath.Join(dir, "manager")
-	if out, err := exec.Command("go", "build", "-o", binary, "./cmd").CombinedOutput(); err != nil {
-		return fmt.Errorf("build the manager: %v\n%s", err, out)
+	binary, err := controlplane.BuildManager(ctx, root, dir)
+	if err != nil {
+		return err
 	}
 
 	step("starting kube-apiserver and etcd, installing the CRDs and the webhook")
