@@ -25,13 +25,7 @@ var (
 	metricsURL string
 )
 
-func TestControllers(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(20 * time.Second)
-	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	SetDefaultConsistentlyDuration(time.Second)
-	RunSpecs(t, "Controllers Suite")
-}
+func TestControllers(t *testing.T) { suite.Run(t, "Controllers Suite") }
 
 var _ = BeforeSuite(func() {
 	controlplane.RequireEnvtest(GinkgoT())

@@ -130,8 +130,7 @@ var _ = Describe("Admission", func() {
 			Skip("kubectl is not installed")
 		}
 		file := filepath.Join(GinkgoT().TempDir(), "unlabelled.yaml")
-		Expect(os.WriteFile(file, []byte(strings.Replace(fixtures.AgentsLayer("{AGENTS.md: Be brief.}"),
-			"  labels: {prompts.persona-operator.dev/template-source: \"true\"}\n", "", 1)), 0o600)).To(Succeed())
+		Expect(os.WriteFile(file, []byte(fixtures.UnlabelledAgentsLayer("Be brief.")), 0o600)).To(Succeed())
 		out, err := exec.Command(kubectl, "--kubeconfig", suite.Plane.AdminKubeconfig, "apply", "-n", ns, "-f", file).CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "%s", out)
 		// The webhook reads only the template sources' cache, which holds

@@ -2,10 +2,6 @@ package webhook_test
 
 import (
 	"testing"
-	"time"
-
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 
 	"github.com/persona-operator/persona-operator/test/suite"
 )
@@ -13,15 +9,6 @@ import (
 // The suite runs the real kube-apiserver and etcd (envtest) and the manager
 // binary, which serves the webhook and runs the controllers, as a separate
 // process (test/suite).
-func TestSuite(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(20 * time.Second)
-	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	RunSpecs(t, "Webhook Suite")
-}
+func TestSuite(t *testing.T) { suite.Run(t, "Webhook Suite") }
 
-var _ = BeforeSuite(func() { suite.Start("--zap-log-level=info") })
-
-var _ = AfterSuite(suite.Stop)
-
-var _ = ReportAfterEach(suite.ReportManagerLog)
+var _ = suite.Setup("--zap-log-level=info")

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -37,6 +39,27 @@ var (
 	// root is the repository.
 	root string
 )
+
+// Run runs a package's specs, with the suites' defaults for Eventually and
+// Consistently.
+func Run(t *testing.T, description string) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	SetDefaultConsistentlyDuration(time.Second)
+	RunSpecs(t, description)
+}
+
+// Setup registers a suite's BeforeSuite, which starts the control plane and
+// the manager with the flags extra (Start), its AfterSuite, which stops
+// them, and the report of the manager's log on a failed spec. A suite
+// whose BeforeSuite does more registers its own nodes.
+func Setup(extra ...string) bool {
+	BeforeSuite(func() { Start(extra...) })
+	AfterSuite(Stop)
+	ReportAfterEach(ReportManagerLog)
+	return true
+}
 
 // Start starts the control plane of the repository, the suite's working
 // directory's grandparent (internal/<package>), and the manager built from
