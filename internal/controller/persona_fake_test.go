@@ -75,20 +75,21 @@ type countingWriter struct {
 }
 
 func (w *countingWriter) create(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
-	cm = cm.DeepCopy()
-	if err := w.c.Create(ctx, cm); err != nil {
-		return "", err
-	}
-	w.creates++
-	return cm.ResourceVersion, nil
+	return w.write(cm, &w.creates, func(obj client.Object) error { return w.c.Create(ctx, obj) })
 }
 
 func (w *countingWriter) update(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
+	return w.write(cm, &w.updates, func(obj client.Object) error { return w.c.Update(ctx, obj) })
+}
+
+// write writes a copy of cm with do, counts it in count, and returns the
+// version written.
+func (w *countingWriter) write(cm *corev1.ConfigMap, count *int, do func(client.Object) error) (string, error) {
 	cm = cm.DeepCopy()
-	if err := w.c.Update(ctx, cm); err != nil {
+	if err := do(cm); err != nil {
 		return "", err
 	}
-	w.updates++
+	*count++
 	return cm.ResourceVersion, nil
 }
 
