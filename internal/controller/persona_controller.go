@@ -77,8 +77,8 @@ type configMapWrites interface {
 	update(ctx context.Context, cm *corev1.ConfigMap) (string, error)
 }
 
-// PersonaOptions tune the Persona controller.
-type PersonaOptions struct {
+// personaOptions tune the Persona controller (Options).
+type personaOptions struct {
 	// Workers is the number of concurrent reconciles; 0 means 1.
 	Workers int
 	// ReferenceGracePeriod is how long a missing reference is awaited
@@ -92,7 +92,7 @@ type PersonaOptions struct {
 // through live (the API server), template sources through sources, and
 // writes ConfigMaps through writer.
 func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, live, ownConfigMaps client.Reader,
-	sources *sourceReader, writer configMapWrites, opts PersonaOptions) *PersonaReconciler {
+	sources *sourceReader, writer configMapWrites, opts personaOptions) *PersonaReconciler {
 	r := &PersonaReconciler{
 		Client:                  c,
 		Scheme:                  scheme,

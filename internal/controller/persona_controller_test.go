@@ -14,7 +14,7 @@ import (
 // Every store of the reconciler that holds an entry per Persona is one
 // forget reaches: a store added as a field without it fails here.
 func TestForgetReachesEveryStore(t *testing.T) {
-	r := newPersonaReconciler(nil, nil, nil, nil, nil, nil, nil, PersonaOptions{})
+	r := newPersonaReconciler(nil, nil, nil, nil, nil, nil, nil, personaOptions{})
 	listed := map[uintptr]bool{}
 	for _, s := range r.stores {
 		listed[reflect.ValueOf(s).Pointer()] = true
@@ -38,7 +38,7 @@ func TestForgetReachesEveryStore(t *testing.T) {
 }
 
 func TestForgetDropsThePersonaFromEachStore(t *testing.T) {
-	r := newPersonaReconciler(nil, nil, nil, nil, nil, nil, nil, PersonaOptions{})
+	r := newPersonaReconciler(nil, nil, nil, nil, nil, nil, nil, personaOptions{})
 	gone := types.NamespacedName{Namespace: "team", Name: "gone"}
 	kept := types.NamespacedName{Namespace: "team", Name: "kept"}
 	ref := objectRef{Kind: "PromptLayer", Namespace: "team", Name: "later"}

@@ -51,7 +51,7 @@ func newSteps(t *testing.T, objs ...client.Object) *steps {
 		Build()
 	w := &countingWriter{c: c}
 	rec := events.NewFakeRecorder(16)
-	r := newPersonaReconciler(c, stepsScheme, rec, c, c, newSourceReader(c, c, false), w, PersonaOptions{})
+	r := newPersonaReconciler(c, stepsScheme, rec, c, c, newSourceReader(c, c, false), w, personaOptions{})
 	return &steps{PersonaReconciler: r, cluster: c, writer: w, recorder: rec}
 }
 

@@ -64,7 +64,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources
 		return nil, fmt.Errorf("create the ConfigMap writer: %w", err)
 	}
 	personas := newPersonaReconciler(mgr.GetClient(), mgr.GetScheme(), recorder, mgr.GetAPIReader(), own, sources, writer,
-		PersonaOptions{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod})
+		personaOptions{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod})
 	if err := personas.SetupWithManager(mgr, own, sourceMetadata); err != nil {
 		return nil, fmt.Errorf("set up the Persona controller: %w", err)
 	}
