@@ -21,80 +21,22 @@
 # GOPROXY etc. from the environment. Overridable: ENVTEST_K8S_VERSION, ENVTEST_ETCD_VERSION.
 set -euo pipefail
 
-K8S_VERSION="${ENVTEST_K8S_VERSION:-1.37.2}"
 ETCD_VERSION="${ENVTEST_ETCD_VERSION:-3.7.3}"
 
 LOG_PREFIX=envtest-binaries
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+kube_layout
 
-command -v go >/dev/null 2>&1 || die "go not found on PATH"
-
-# Staging modules (k8s.io/api, k8s.io/apiserver, ...) are tagged v0.<minor>.<patch>.
-[[ "$K8S_VERSION" =~ ^1\.([0-9]+)\.([0-9]+)$ ]] || die "ENVTEST_K8S_VERSION must look like 1.N.M, got '$K8S_VERSION'"
-STAGING_VERSION="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
-
-GOOS_="$(go env GOOS)"
-GOARCH_="$(go env GOARCH)"
-ROOT="${KUBEBUILDER_ASSETS_ROOT:-${XDG_DATA_HOME:-${HOME:?HOME must be set}/.local/share}/kubebuilder-envtest}"
-mkdir -p "$ROOT/k8s"
-ROOT="$(cd "$ROOT" && pwd -P)"
-DEST="$ROOT/k8s/${K8S_VERSION}-${GOOS_}-${GOARCH_}"
-
-apiserver_ok() { reports_version "$DEST/kube-apiserver" "v${K8S_VERSION//./\\.}([^0-9.]|$)"; }
-etcd_ok() { reports_version "$DEST/etcd" "${ETCD_VERSION//./\\.}([^0-9.]|$)"; }
+apiserver_ok() { reports_version "$DEST/kube-apiserver" "$KUBE_VERSION_PATTERN"; }
+etcd_ok() { reports_version "$DEST/etcd" "$(version_pattern "$ETCD_VERSION")"; }
 kubectl_ok() {
     [[ -x "$DEST/kubectl" ]] && "$DEST/kubectl" version --client >/dev/null 2>&1
 }
 all_ok() { apiserver_ok && etcd_ok && kubectl_ok; }
 
 # Fast path: nothing to do.
-if all_ok; then
-    echo "$DEST"
-    exit 0
-fi
-
-TMP=""
-PARTIALS=()
-cleanup() {
-    local f
-    if [[ -n "$CHILD" ]]; then kill "$CHILD" 2>/dev/null || true; wait "$CHILD" 2>/dev/null || true; fi
-    for f in "${PARTIALS[@]+"${PARTIALS[@]}"}"; do rm -f "$f"; done
-    if [[ -n "$TMP" && -d "$TMP" ]]; then
-        chmod -R u+w "$TMP" 2>/dev/null || true
-        rm -rf "$TMP"
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# Serialize concurrent invocations (e.g. `make test` in two clones).
-LOCK="$ROOT/.envtest-binaries-${K8S_VERSION}-${GOOS_}-${GOARCH_}.lock"
-if command -v flock >/dev/null 2>&1; then
-    exec 9>"$LOCK"
-    if ! flock -n 9; then
-        log "another invocation is building into $DEST; waiting for lock $LOCK ..."
-        flock 9
-    fi
-else
-    log "warning: flock not found; proceeding without a lock"
-fi
-
-# Re-check: whoever held the lock may have built everything.
-if all_ok; then
-    echo "$DEST"
-    exit 0
-fi
-
-mkdir -p "$DEST"
-# Throw-away modules live outside the repository, under TMPDIR.
-TMP="$(mktemp -d "${TMPDIR:-/tmp}/envtest-binaries.XXXXXX")"
-
-# Environment for the throw-away modules: never pick up a go.work from the
-# caller's directory; keep the caller's GOFLAGS/GOTOOLCHAIN/GOPROXY.
-export GOWORK=off GO111MODULE=on
-export CGO_ENABLED="${CGO_ENABLED:-0}"
+prepare_build envtest-binaries all_ok
 
 # build_to DIR NAME PKG [LDFLAGS]: build PKG in module DIR to $DEST/NAME atomically.
 build_to() {

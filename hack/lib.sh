@@ -17,6 +17,80 @@ reports_version() {
     [[ "$out" =~ $pattern ]]
 }
 
+# version_pattern VERSION: an extended regular expression that matches
+# VERSION and not a longer version it is a prefix of (1.37.2, not 1.37.20).
+version_pattern() { printf '%s([^0-9.]|$)' "${1//./\\.}"; }
+
+# kube_layout: for ENVTEST_K8S_VERSION (default 1.37.2), set K8S_VERSION;
+# STAGING_VERSION, the tag of the staging modules (k8s.io/api,
+# k8s.io/apiserver, ...), v0.<minor>.<patch>; KUBE_VERSION_PATTERN, what a
+# binary of that version reports (reports_version); ROOT, the binaries' root,
+# created; GOOS_ and GOARCH_, go's; and DEST, that version's directory for
+# them.
+kube_layout() {
+    command -v go >/dev/null 2>&1 || die "go not found on PATH"
+    K8S_VERSION="${ENVTEST_K8S_VERSION:-1.37.2}"
+    [[ "$K8S_VERSION" =~ ^1\.([0-9]+)\.([0-9]+)$ ]] || die "ENVTEST_K8S_VERSION must look like 1.N.M, got '$K8S_VERSION'"
+    STAGING_VERSION="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
+    KUBE_VERSION_PATTERN="v$(version_pattern "$K8S_VERSION")"
+    ROOT="${KUBEBUILDER_ASSETS_ROOT:-${XDG_DATA_HOME:-${HOME:?HOME must be set}/.local/share}/kubebuilder-envtest}"
+    mkdir -p "$ROOT/k8s"
+    ROOT="$(cd "$ROOT" && pwd -P)"
+    GOOS_="$(go env GOOS)"
+    GOARCH_="$(go env GOARCH)"
+    DEST="$ROOT/k8s/${K8S_VERSION}-${GOOS_}-${GOARCH_}"
+}
+
+# prepare_build NAME CHECK: when the function CHECK passes, print $DEST and
+# exit: the binaries are there. Otherwise take the lock NAME under $ROOT,
+# waiting for a concurrent build, and check again (that build may have made
+# them); then make DEST, a throw-away directory TMP (removed on exit, with
+# the files listed in PARTIALS), and the environment of the throw-away
+# modules: never a go.work from the caller's directory, the caller's
+# GOFLAGS, GOTOOLCHAIN and GOPROXY kept.
+TMP=""
+PARTIALS=()
+prepare_build() {
+    local name="$1" check="$2" lock
+    if "$check"; then
+        echo "$DEST"
+        exit 0
+    fi
+    trap cleanup_build EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    # Serialize concurrent invocations (e.g. `make test` in two clones).
+    lock="$ROOT/.${name}-${K8S_VERSION}-${GOOS_}-${GOARCH_}.lock"
+    if command -v flock >/dev/null 2>&1; then
+        exec 9>"$lock"
+        if ! flock -n 9; then
+            log "another invocation is building into $DEST; waiting for lock $lock ..."
+            flock 9
+        fi
+    else
+        log "warning: flock not found; proceeding without a lock"
+    fi
+    if "$check"; then
+        echo "$DEST"
+        exit 0
+    fi
+    mkdir -p "$DEST"
+    TMP="$(mktemp -d "${TMPDIR:-/tmp}/${name}.XXXXXX")"
+    export GOWORK=off GO111MODULE=on
+    export CGO_ENABLED="${CGO_ENABLED:-0}"
+}
+
+# cleanup_build stops the build under way and removes what it left.
+cleanup_build() {
+    local f
+    if [[ -n "$CHILD" ]]; then kill "$CHILD" 2>/dev/null || true; wait "$CHILD" 2>/dev/null || true; fi
+    for f in "${PARTIALS[@]+"${PARTIALS[@]}"}"; do rm -f "$f"; done
+    if [[ -n "$TMP" && -d "$TMP" ]]; then
+        chmod -R u+w "$TMP" 2>/dev/null || true
+        rm -rf "$TMP"
+    fi
+}
+
 # staging_replaces GOMOD STAGING_VERSION: print, as lines of a replace block,
 # k8s.io/kubernetes's replaces of ./staging/src/k8s.io/X as k8s.io/X
 # STAGING_VERSION. It reads both the block and the one-line form.
@@ -78,7 +152,7 @@ kube_ldflags() {
 # gorun DIR ARGS...: `go -C DIR ARGS...`, its stdout to stderr. It runs in the
 # background and is waited for, so that an INT or TERM trap fires at once and
 # can stop the build (bash defers a trap until a foreground child ends). The
-# caller's EXIT trap kills $CHILD.
+# EXIT trap of prepare_build (cleanup_build) kills $CHILD.
 CHILD=""
 gorun() {
     local dir="$1" rc=0

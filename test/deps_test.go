@@ -1,5 +1,6 @@
 // Package test holds what only tests and harnesses use: the local control
-// plane (controlplane), fixtures, metric scraping (scrape), the scale
+// plane (controlplane), the envtest suites' shared setup (suite),
+// fixtures, metric scraping (scrape), the scale
 // harness (scale) and the Argo CD health check runner (argocd). No
 // production binary may depend on it; this package's test checks that.
 package test

@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -48,9 +47,9 @@ func run(wait bool) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	binary := filepath.Join(dir, "manager")
-	if out, err := exec.Command("go", "build", "-o", binary, "./cmd").CombinedOutput(); err != nil {
-		return fmt.Errorf("build the manager: %v\n%s", err, out)
+	binary, err := controlplane.BuildManager(ctx, root, dir)
+	if err != nil {
+		return err
 	}
 	objs, err := readSamples(filepath.Join(root, "config", "samples"))
 	if err != nil {

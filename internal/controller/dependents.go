@@ -2,9 +2,8 @@ package controller
 
 import (
 	"context"
-	"slices"
-	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,53 +53,21 @@ func dependents(ctx context.Context, c client.Reader, waiting *awaiting, ref obj
 	return reqs
 }
 
-// awaiting records the objects each Persona's last render found missing.
-// A reconcile records them before it reads them once more, so an object
-// that arrives is either seen by that read or finds the Persona here when
-// its event is handled; the status index alone would miss a Persona whose
-// status has not reached the cache yet.
-type awaiting struct {
-	mu        sync.Mutex
-	byRef     map[objectRef]sets.Set[string]
-	byPersona map[types.NamespacedName][]objectRef
+// inConflict enqueues the Persona whose ConfigMap name obj has when a
+// Persona does not control it.
+func (r *PersonaReconciler) inConflict(_ context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
+	if name, ok := personaOfConfigMap(obj.GetName()); ok && !controlledByPersona(obj, name) {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
+	}
+	return nil
 }
 
-func newAwaiting() *awaiting {
-	return &awaiting{byRef: map[objectRef]sets.Set[string]{}, byPersona: map[types.NamespacedName][]objectRef{}}
-}
-
-// set records that persona waits for refs, in place of what it waited for
-// before; none forgets it.
-func (a *awaiting) set(persona types.NamespacedName, refs []objectRef) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if slices.Equal(a.byPersona[persona], refs) {
-		return
-	}
-	for _, ref := range a.byPersona[persona] {
-		if names := a.byRef[ref]; names != nil {
-			names.Delete(persona.Name)
-			if names.Len() == 0 {
-				delete(a.byRef, ref)
-			}
-		}
-	}
-	if len(refs) == 0 {
-		delete(a.byPersona, persona)
-		return
-	}
-	a.byPersona[persona] = refs
-	for _, ref := range refs {
-		if a.byRef[ref] == nil {
-			a.byRef[ref] = sets.New[string]()
-		}
-		a.byRef[ref].Insert(persona.Name)
-	}
-}
-
-// waiters are the names of the Personas, in ref's namespace, waiting for ref.
-func (a *awaiting) waiters(ref objectRef) []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return sets.List(a.byRef[ref])
+// configMapDependents enqueues the Personas that read a ConfigMap through
+// templateFrom, and the Persona whose ConfigMap name it has when a Persona
+// does not control it (a Persona that controls it is its owner, which the
+// owner watch enqueues), so that a Persona in conflict retries once the
+// foreign ConfigMap is gone.
+func (r *PersonaReconciler) configMapDependents(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
+	reqs := dependents(ctx, r.Client, r.waiting, objectRef{Kind: v1alpha1.ConfigMapKind, Namespace: obj.GetNamespace(), Name: obj.GetName()})
+	return append(reqs, r.inConflict(ctx, obj)...)
 }

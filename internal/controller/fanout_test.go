@@ -53,38 +53,26 @@ var _ = Describe("Fan-out", func() {
 		}
 	}
 
-	It("re-renders the users of an edited layer", func() {
-		before := versions(all...)
-		apply(ns, layerManifest("shared", "app", "append", "Shared v2"))
-		Eventually(prompt(ns, "with-layer")).Should(Equal("L\n\nShared v2\n"))
-		expectOnly(before, "with-layer")
-	})
-
-	It("re-renders grandchildren of an edited grandparent", func() {
-		before := versions(all...)
-		apply(ns, barePersona("grand", "G", "prompt: Grand v2"))
-		Eventually(prompt(ns, "child")).Should(Equal("C Grand v2\n"))
-		expectOnly(before, "grand", "parent", "child")
-	})
-
-	It("re-renders the includers of an edited included layer", func() {
-		before := versions(all...)
-		apply(ns, layerManifest("fragment", "package", "append", "Fragment v2"))
-		Eventually(prompt(ns, "with-include")).Should(Equal("Fragment v2\n"))
-		expectOnly(before, "with-include")
-	})
-
-	It("re-renders the readers of an edited templateFrom ConfigMap", func() {
-		before := versions(all...)
-		apply(ns, `
+	DescribeTable("re-renders exactly the Personas that read the changed object",
+		func(change, reader, want string, changed ...string) {
+			before := versions(all...)
+			apply(ns, change)
+			Eventually(prompt(ns, reader)).Should(Equal(want))
+			expectOnly(before, changed...)
+		},
+		Entry("the users of an edited layer", layerManifest("shared", "app", "append", "Shared v2"),
+			"with-layer", "L\n\nShared v2\n", "with-layer"),
+		Entry("grandchildren of an edited grandparent", barePersona("grand", "G", "prompt: Grand v2"),
+			"child", "C Grand v2\n", "grand", "parent", "child"),
+		Entry("the includers of an edited included layer", layerManifest("fragment", "package", "append", "Fragment v2"),
+			"with-include", "Fragment v2\n", "with-include"),
+		Entry("the readers of an edited templateFrom ConfigMap", `
 apiVersion: v1
 kind: ConfigMap
 metadata:
   name: agents
   labels: {prompts.persona-operator.dev/template-source: "true"}
 data: {AGENTS.md: "Agents v2"}
-`)
-		Eventually(prompt(ns, "with-cm")).Should(Equal("M\n\nAgents v2\n"))
-		expectOnly(before, "with-cm")
-	})
+`, "with-cm", "M\n\nAgents v2\n", "with-cm"),
+	)
 })

@@ -170,9 +170,11 @@ var _ = Describe("Order never matters: whatever the creation order", func() {
 		}
 
 		It("renders a child whose parent is created after it", func() {
-			apply(ns, personaManifest("child", []string{"parent"}, nil, extension{"note", "Child note"}))
+			apply(ns, personaManifest("child", []string{"parent"}, nil, extension{ID: "note", Template: "Child note"}))
 			suppliedLast(`Persona "parent" (referenced by persona "child") not found`,
-				func() { apply(ns, personaManifest("parent", nil, nil, extension{"parent_note", "Parent note"})) },
+				func() {
+					apply(ns, personaManifest("parent", nil, nil, extension{ID: "parent_note", Template: "Parent note"}))
+				},
 				map[string]string{
 					// The chain's extensions in chain order: the parent's, then the child's.
 					"child":  "Parent note\n\nChild note\n",
@@ -182,12 +184,12 @@ var _ = Describe("Order never matters: whatever the creation order", func() {
 
 		It("renders a grandchild whose grandparent, listing a layer, is created last", func() {
 			apply(ns, layerManifest("grand-layer", "package", "append", "Grand layer"))
-			apply(ns, personaManifest("parent", []string{"grand"}, nil, extension{"parent_note", "Parent note"}))
-			apply(ns, personaManifest("child", []string{"parent"}, nil, extension{"note", "Child note"}))
+			apply(ns, personaManifest("parent", []string{"grand"}, nil, extension{ID: "parent_note", Template: "Parent note"}))
+			apply(ns, personaManifest("child", []string{"parent"}, nil, extension{ID: "note", Template: "Child note"}))
 			Eventually(ready(ns, "parent")).Should(Equal("ReferenceNotFound"))
 			suppliedLast(`Persona "grand" (referenced by persona "parent") not found`,
 				func() {
-					apply(ns, personaManifest("grand", nil, []string{"grand-layer"}, extension{"grand_note", "Grand note"}))
+					apply(ns, personaManifest("grand", nil, []string{"grand-layer"}, extension{ID: "grand_note", Template: "Grand note"}))
 				},
 				map[string]string{
 					// Extensions in chain order (grand, parent, child), then the
@@ -200,8 +202,8 @@ var _ = Describe("Order never matters: whatever the creation order", func() {
 
 		It("renders a child whose parent's layer includes a fragment created last", func() {
 			apply(ns, layerManifest("listed", "package", "append", `Listed layer, then {{ include "frag" . }}`))
-			apply(ns, personaManifest("parent", nil, []string{"listed"}, extension{"parent_note", "Parent note"}))
-			apply(ns, personaManifest("child", []string{"parent"}, nil, extension{"note", "Child note"}))
+			apply(ns, personaManifest("parent", nil, []string{"listed"}, extension{ID: "parent_note", Template: "Parent note"}))
+			apply(ns, personaManifest("child", []string{"parent"}, nil, extension{ID: "note", Template: "Child note"}))
 			Eventually(ready(ns, "parent")).Should(Equal("ReferenceNotFound"))
 			suppliedLast(`PromptLayer "frag" (referenced by layer "listed") not found`,
 				func() { apply(ns, layerManifest("frag", "package", "append", "Fragment text")) },
@@ -216,7 +218,7 @@ var _ = Describe("Order never matters: whatever the creation order", func() {
 		It("renders a child whose templateFrom ConfigMap is created last", func() {
 			cm, layer := agentsObjects(ns, `{AGENTS.md: "Agents text"}`)
 			Expect(createOrUpdate(layer)).To(Succeed())
-			apply(ns, personaManifest("child", nil, []string{"agents-md"}, extension{"note", "Child note"}))
+			apply(ns, personaManifest("child", nil, []string{"agents-md"}, extension{ID: "note", Template: "Child note"}))
 			suppliedLast(`ConfigMap "agents" (referenced by layer "agents-md") not found`,
 				func() { Expect(createOrUpdate(cm)).To(Succeed()) },
 				map[string]string{"child": "Child note\n\nAgents text\n"})
@@ -226,7 +228,7 @@ var _ = Describe("Order never matters: whatever the creation order", func() {
 			cm, layer := agentsObjects(ns, `{OTHER.md: "Other text"}`)
 			Expect(createOrUpdate(cm)).To(Succeed())
 			Expect(createOrUpdate(layer)).To(Succeed())
-			apply(ns, personaManifest("child", nil, []string{"agents-md"}, extension{"note", "Child note"}))
+			apply(ns, personaManifest("child", nil, []string{"agents-md"}, extension{ID: "note", Template: "Child note"}))
 			suppliedLast(`key "AGENTS.md" of ConfigMap "agents" (referenced by layer "agents-md") not found`,
 				func() {
 					updated, _ := agentsObjects(ns, `{OTHER.md: "Other text", AGENTS.md: "Agents text"}`)
@@ -250,11 +252,11 @@ func orderGraph(ns string, children ...string) (refs, kids []*unstructured.Unstr
 	refs = append(refs, objects(ns, layerManifest("frag", "package", "append", "Fragment in "+ns))...)
 	refs = append(refs, objects(ns, layerManifest("shared", "run", "append", "Shared layer in "+ns))...)
 	refs = append(refs, objects(ns, personaManifest("parent", nil, []string{"shared"},
-		extension{"parent_note", "Parent note in " + ns}))...)
+		extension{ID: "parent_note", Template: "Parent note in " + ns}))...)
 	for _, c := range children {
 		kids = append(kids, objects(ns, personaManifest(c, []string{"parent"}, []string{"agents-md"},
-			extension{"note", "Note of " + c + " in " + ns},
-			extension{"fragment", `{{ include "frag" . }}`}))...)
+			extension{ID: "note", Template: "Note of " + c + " in " + ns},
+			extension{ID: "fragment", Template: `{{ include "frag" . }}`}))...)
 	}
 	return refs, kids
 }

@@ -22,7 +22,9 @@ import (
 )
 
 // PromptLayerReconciler reports whether each PromptLayer is usable: its
-// template parses and its templateFrom resolves.
+// template parses and its templateFrom resolves. It reads template sources
+// through the reader it shares with the Persona controller, so it is built
+// by newPromptLayerReconciler only.
 type PromptLayerReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
@@ -31,6 +33,12 @@ type PromptLayerReconciler struct {
 	// ReferenceGracePeriod is how long a missing templateFrom ConfigMap is
 	// awaited before the layer is stalled; 0 means status.DefaultReferenceGracePeriod.
 	ReferenceGracePeriod time.Duration
+}
+
+// newPromptLayerReconciler is the PromptLayer controller; it reads
+// templateFrom ConfigMaps through sources.
+func newPromptLayerReconciler(c client.Client, recorder events.EventRecorder, sources *sourceReader, referenceGracePeriod time.Duration) *PromptLayerReconciler {
+	return &PromptLayerReconciler{Client: c, Recorder: recorder, configMaps: sources, ReferenceGracePeriod: referenceGracePeriod}
 }
 
 // Status is only patched (patchStatus).
@@ -88,8 +96,7 @@ func (r *PromptLayerReconciler) warnUnlabelled(ctx context.Context, l *v1alpha1.
 
 // SetupWithManager registers the controller; a ConfigMap change re-checks
 // the layers whose templateFrom names it.
-func (r *PromptLayerReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.Cache, sources *sourceReader) error {
-	r.configMaps = sources
+func (r *PromptLayerReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.Cache) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PromptLayer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(watchConfigMapMetadata(configMaps, handler.TypedEnqueueRequestsFromMapFunc(r.layersReading))).

@@ -1,23 +1,18 @@
 package controller_test
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
-	"github.com/persona-operator/persona-operator/internal/cli"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
@@ -229,30 +224,5 @@ spec: {inherit: [keeps-waiver]}
 		for _, name := range names {
 			Eventually(prompt(ns, name)).Should(Equal("Concurrent waiver.\n\n"+name+"\n"), name)
 		}
-	})
-
-	It("renders the samples on the sample PromptPlatform offline exactly as the operator writes them", func() {
-		const sample = "../../config/samples/cluster_prompts_v1alpha1_promptplatform.yaml"
-		raw, err := os.ReadFile(sample)
-		Expect(err).NotTo(HaveOccurred())
-		applyPlatform(string(raw))
-		files, personas := applySamples(ns)
-		files = append(files, sample)
-		onPlatform := 0
-		for _, name := range personas {
-			var out, errOut bytes.Buffer
-			args := append([]string{"render", "-n", ns, "--persona", name, "-o", "configmap"}, flagsFor(files)...)
-			Expect(cli.Run(args, nil, &out, &errOut)).To(Equal(0), errOut.String())
-			var offline corev1.ConfigMap
-			Expect(yaml.UnmarshalStrict(out.Bytes(), &offline)).To(Succeed())
-			if strings.Contains(offline.Data["bundle.json"], `"origin":"platform/default"`) {
-				onPlatform++
-			}
-			Eventually(func() map[string]string { return configMap(ns, name).Data }).Should(Equal(offline.Data), name)
-			Eventually(ready(ns, name)).Should(Equal("Rendered"), name)
-			Expect(configMap(ns, name).Annotations).To(Equal(offline.Annotations), name)
-		}
-		// The platform's workspace stands wherever no sample replaces it.
-		Expect(onPlatform).To(BeNumerically(">", 0))
 	})
 })

@@ -1,5 +1,3 @@
-// Package controller holds the Persona, PromptLayer, ClusterPromptLayer and
-// PromptPlatform reconcilers.
 package controller
 
 import (
@@ -61,20 +59,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources
 		return nil, fmt.Errorf("register the Personas by Ready reason: %w", err)
 	}
 	recorder := cuttingRecorder{mgr.GetEventRecorder("persona-operator")}
-	personas := &PersonaReconciler{
-		Client:                  mgr.GetClient(),
-		Scheme:                  mgr.GetScheme(),
-		Recorder:                recorder,
-		APIReader:               mgr.GetAPIReader(),
-		MaxConcurrentReconciles: opts.PersonaWorkers,
-		ReferenceGracePeriod:    opts.ReferenceGracePeriod,
+	writer, err := newConfigMapWriter(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("create the ConfigMap writer: %w", err)
 	}
-	if err := personas.SetupWithManager(mgr, own, sourceMetadata, sources); err != nil {
+	personas := newPersonaReconciler(mgr.GetClient(), mgr.GetScheme(), recorder, mgr.GetAPIReader(), own, sources, writer,
+		personaOptions{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod})
+	if err := personas.SetupWithManager(mgr, own, sourceMetadata); err != nil {
 		return nil, fmt.Errorf("set up the Persona controller: %w", err)
 	}
-	if err := (&PromptLayerReconciler{
-		Client: mgr.GetClient(), Recorder: recorder, ReferenceGracePeriod: opts.ReferenceGracePeriod,
-	}).SetupWithManager(mgr, sourceMetadata, sources); err != nil {
+	layers := newPromptLayerReconciler(mgr.GetClient(), recorder, sources, opts.ReferenceGracePeriod)
+	if err := layers.SetupWithManager(mgr, sourceMetadata); err != nil {
 		return nil, fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
 	if err := (&ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {

@@ -19,23 +19,6 @@ import (
 // template-source label.
 const unlabelledAgents = `ConfigMap "agents" (referenced by layer "agents-md") is not a template source: it lacks the label prompts.persona-operator.dev/template-source: "true"`
 
-// unlabelledAgentsLayer is agentsLayer with a ConfigMap that lacks the label.
-func unlabelledAgentsLayer(text string) string {
-	return `
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: agents}
-data: {AGENTS.md: "` + text + `"}
----
-apiVersion: prompts.persona-operator.dev/v1alpha1
-kind: PromptLayer
-metadata: {name: agents-md}
-spec:
-  source: app
-  templateFrom: {configMapKeyRef: {name: agents, key: AGENTS.md}}
-`
-}
-
 // layerCondition is the PromptLayer's condition of type t as
 // "status/reason: message", "" when it has none.
 func layerCondition(ns, name, t string) func() string {

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,28 +56,14 @@ func TestClusterInstall(t *testing.T) {
 	})
 }
 
-// requireEnvtest skips the test without a control plane to run against, or
-// fails it where make test asked for one.
-func requireEnvtest(t *testing.T) {
-	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		if os.Getenv("PERSONA_REQUIRE_ENVTEST") != "" {
-			t.Fatal("KUBEBUILDER_ASSETS is not set")
-		}
-		t.Skip("KUBEBUILDER_ASSETS is not set: run `make test`, which builds the control plane binaries with hack/envtest-binaries.sh")
-	}
-}
-
 // buildManager builds the manager binary, skipping the test without a
 // control plane to run it against.
 func buildManager(t *testing.T) string {
 	t.Helper()
-	requireEnvtest(t)
-	binary := filepath.Join(t.TempDir(), "manager")
-	build := exec.Command("go", "build", "-o", binary, "./cmd")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the manager: %v\n%s", err, out)
+	controlplane.RequireEnvtest(t)
+	binary, err := controlplane.BuildManager(t.Context(), root, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return binary
 }

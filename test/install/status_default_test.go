@@ -18,7 +18,7 @@ import (
 // with no status reads as Current, and a GitOps wait passes before anything
 // was rendered. No manager runs here, so nothing else writes a status.
 func TestNewObjectsReadAsInProgress(t *testing.T) {
-	requireEnvtest(t)
+	controlplane.RequireEnvtest(t)
 	p, err := controlplane.StartEmpty()
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package controller_test
+package cli_test
 
 import (
 	"bytes"
@@ -15,15 +15,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/persona-operator/persona-operator/internal/cli"
+	"github.com/persona-operator/persona-operator/test/fixtures"
+	"github.com/persona-operator/persona-operator/test/suite"
 )
 
 // kubectl persona diff --live reads the ConfigMaps the operator wrote.
 var _ = Describe("kubectl-persona diff --live", func() {
 	It("compares manifests with the operator's ConfigMaps", func() {
-		ns := newNamespace()
-		files, personas := applySamples(ns)
+		ns := suite.NewNamespace()
+		files, personas := suite.ApplySamples(ns)
 		for _, name := range personas {
-			Eventually(ready(ns, name)).Should(Equal("Rendered"), name)
+			Eventually(suite.Ready(ns, name)).Should(Equal("Rendered"), name)
 		}
 		kubeconfig := kubeconfigWithContext("envtest", ns)
 		diff := func(files ...string) (int, string) {
@@ -54,7 +56,7 @@ var _ = Describe("kubectl-persona diff --live", func() {
 			edited = append(edited, f)
 		}
 		newcomer := filepath.Join(dir, "newcomer.yaml")
-		Expect(os.WriteFile(newcomer, []byte(barePersona("newcomer", "New.")), 0o644)).To(Succeed())
+		Expect(os.WriteFile(newcomer, []byte(fixtures.BarePersona("newcomer", "New.")), 0o644)).To(Succeed())
 		code, out = diff(append(edited, newcomer)...)
 		Expect(code).To(Equal(cli.DiffFound))
 		// bare-prompt's system prompt is its one extension's two lines.
@@ -75,55 +77,19 @@ var _ = Describe("kubectl-persona diff --live", func() {
 	})
 })
 
-var _ = Describe("The Rendered Event", func() {
-	It("says which sections and how many lines an edit changed", func() {
-		ns := newNamespace()
-		apply(ns, barePersona("p", "One\nTwo"))
-		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
-		By("describing the first render: one section of two lines")
-		Eventually(events(ns, "p")).Should(ContainElement(HaveField("Note", HaveSuffix(": 1 section, 2 lines"))))
-
-		apply(ns, layerManifest("house-style", "user", "append", "House style."))
-		apply(ns, barePersona("p", "One\nTwo changed", "layers: [{name: house-style}]"))
-		Eventually(func() string { return prompt(ns, "p")() }).Should(Equal("One\nTwo changed\n\nHouse style.\n"))
-		By("naming the changed extension and the added layer, with the lines of system-prompt.md")
-		// Lines One, Two became One, Two changed, a blank line, House style.
-		hash := getPersona(ns, "p").Status.ContentHash
-		Eventually(events(ns, "p")).Should(ContainElement(HaveField("Note", And(
-			ContainSubstring(hash),
-			HaveSuffix(": added layer.house-style; changed extension.text; system-prompt.md +3/-1 lines")))))
-	})
-
-	It("tells an edit whose new reference arrives after it", func() {
-		ns := newNamespace()
-		apply(ns, barePersona("p", "One"))
-		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
-		By("editing the Persona to list a layer that does not exist yet")
-		apply(ns, barePersona("p", "One", "layers: [{name: late}]"))
-		Eventually(ready(ns, "p")).Should(Equal("ReferenceNotFound"))
-		apply(ns, layerManifest("late", "user", "append", "Late."))
-		Eventually(func() string { return prompt(ns, "p")() }).Should(Equal("One\n\nLate.\n"))
-		By("telling the edit's render on the Persona, as for any edit")
-		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
-		hash := getPersona(ns, "p").Status.ContentHash
-		Eventually(events(ns, "p")).Should(ContainElement(HaveField("Note", And(
-			ContainSubstring(hash), HaveSuffix(": added layer.late; system-prompt.md +2/-0 lines")))))
-	})
-})
-
 // configMapReader writes a kubeconfig of a user who may only get the
 // ConfigMaps of ns.
 func configMapReader(ns string) string {
 	name := "configmap-reader-" + ns
-	user, err := plane.Env.AddUser(envtest.User{Name: name}, nil)
+	user, err := suite.Plane.Env.AddUser(envtest.User{Name: name}, nil)
 	Expect(err).NotTo(HaveOccurred())
 	raw, err := user.KubeConfig()
 	Expect(err).NotTo(HaveOccurred())
-	Expect(k8s.Create(ctx, &rbacv1.Role{
+	Expect(suite.K8s.Create(suite.Ctx, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}},
 	})).To(Succeed())
-	Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
+	Expect(suite.K8s.Create(suite.Ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
@@ -138,7 +104,7 @@ func configMapReader(ns string) string {
 // the suite's cluster with namespace ns: what diff reads must be the
 // context --context names.
 func kubeconfigWithContext(name, ns string) string {
-	cfg, err := clientcmd.LoadFromFile(plane.AdminKubeconfig)
+	cfg, err := clientcmd.LoadFromFile(suite.Plane.AdminKubeconfig)
 	Expect(err).NotTo(HaveOccurred())
 	admin := *cfg.Contexts[cfg.CurrentContext]
 	admin.Namespace = ns

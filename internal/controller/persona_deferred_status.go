@@ -50,3 +50,6 @@ func (d *deferredStatuses) take(persona types.NamespacedName) (deferredStatus, b
 	delete(d.byPersona, persona)
 	return s, ok
 }
+
+// forgetPersona drops what was recorded for persona.
+func (d *deferredStatuses) forgetPersona(persona types.NamespacedName) { d.take(persona) }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/internal/delivery"
@@ -117,4 +118,9 @@ func (w *ownWrites) holds(obj client.Object) bool {
 		return true
 	}
 	return false
+}
+
+// forgetPersona drops what is known of persona's ConfigMap.
+func (w *ownWrites) forgetPersona(persona types.NamespacedName) {
+	w.forget(client.ObjectKey{Namespace: persona.Namespace, Name: delivery.ConfigMapName(persona.Name)})
 }

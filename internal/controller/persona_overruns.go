@@ -56,3 +56,6 @@ func (o *overruns) reset(persona types.NamespacedName) {
 	defer o.mu.Unlock()
 	delete(o.last, persona)
 }
+
+// forgetPersona forgets persona's overruns.
+func (o *overruns) forgetPersona(persona types.NamespacedName) { o.reset(persona) }

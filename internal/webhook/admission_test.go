@@ -1,4 +1,4 @@
-package controller_test
+package webhook_test
 
 import (
 	"os"
@@ -9,22 +9,25 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/persona-operator/persona-operator/test/fixtures"
+	"github.com/persona-operator/persona-operator/test/suite"
 )
 
 var _ = Describe("Admission", func() {
 	var ns string
-	BeforeEach(func() { ns = newNamespace() })
+	BeforeEach(func() { ns = suite.NewNamespace() })
 
 	persona := func(spec string) string {
-		return "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Persona\nmetadata: {name: p}\nspec:\n" + indentLines(strings.TrimSpace(spec), "  ")
+		return "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Persona\nmetadata: {name: p}\nspec:\n" + fixtures.IndentLines(strings.TrimSpace(spec), "  ")
 	}
 	layer := func(spec string) string {
-		return "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptLayer\nmetadata: {name: l}\nspec:\n" + indentLines(strings.TrimSpace(spec), "  ")
+		return "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptLayer\nmetadata: {name: l}\nspec:\n" + fixtures.IndentLines(strings.TrimSpace(spec), "  ")
 	}
 
 	DescribeTable("refuses each class of admission problem with the field path",
 		func(manifest, field, message string) {
-			err := tryApply(ns, manifest)
+			err := suite.TryApply(ns, manifest)
 			Expect(err).To(HaveOccurred())
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 			Expect(err.Error()).To(ContainSubstring(field))
@@ -57,19 +60,19 @@ var _ = Describe("Admission", func() {
 	)
 
 	It("refuses a bad Persona name", func() {
-		err := tryApply(ns, strings.Replace(persona("model: x"), "name: p", "name: 9lives", 1))
+		err := suite.TryApply(ns, strings.Replace(persona("model: x"), "name: p", "name: 9lives", 1))
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("metadata.name"))
 	})
 
 	It("accepts a disable layer without a template", func() {
-		Expect(tryApply(ns, layer("mode: disable"))).To(Succeed())
+		Expect(suite.TryApply(ns, layer("mode: disable"))).To(Succeed())
 	})
 
 	It("accepts the samples", func() {
-		_, personas := applySamples(ns)
+		_, personas := suite.ApplySamples(ns)
 		for _, name := range personas {
-			Eventually(ready(ns, name)).Should(Equal("Rendered"), name)
+			Eventually(suite.Ready(ns, name)).Should(Equal("Rendered"), name)
 		}
 	})
 
@@ -80,7 +83,7 @@ var _ = Describe("Admission", func() {
 		}
 		file := filepath.Join(GinkgoT().TempDir(), "p.yaml")
 		Expect(os.WriteFile(file, []byte(persona("systemPrompt:\n  platform:\n    waiver: {remove: true, replce: x}")), 0o600)).To(Succeed())
-		out, err := exec.Command(kubectl, "--kubeconfig", plane.AdminKubeconfig, "apply", "--validate=false", "-n", ns, "-f", file).CombinedOutput()
+		out, err := exec.Command(kubectl, "--kubeconfig", suite.Plane.AdminKubeconfig, "apply", "--validate=false", "-n", ns, "-f", file).CombinedOutput()
 		Expect(err).To(HaveOccurred(), "%s", out)
 		Expect(string(out)).To(ContainSubstring("spec.systemPrompt.platform.waiver.replce"))
 		Expect(string(out)).To(ContainSubstring(`did you mean "replace"`))
@@ -93,7 +96,7 @@ var _ = Describe("Admission", func() {
 		}
 		file := filepath.Join(GinkgoT().TempDir(), "p.yaml")
 		Expect(os.WriteFile(file, []byte(persona("inherit: [not-yet]\nlayers: [{name: nor-this}]")), 0o600)).To(Succeed())
-		out, err := exec.Command(kubectl, "--kubeconfig", plane.AdminKubeconfig, "apply", "-n", ns, "-f", file).CombinedOutput()
+		out, err := exec.Command(kubectl, "--kubeconfig", suite.Plane.AdminKubeconfig, "apply", "-n", ns, "-f", file).CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "%s", out)
 		Expect(string(out)).To(ContainSubstring(`Warning: spec.inherit[0]: Persona "not-yet" does not exist yet`))
 		Expect(string(out)).To(ContainSubstring(`Warning: spec.layers[0].name: PromptLayer "nor-this" does not exist yet`))
@@ -108,7 +111,7 @@ var _ = Describe("Admission", func() {
 		applyFile := func(name, manifest string) string {
 			file := filepath.Join(dir, name)
 			Expect(os.WriteFile(file, []byte(manifest), 0o600)).To(Succeed())
-			out, err := exec.Command(kubectl, "--kubeconfig", plane.AdminKubeconfig, "apply", "-n", ns, "-f", file).CombinedOutput()
+			out, err := exec.Command(kubectl, "--kubeconfig", suite.Plane.AdminKubeconfig, "apply", "-n", ns, "-f", file).CombinedOutput()
 			Expect(err).NotTo(HaveOccurred(), "%s", out)
 			return string(out)
 		}
@@ -117,7 +120,7 @@ var _ = Describe("Admission", func() {
 		Expect(applyFile("early.yaml", layer("source: app\ntemplateFrom: {configMapKeyRef: {name: agents, key: AGENTS.md}}"))).To(ContainSubstring(missing))
 		// A ConfigMap the operator does not write, applied with its layer:
 		// the webhook knows it once the template sources' cache does.
-		Eventually(func() string { return applyFile("both.yaml", agentsLayer("{AGENTS.md: Be brief.}")) }).
+		Eventually(func() string { return applyFile("both.yaml", fixtures.AgentsLayer("{AGENTS.md: Be brief.}")) }).
 			ShouldNot(ContainSubstring("does not exist yet"))
 	})
 
@@ -127,9 +130,8 @@ var _ = Describe("Admission", func() {
 			Skip("kubectl is not installed")
 		}
 		file := filepath.Join(GinkgoT().TempDir(), "unlabelled.yaml")
-		Expect(os.WriteFile(file, []byte(strings.Replace(agentsLayer("{AGENTS.md: Be brief.}"),
-			"  labels: {prompts.persona-operator.dev/template-source: \"true\"}\n", "", 1)), 0o600)).To(Succeed())
-		out, err := exec.Command(kubectl, "--kubeconfig", plane.AdminKubeconfig, "apply", "-n", ns, "-f", file).CombinedOutput()
+		Expect(os.WriteFile(file, []byte(fixtures.UnlabelledAgentsLayer("Be brief.")), 0o600)).To(Succeed())
+		out, err := exec.Command(kubectl, "--kubeconfig", suite.Plane.AdminKubeconfig, "apply", "-n", ns, "-f", file).CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "%s", out)
 		// The webhook reads only the template sources' cache, which holds
 		// labelled ConfigMaps: it cannot tell a missing one from this.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -138,17 +137,4 @@ func fallbackOutcome(failure outcome, fallback string) outcome {
 		failure.reason = v1alpha1.GuardrailsOnlyReason
 	}
 	return failure
-}
-
-// configMapData is the data of the ConfigMap current, read from the API
-// server unless current holds it: the metadata cache holds no data.
-func (r *PersonaReconciler) configMapData(ctx context.Context, current *corev1.ConfigMap) (map[string]string, error) {
-	if current.Data != nil {
-		return current.Data, nil
-	}
-	cm, _, err := r.readConfigMap(ctx, client.ObjectKeyFromObject(current))
-	if err != nil {
-		return nil, err
-	}
-	return cm.Data, nil
 }

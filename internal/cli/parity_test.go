@@ -1,4 +1,4 @@
-package controller_test
+package cli_test
 
 import (
 	"bytes"
@@ -20,22 +20,24 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/cli"
+	"github.com/persona-operator/persona-operator/test/fixtures"
+	"github.com/persona-operator/persona-operator/test/suite"
 )
 
 // The ConfigMap the operator writes equals what kubectl-persona renders
 // offline from the same manifests.
 var _ = Describe("kubectl-persona parity", func() {
 	It("renders the samples exactly as the operator writes them", func() {
-		ns := newNamespace()
-		files, personas := applySamples(ns)
+		ns := suite.NewNamespace()
+		files, personas := suite.ApplySamples(ns)
 		for _, name := range personas {
-			Eventually(ready(ns, name)).Should(Equal("Rendered"), name)
+			Eventually(suite.Ready(ns, name)).Should(Equal("Rendered"), name)
 			var out, errOut bytes.Buffer
 			args := append([]string{"render", "-n", ns, "--persona", name, "-o", "configmap"}, flagsFor(files)...)
 			Expect(cli.Run(args, nil, &out, &errOut)).To(Equal(0), errOut.String())
 			var offline corev1.ConfigMap
 			Expect(yaml.UnmarshalStrict(out.Bytes(), &offline)).To(Succeed())
-			online := configMap(ns, name)
+			online := suite.ConfigMap(ns, name)
 			Expect(online.Data).To(Equal(offline.Data), name)
 			Expect(online.Labels).To(Equal(offline.Labels), name)
 			Expect(online.Annotations).To(Equal(offline.Annotations), name)
@@ -44,11 +46,47 @@ var _ = Describe("kubectl-persona parity", func() {
 	})
 })
 
+// The samples on the neutral PromptPlatform of config/samples, which the
+// platform's sections reach.
+var _ = Describe("kubectl-persona parity on the sample PromptPlatform", Serial, func() {
+	It("renders the samples on the sample PromptPlatform offline exactly as the operator writes them", func() {
+		const sample = "../../config/samples/cluster_prompts_v1alpha1_promptplatform.yaml"
+		raw, err := os.ReadFile(sample)
+		Expect(err).NotTo(HaveOccurred())
+		for _, u := range suite.Objects("", string(raw)) {
+			Expect(suite.CreateOrUpdate(u)).To(Succeed())
+		}
+		DeferCleanup(func() {
+			pp := &v1alpha1.PromptPlatform{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.PromptPlatformName}}
+			Expect(client.IgnoreNotFound(suite.K8s.Delete(suite.Ctx, pp))).To(Succeed())
+		})
+		ns := suite.NewNamespace()
+		files, personas := suite.ApplySamples(ns)
+		files = append(files, sample)
+		onPlatform := 0
+		for _, name := range personas {
+			var out, errOut bytes.Buffer
+			args := append([]string{"render", "-n", ns, "--persona", name, "-o", "configmap"}, flagsFor(files)...)
+			Expect(cli.Run(args, nil, &out, &errOut)).To(Equal(0), errOut.String())
+			var offline corev1.ConfigMap
+			Expect(yaml.UnmarshalStrict(out.Bytes(), &offline)).To(Succeed())
+			if strings.Contains(offline.Data["bundle.json"], `"origin":"platform/default"`) {
+				onPlatform++
+			}
+			Eventually(func() map[string]string { return suite.ConfigMap(ns, name).Data }).Should(Equal(offline.Data), name)
+			Eventually(suite.Ready(ns, name)).Should(Equal("Rendered"), name)
+			Expect(suite.ConfigMap(ns, name).Annotations).To(Equal(offline.Annotations), name)
+		}
+		// The platform's workspace stands wherever no sample replaces it.
+		Expect(onPlatform).To(BeNumerically(">", 0))
+	})
+})
+
 // The failures of personas.md#conditions and promptlayers.md#conditions,
 // one object each, with the reason the spec gives them.
 var _ = Describe("kubectl-persona parity on failures", func() {
 	It("reports each failure with the reason and message of the operator's status", func() {
-		ns := newNamespace()
+		ns := suite.NewNamespace()
 		var chain []string
 		// deep0 inherits deep1, ... deep64: 65 Personas in deep0's chain.
 		for i := range 65 {
@@ -56,15 +94,15 @@ var _ = Describe("kubectl-persona parity on failures", func() {
 			if i < 64 {
 				inherit = fmt.Sprintf("inherit: [deep%d]", i+1)
 			}
-			chain = append(chain, barePersona(fmt.Sprintf("deep%d", i), fmt.Sprintf("D%d", i), inherit))
+			chain = append(chain, fixtures.BarePersona(fmt.Sprintf("deep%d", i), fmt.Sprintf("D%d", i), inherit))
 		}
 		files := map[string]string{
-			"cycle.yaml":  barePersona("cycle-a", "A", "inherit: [cycle-b]") + "---" + barePersona("cycle-b", "B", "inherit: [cycle-a]"),
+			"cycle.yaml":  fixtures.BarePersona("cycle-a", "A", "inherit: [cycle-b]") + "---" + fixtures.BarePersona("cycle-b", "B", "inherit: [cycle-a]"),
 			"deep.yaml":   strings.Join(chain, "---"),
-			"fail.yaml":   barePersona("failing", `{{ fail "broken on purpose" }}`),
-			"limit.yaml":  barePersona("hostile", `{{ range 2000000000 }}x{{ end }}`),
-			"large.yaml":  barePersona("huge", `{{ repeat 40000 "0123456789" }}`, "variants: [{name: a, model: m1}, {name: b, model: m2}]"),
-			"source.yaml": unlabelledAgentsLayer("Be brief.") + "---" + barePersona("unlabelled", "U", "layers: [{name: agents-md}]"),
+			"fail.yaml":   fixtures.BarePersona("failing", `{{ fail "broken on purpose" }}`),
+			"limit.yaml":  fixtures.BarePersona("hostile", `{{ range 2000000000 }}x{{ end }}`),
+			"large.yaml":  fixtures.BarePersona("huge", `{{ repeat 40000 "0123456789" }}`, "variants: [{name: a, model: m1}, {name: b, model: m2}]"),
+			"source.yaml": fixtures.UnlabelledAgentsLayer("Be brief.") + "---" + fixtures.BarePersona("unlabelled", "U", "layers: [{name: agents-md}]"),
 			"invalid.yaml": `
 apiVersion: v1
 kind: ConfigMap
@@ -81,7 +119,7 @@ spec:
   templateFrom: {configMapKeyRef: {name: bad-source, key: T.md}}
 `,
 			// Last, so that it is still awaited when first compared.
-			"missing.yaml": barePersona("missing-layer", "M", "layers: [{name: absent}]"),
+			"missing.yaml": fixtures.BarePersona("missing-layer", "M", "layers: [{name: absent}]"),
 		}
 		expected := []struct{ kind, name, reason string }{
 			{"Persona", "cycle-a", v1alpha1.InheritanceCycleReason},
@@ -100,7 +138,7 @@ spec:
 			Expect(os.WriteFile(filepath.Join(dir, name), []byte(files[name]), 0o600)).To(Succeed())
 		}
 		for _, name := range []string{"cycle.yaml", "deep.yaml", "fail.yaml", "limit.yaml", "large.yaml", "source.yaml", "invalid.yaml", "missing.yaml"} {
-			apply(ns, files[name])
+			suite.Apply(ns, files[name])
 		}
 
 		var out, errOut bytes.Buffer
@@ -165,11 +203,11 @@ func conditionOf(ns, kind, name, t string) (*metav1.Condition, int64) {
 	switch kind {
 	case "Persona":
 		var p v1alpha1.Persona
-		Expect(k8s.Get(ctx, key, &p)).To(Succeed())
+		Expect(suite.K8s.Get(suite.Ctx, key, &p)).To(Succeed())
 		return meta.FindStatusCondition(p.Status.Conditions, t), p.Generation
 	case "PromptLayer":
 		var l v1alpha1.PromptLayer
-		Expect(k8s.Get(ctx, key, &l)).To(Succeed())
+		Expect(suite.K8s.Get(suite.Ctx, key, &l)).To(Succeed())
 		return meta.FindStatusCondition(l.Status.Conditions, t), l.Generation
 	}
 	Fail("no conditions for kind " + kind)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -43,12 +42,7 @@ func (a *answers) RoundTrip(req *http.Request) (*http.Response, error) {
 // written, it returns the version written, the API server's errors keep
 // their kind, and every answer is the metadata only.
 func TestConfigMapWriter(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		if os.Getenv("PERSONA_REQUIRE_ENVTEST") != "" {
-			t.Fatal("KUBEBUILDER_ASSETS is not set")
-		}
-		t.Skip("KUBEBUILDER_ASSETS is not set: run `make test`, which builds the control plane binaries with hack/envtest-binaries.sh")
-	}
+	controlplane.RequireEnvtest(t)
 	plane, err := controlplane.StartEmpty()
 	if err != nil {
 		t.Fatal(err)

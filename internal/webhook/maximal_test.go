@@ -1,4 +1,4 @@
-package controller_test
+package webhook_test
 
 import (
 	"encoding/json"

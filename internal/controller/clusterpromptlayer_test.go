@@ -43,6 +43,13 @@ func newNamedGuardrail(name string, position v1alpha1.ClusterLayerPosition, temp
 	return l
 }
 
+// guardNamespace is a new guardrail (newGuardrail) that selects ns.
+func guardNamespace(ns string, position v1alpha1.ClusterLayerPosition, template string) *v1alpha1.ClusterPromptLayer {
+	g := newGuardrail(position, template)
+	labelNamespace(ns, g.Name)
+	return g
+}
+
 // labelNamespace sets (value "") or removes the label guardrails on ns.
 func labelNamespace(ns, value string) {
 	var n corev1.Namespace
@@ -60,8 +67,7 @@ var _ = Describe("Guardrails (ClusterPromptLayer)", func() {
 	BeforeEach(func() { ns = newNamespace() })
 
 	It("puts a guardrail into every selected Persona that no tenant edit can take out", func() {
-		g := newGuardrail(v1alpha1.ClusterLayerLast, "Never push to the default branch.")
-		labelNamespace(ns, g.Name)
+		g := guardNamespace(ns, v1alpha1.ClusterLayerLast, "Never push to the default branch.")
 		apply(ns, barePersona("p", "Tenant text"))
 		Eventually(prompt(ns, "p")).Should(Equal("Tenant text\n\nNever push to the default branch.\n"))
 		// The status follows the ConfigMap.
@@ -82,8 +88,7 @@ var _ = Describe("Guardrails (ClusterPromptLayer)", func() {
 	})
 
 	It("re-renders the selected Personas, and only those, when the guardrail is edited", func() {
-		g := newGuardrail(v1alpha1.ClusterLayerFirst, "Rule v1.")
-		labelNamespace(ns, g.Name)
+		g := guardNamespace(ns, v1alpha1.ClusterLayerFirst, "Rule v1.")
 		other := newNamespace()
 		apply(ns, barePersona("p", "P"))
 		apply(other, barePersona("q", "Q"))

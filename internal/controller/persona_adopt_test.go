@@ -78,8 +78,7 @@ var _ = Describe("Orphaned ConfigMaps", func() {
 
 	It("never takes an orphan's data for the last good inputs: a failing Persona with guardrails adopts it with the guardrails alone", func() {
 		ns := newNamespace()
-		g := newGuardrail(v1alpha1.ClusterLayerLast, "Rule.")
-		labelNamespace(ns, g.Name)
+		guardNamespace(ns, v1alpha1.ClusterLayerLast, "Rule.")
 		// What anyone who may write ConfigMaps can leave as an orphan: text
 		// of its own, and inputs that would render without the guardrail.
 		forgedBundle := `{"version":1,"persona":{"name":"q","namespace":"` + ns + `","harness":"claude","prompt":"Forged."}}`

@@ -1,0 +1,127 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+)
+
+// A cluster can hold hundreds of MiB of ConfigMaps that are none of the
+// operator's business, so the manager holds no ConfigMap's data, and knows
+// by metadata only the ConfigMaps of two label-selected watches: its own
+// (delivery.ManagedByLabel), the Personas' with all of it (to write them
+// back whole), and the template sources (v1alpha1.TemplateSourceLabel),
+// reduced to what the watches read. A ConfigMap that is in neither, such as
+// a foreign persona-<name>, it reads by name when it needs to. The data of
+// a Persona's ConfigMap it knows by its content hash at the versions it
+// wrote or read (ownWrites); of a template source, only the keys that
+// templateFrom names (templateSources).
+
+// CacheOptions are the manager's cache options: the watched namespaces
+// (none: all).
+func CacheOptions(namespaces []string) cache.Options {
+	return cache.Options{
+		DefaultNamespaces: namespaceConfigs(namespaces),
+		DefaultTransform:  internObjects,
+	}
+}
+
+// ClientOptions are the manager's client options: ConfigMaps are read from
+// the API server, never through a cache of them all with their data.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}}
+}
+
+func namespaceConfigs(namespaces []string) map[string]cache.Config {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	out := make(map[string]cache.Config, len(namespaces))
+	for _, ns := range namespaces {
+		out[ns] = cache.Config{}
+	}
+	return out
+}
+
+// The label selectors of the two ConfigMap watches.
+var (
+	ownSelector            = labels.SelectorFromSet(labels.Set{delivery.ManagedByLabel: delivery.ManagedBy})
+	templateSourceSelector = labels.SelectorFromSet(labels.Set{v1alpha1.TemplateSourceLabel: "true"})
+)
+
+// newConfigMapMetadataCache is a cache of the metadata of the ConfigMaps
+// in namespaces that selector selects (nil: all), each reduced by trim.
+func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string, selector labels.Selector, trim toolscache.TransformFunc) (cache.Cache, error) {
+	return cache.New(mgr.GetConfig(), cache.Options{
+		Scheme:               mgr.GetScheme(),
+		Mapper:               mgr.GetRESTMapper(),
+		DefaultNamespaces:    namespaceConfigs(namespaces),
+		DefaultLabelSelector: selector,
+		DefaultTransform:     trim,
+	})
+}
+
+// trimConfigMapMetadata keeps of a Persona's own ConfigMap all of its
+// metadata but managedFields, and reduces any other as trimSourceMetadata.
+func trimConfigMapMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok || !personasOwn(m) {
+		return trimSourceMetadata(obj)
+	}
+	internMeta(m)
+	return m, nil
+}
+
+// trimSourceMetadata reduces a ConfigMap's metadata to what the watches
+// read: name, version, its controller and the template-source label. Only
+// the controller is kept of the owners: anyone who may write a ConfigMap may
+// give it thousands of owner references, which the cache would otherwise
+// hold for every ConfigMap it watches. The template
+// sources' cache keeps no more even of a Persona's own ConfigMap, which the
+// other cache holds whole.
+func trimSourceMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	var kept map[string]string
+	if v, ok := m.Labels[v1alpha1.TemplateSourceLabel]; ok {
+		kept = map[string]string{v1alpha1.TemplateSourceLabel: v}
+	}
+	m.ObjectMeta = metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Labels: kept,
+		OwnerReferences: controllerOnly(m), DeletionTimestamp: m.DeletionTimestamp,
+	}
+	internMeta(m)
+	return m, nil
+}
+
+// controllerOnly is obj's controller owner reference alone, or none.
+func controllerOnly(obj metav1.Object) []metav1.OwnerReference {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		return []metav1.OwnerReference{*ref}
+	}
+	return nil
+}
+
+func configMapMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	return m
+}
+
+// watchConfigMapMetadata is a source of the metadata cache's ConfigMap
+// events for h.
+func watchConfigMapMetadata(c cache.Cache, h handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request]) source.Source {
+	return source.Kind(c, configMapMetadata(), h)
+}

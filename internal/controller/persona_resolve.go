@@ -1,0 +1,62 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/resolve"
+)
+
+// rereads bounds how often resolve reads again while references keep
+// arriving during one reconcile.
+const rereads = 4
+
+// resolve resolves p and records the references it found missing, then
+// reads them again: an object that arrived before the record is seen by
+// that read, and one that arrives after finds p waiting for it (personas.md#conditions,
+// order never matters). It returns what the resolve that counts read.
+func (r *PersonaReconciler) resolve(ctx context.Context, p *v1alpha1.Persona) (*resolve.Result, inputs, error) {
+	res, in, err := r.resolveOnce(ctx, p)
+	for range rereads {
+		missing := missingReferences(err)
+		r.waiting.set(client.ObjectKeyFromObject(p), awaitedObjects(p.Namespace, missing))
+		if len(missing) == 0 {
+			return res, in, err
+		}
+		again, againIn, againErr := r.resolveOnce(ctx, p)
+		if slices.Equal(missingReferences(againErr), missing) {
+			return res, in, err
+		}
+		res, in, err = again, againIn, againErr
+	}
+	return res, in, fmt.Errorf("references of persona %s keep arriving while it resolves; trying again", p.Name)
+}
+
+func (r *PersonaReconciler) resolveOnce(ctx context.Context, p *v1alpha1.Persona) (*resolve.Result, inputs, error) {
+	reads := newReadLog(p)
+	res, err := resolve.Resolve(ctx, lookup{cached: r.Client, configMaps: r.configMaps, reads: reads}, p)
+	return res, reads.sum(), err
+}
+
+func missingReferences(err error) []resolve.Reference {
+	var notFound *resolve.NotFoundError
+	if errors.As(err, &notFound) {
+		return notFound.Missing
+	}
+	return nil
+}
+
+func awaitedObjects(namespace string, missing []resolve.Reference) []objectRef {
+	refs := make([]objectRef, 0, len(missing))
+	for _, m := range missing {
+		refs = append(refs, objectRef{Kind: m.Kind, Namespace: namespace, Name: m.Name})
+	}
+	slices.SortFunc(refs, func(a, b objectRef) int { return cmp.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name) })
+	return slices.Compact(refs)
+}

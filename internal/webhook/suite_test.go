@@ -1,0 +1,14 @@
+package webhook_test
+
+import (
+	"testing"
+
+	"github.com/persona-operator/persona-operator/test/suite"
+)
+
+// The suite runs the real kube-apiserver and etcd (envtest) and the manager
+// binary, which serves the webhook and runs the controllers, as a separate
+// process (test/suite).
+func TestSuite(t *testing.T) { suite.Run(t, "Webhook Suite") }
+
+var _ = suite.Setup("--zap-log-level=info")
