@@ -67,7 +67,7 @@ E2E_EDITS ?=
 test-e2e e2e: ## Run the single-node e2e suite (root): dist/install.yaml and the built image on a kubelet with a pod network, running config/samples' agent; builds the node's binaries once.
 	assets="$$(hack/envtest-binaries.sh)" && node="$$(hack/e2e-binaries.sh)" && hack/e2e-node.sh && \
 	KUBEBUILDER_ASSETS="$$assets" PERSONA_E2E_BINARIES="$$node" PERSONA_REQUIRE_E2E=1 PERSONA_E2E_EDITS="$(E2E_EDITS)" \
-		go test -count=1 -v -timeout 15m ./test/e2e
+		go test -count=1 -v -timeout 25m ./test/e2e
 
 .PHONY: e2e-fast
 e2e-fast: ## The e2e suite with 3 prompt edits instead of 21, for iteration.

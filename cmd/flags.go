@@ -24,6 +24,7 @@ type managerFlags struct {
 
 	watchNamespaces      []string
 	personaWorkers       int
+	shutdownDelay        time.Duration
 	referenceGracePeriod time.Duration
 	apiQPS               float64
 	apiBurst             int
@@ -55,6 +56,7 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 	fs.Func("watch-namespaces", "Comma-separated namespaces whose Personas, PromptLayers and ConfigMaps the manager reads, caches and writes; empty: all.",
 		func(v string) error { f.watchNamespaces = splitList(v); return nil })
 	fs.IntVar(&f.personaWorkers, "persona-workers", 16, "Concurrent Persona reconciles.")
+	fs.DurationVar(&f.shutdownDelay, "shutdown-delay", 5*time.Second, "How long a replica serves on after SIGTERM, no longer ready, before it stops: the time the API server and kube-proxy take to stop sending it admission requests. Keep it below the pod's terminationGracePeriodSeconds.")
 	// A fan-out writes one ConfigMap per dependent at once; a client-side
 	// limit would pace it, and grow its time per Persona with N, where the
 	// API server's Priority and Fairness already protects it.

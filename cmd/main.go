@@ -4,6 +4,8 @@ package main
 
 import (
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,11 +26,14 @@ func main() {
 		os.Exit(1)
 	}
 
-	mgr, err := newManager(flags)
+	shutdown := &drain{delay: flags.shutdownDelay}
+	mgr, err := newManager(flags, shutdown)
 	if err != nil {
 		fail(err, "create the manager")
 	}
-	ctx := ctrl.SetupSignalHandler()
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGTERM, os.Interrupt)
+	ctx := shutdown.context(log, signals, func() { os.Exit(1) })
 	templateSources, err := controller.Setup(ctx, mgr, controller.Options{
 		PersonaWorkers: flags.personaWorkers, ReferenceGracePeriod: flags.referenceGracePeriod,
 		WatchNamespaces: flags.watchNamespaces, ReadUnlabelledSources: flags.readUnlabelledSources,
@@ -45,6 +50,9 @@ func main() {
 		fail(err, "add the health check")
 	}
 	if err := mgr.AddReadyzCheck("webhook", webhookReady(certReady, mgr.GetWebhookServer().StartedChecker())); err != nil {
+		fail(err, "add the readiness check")
+	}
+	if err := mgr.AddReadyzCheck("shutdown", shutdown.readyz); err != nil {
 		fail(err, "add the readiness check")
 	}
 	log.Info("starting the manager")

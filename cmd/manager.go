@@ -19,8 +19,9 @@ import (
 )
 
 // newManager creates the manager: its API client, cache, metrics and
-// webhook servers, and the watch of the webhook certificate (certs.go).
-func newManager(f *managerFlags) (ctrl.Manager, error) {
+// webhook servers, and the watch of the webhook certificate (certs.go). The
+// webhook's handlers are behind shutdown's (shutdown.go).
+func newManager(f *managerFlags, shutdown *drain) (ctrl.Manager, error) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
@@ -43,7 +44,7 @@ func newManager(f *managerFlags) (ctrl.Manager, error) {
 		Cache:                  controller.CacheOptions(f.watchNamespaces),
 		Client:                 controller.ClientOptions(),
 		Metrics:                metricsOpts,
-		WebhookServer:          webhook.NewServer(webhookOpts),
+		WebhookServer:          drainingWebhookServer{webhook.NewServer(webhookOpts), shutdown},
 		HealthProbeBindAddress: f.probeAddr,
 		PprofBindAddress:       f.pprofAddr,
 		LeaderElection:         f.leaderElect,
@@ -52,6 +53,9 @@ func newManager(f *managerFlags) (ctrl.Manager, error) {
 		// to the in-cluster ServiceAccount's (which a manager run outside
 		// the cluster lacks).
 		LeaderElectionNamespace: os.Getenv("POD_NAMESPACE"),
+		// The process ends once the manager stops, so the Lease can go at
+		// once: the other replica takes over without waiting for it to expire.
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		return nil, err

@@ -81,6 +81,8 @@ func (m *Manager) Launch() error {
 		"--webhook-port=" + strconv.Itoa(hook.LocalServingPort),
 		"--health-probe-bind-address=0",
 		"--metrics-bind-address=0",
+		// Nothing routes to it but the API server, straight to its port.
+		"--shutdown-delay=0s",
 	}
 	if !m.ManageCertificate {
 		args = append(args, "--webhook-cert-path="+hook.LocalServingCertDir, "--webhook-cert-name=tls.crt", "--webhook-cert-key=tls.key")

@@ -68,6 +68,10 @@ func TestDelivery(t *testing.T) {
 		{"EditsReachTheRunningPod", s.editsReachTheRunningPod},
 		{"StuckPersonaLeavesTheLastGoodPrompt", s.stuckPersonaLeavesTheLastGoodPrompt},
 		{"KubeletRestartKeepsThePrompt", s.kubeletRestartKeepsThePrompt},
+		{"MetricsNeedAToken", s.metricsNeedAToken},
+		{"LeaderFailover", s.leaderFailover},
+		{"RolloutRestartUnderLoad", s.rolloutRestartUnderLoad},
+		{"CertificateRotationUnderLoad", s.certificateRotationUnderLoad},
 		{"DeletedPersona", s.deletedPersona},
 	}
 	for _, c := range checks {

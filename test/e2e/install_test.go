@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,20 +61,10 @@ func installManifest(root string) ([]*unstructured.Unstructured, error) {
 // webhook, reached through its Service with the certificate the manager
 // made, to refuse a bad Persona.
 func (s *suite) installRelease() error {
-	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
-	out, err := exec.Command(kubectl, "--kubeconfig", s.plane.AdminKubeconfig, "apply", "--server-side",
-		"-f", filepath.Join(s.root, "dist", "install.yaml")).CombinedOutput()
-	if err != nil {
+	if out, err := s.kubectl("apply", "--server-side", "-f", filepath.Join(s.root, "dist", "install.yaml")); err != nil {
 		return fmt.Errorf("kubectl apply --server-side -f dist/install.yaml: %w: %s", err, out)
 	}
-	if err := waitFor(3*time.Minute, "both replicas of the manager Ready", func() (bool, error) {
-		var d appsv1.Deployment
-		if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: installNamespace, Name: managerDeployment}, &d); err != nil {
-			return false, err
-		}
-		ready := d.Status.ReadyReplicas == 2 && d.Status.UpdatedReplicas == 2 && d.Status.ObservedGeneration == d.Generation
-		return ready, fmt.Errorf("%d of %d replicas ready%s", d.Status.ReadyReplicas, *d.Spec.Replicas, s.managerPodStates())
-	}); err != nil {
+	if err := s.waitManagerReplicas(); err != nil {
 		return err
 	}
 	return waitFor(time.Minute, "the webhook refusing a bad Persona through its Service", func() (bool, error) {

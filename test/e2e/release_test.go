@@ -1,0 +1,305 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+)
+
+// The release's objects the checks use, as dist/install.yaml names them.
+const (
+	metricsService = "persona-operator-metrics-service"
+	metricsReader  = "persona-operator-metrics-reader"
+	leaderLease    = "persona-operator.prompts.persona-operator.dev"
+	webhookSecret  = "persona-operator-webhook-server-cert"
+	webhookService = "persona-operator-webhook-service"
+	// loadRate is the Persona writes a second during a rollout.
+	loadRate = 10
+)
+
+// metricsNeedAToken: the metrics Service answers a ServiceAccount token
+// bound to the metrics-reader ClusterRole with the operator's metrics, one
+// without the binding with 403 and a request without a token with 401.
+func (s *suite) metricsNeedAToken(t *testing.T) {
+	svc := &corev1.Service{}
+	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: installNamespace, Name: metricsService}, svc); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("https://%s/metrics", net.JoinHostPort(svc.Spec.ClusterIP, "8443"))
+	reader, stranger := s.serviceAccountToken(t, "metrics-probe", metricsReader), s.serviceAccountToken(t, "metrics-stranger", "")
+	// The metrics server's certificate is its own, self-signed.
+	httpc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the server's self-signed certificate
+	get := func(token string) (int, string, error) {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := httpc.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), err
+	}
+	// Each replica serves metrics; the controllers', persona_*, come from
+	// the leader, which the Service reaches one request in two.
+	var seen bool
+	if err := waitFor(time.Minute, "the leader's persona_* metrics through the Service", func() (bool, error) {
+		code, body, err := get(reader)
+		if err != nil || code != http.StatusOK {
+			return false, fmt.Errorf("status %d: %v", code, err)
+		}
+		seen = strings.Contains(body, "\npersona_")
+		return seen, fmt.Errorf("no persona_ metric in the response")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		who   string
+		token string
+		want  int
+	}{{"a token without the binding", stranger, http.StatusForbidden}, {"no token", "", http.StatusUnauthorized}} {
+		if code, _, err := get(c.token); err != nil || code != c.want {
+			t.Errorf("%s: status %d (%v), want %d", c.who, code, err, c.want)
+		}
+	}
+	t.Logf("the metrics Service at %s answers a token bound to %s with persona_* metrics, refuses one without the binding (403) and none (401)", url, metricsReader)
+}
+
+// serviceAccountToken makes a ServiceAccount in the agents' namespace,
+// binds it to clusterRole unless empty, and returns a token of it.
+func (s *suite) serviceAccountToken(t *testing.T, name, clusterRole string) string {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if err := s.c.Create(s.ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if clusterRole != "" {
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}},
+		}
+		if err := s.c.Create(s.ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	clientset, err := kubernetes.NewForConfig(s.plane.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := clientset.CoreV1().ServiceAccounts(namespace).CreateToken(s.ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a token of ServiceAccount %s: %v", name, err)
+	}
+	return token.Status.Token
+}
+
+// leaderFailover deletes the leader's pod, as a node drain or a rollout
+// would, and measures how long until the other replica holds the Lease and
+// until an edit made just after the delete reaches its ConfigMap.
+func (s *suite) leaderFailover(t *testing.T) {
+	lease := &coordinationv1.Lease{}
+	leaseKey := client.ObjectKey{Namespace: installNamespace, Name: leaderLease}
+	if err := s.c.Get(s.ctx, leaseKey, lease); err != nil || lease.Spec.HolderIdentity == nil {
+		t.Fatalf("the Lease %s: %v (holder %v)", leaderLease, err, lease.Spec.HolderIdentity)
+	}
+	leader, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
+	duration, renew := time.Duration(*lease.Spec.LeaseDurationSeconds)*time.Second, 10*time.Second // controller-runtime's RenewDeadline
+	_, hash, err := s.renderedPrompt()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: installNamespace, Name: leader}}
+	deleted := time.Now()
+	if err := s.c.Delete(s.ctx, pod); err != nil {
+		t.Fatalf("delete the leader's pod %s: %v", leader, err)
+	}
+	if err := s.edits()[0].apply(2000); err != nil {
+		t.Fatal(err)
+	}
+	var toConfigMap, toLease time.Duration
+	if err := waitForEvery(20*time.Millisecond, duration+renew+30*time.Second, "the edit in the ConfigMap and another leader", func() (bool, error) {
+		if toConfigMap == 0 {
+			if _, h, err := s.renderedPrompt(); err == nil && h != hash {
+				toConfigMap = time.Since(deleted)
+			}
+		}
+		if toLease == 0 {
+			var l coordinationv1.Lease
+			if err := s.c.Get(s.ctx, leaseKey, &l); err == nil && l.Spec.HolderIdentity != nil && !strings.HasPrefix(*l.Spec.HolderIdentity, leader+"_") && *l.Spec.HolderIdentity != "" {
+				toLease = time.Since(deleted)
+			}
+		}
+		return toConfigMap > 0 && toLease > 0, fmt.Errorf("edit in the ConfigMap after %s, another leader after %s", toConfigMap, toLease)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if limit := duration + renew + 5*time.Second; toConfigMap > limit {
+		t.Errorf("the edit reached its ConfigMap %s after the leader's delete, beyond the lease duration plus the renew deadline plus 5s (%s)", toConfigMap, limit)
+	}
+	if err := s.waitManagerReplicas(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("leader %s deleted: another replica held the Lease after %s, and an edit made just after the delete was in its ConfigMap after %s (lease duration %s, renew deadline %s)",
+		leader, toLease.Round(time.Millisecond), toConfigMap.Round(time.Millisecond), duration, renew)
+}
+
+// waitManagerReplicas waits for both replicas of the manager's current
+// template to be Ready, and the old ones gone.
+func (s *suite) waitManagerReplicas() error {
+	return waitFor(3*time.Minute, "both replicas of the manager Ready", func() (bool, error) {
+		var d appsv1.Deployment
+		if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: installNamespace, Name: managerDeployment}, &d); err != nil {
+			return false, err
+		}
+		st := d.Status
+		ok := st.ObservedGeneration == d.Generation && st.UpdatedReplicas == 2 && st.ReadyReplicas == 2 && st.Replicas == 2
+		return ok, fmt.Errorf("%d replicas, %d updated, %d ready%s", st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, s.managerPodStates())
+	})
+}
+
+// underLoad runs change while a client writes loadRate Personas a second
+// through the webhook, from before it starts until after it is done, and
+// fails on any refused or failed request; then every Persona it wrote must
+// be Ready.
+func (s *suite) underLoad(t *testing.T, what, prefix string, change func() error) {
+	load := startLoad(s.ctx, s.c, prefix, loadRate)
+	time.Sleep(2 * time.Second)
+	err := change()
+	time.Sleep(3 * time.Second)
+	load.finish()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	for _, f := range load.failures {
+		t.Errorf("a write during %s failed: %s", what, f)
+	}
+	for _, name := range load.names {
+		if err := waitFor(time.Minute, "persona "+name+" Ready", func() (bool, error) {
+			var p v1alpha1.Persona
+			if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: namespace, Name: name}, &p); err != nil {
+				return false, err
+			}
+			ready := p.Status.ObservedGeneration == p.Generation && conditionTrue(p.Status.Conditions, v1alpha1.ReadyCondition)
+			return ready, fmt.Errorf("not Ready at generation %d", p.Generation)
+		}); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Logf("during %s: %s; all %d Personas written are Ready", what, load.summary(), len(load.names))
+}
+
+func conditionTrue(conditions []metav1.Condition, t string) bool {
+	for _, c := range conditions {
+		if c.Type == t {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// rolloutRestartUnderLoad restarts the manager's Deployment with kubectl
+// while Personas are written.
+func (s *suite) rolloutRestartUnderLoad(t *testing.T) {
+	s.underLoad(t, "kubectl rollout restart of the manager", "rollout", func() error {
+		if out, err := s.kubectl("-n", installNamespace, "rollout", "restart", "deployment/"+managerDeployment); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		if out, err := s.kubectl("-n", installNamespace, "rollout", "status", "deployment/"+managerDeployment, "--timeout=3m"); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return s.waitManagerReplicas()
+	})
+}
+
+// certificateRotationUnderLoad deletes the webhook's Secret while Personas
+// are written: the manager makes a new certificate, injects its CA and
+// serves it, and no admission request fails meanwhile.
+func (s *suite) certificateRotationUnderLoad(t *testing.T) {
+	old := &corev1.Secret{}
+	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: installNamespace, Name: webhookSecret}, old); err != nil {
+		t.Fatal(err)
+	}
+	var rotated time.Duration
+	s.underLoad(t, "the webhook certificate's rotation", "rotation", func() error {
+		deleted := time.Now()
+		if err := s.c.Delete(s.ctx, old); err != nil {
+			return err
+		}
+		err := waitFor(3*time.Minute, "the new certificate served through the webhook's Service", func() (bool, error) {
+			var secret corev1.Secret
+			if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: installNamespace, Name: webhookSecret}, &secret); err != nil {
+				return false, err
+			}
+			if bytes.Equal(secret.Data["tls.crt"], old.Data["tls.crt"]) || len(secret.Data["tls.crt"]) == 0 {
+				return false, fmt.Errorf("no new certificate in the Secret yet")
+			}
+			served, err := s.servedWebhookCertificates(4)
+			if err != nil {
+				return false, err
+			}
+			for _, c := range served {
+				if !strings.Contains(string(secret.Data["tls.crt"]), c) {
+					return false, fmt.Errorf("a replica serves another certificate than the new one")
+				}
+			}
+			return true, nil
+		})
+		rotated = time.Since(deleted)
+		return err
+	})
+	t.Logf("the webhook Secret deleted: a new certificate was served by every replica through the Service after %s", rotated.Round(time.Millisecond))
+}
+
+// servedWebhookCertificates are the leaf certificates (PEM bodies) the
+// webhook Service's endpoints serve, over n connections.
+func (s *suite) servedWebhookCertificates(n int) ([]string, error) {
+	var svc corev1.Service
+	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: installNamespace, Name: webhookService}, &svc); err != nil {
+		return nil, err
+	}
+	var out []string
+	for range n {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", net.JoinHostPort(svc.Spec.ClusterIP, "443"),
+			&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the certificate is compared, not verified
+		if err != nil {
+			return nil, err
+		}
+		leaf := conn.ConnectionState().PeerCertificates[0]
+		_ = conn.Close()
+		out = append(out, strings.TrimSpace(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw}))))
+	}
+	return out, nil
+}
+
+
+// kubectl runs envtest's kubectl as the administrator.
+func (s *suite) kubectl(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), append([]string{"--kubeconfig", s.plane.AdminKubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
