@@ -62,7 +62,13 @@ func oneLine(s string) string {
 func admit(set *manifest.Set, ps *problems) map[*manifest.Object]bool {
 	ok := map[*manifest.Object]bool{}
 	for _, o := range set.Objects() {
-		if o.Kind == v1alpha1.ConfigMapKind {
+		if o.Kind == v1alpha1.ConfigMapKind || o.Kind == v1alpha1.NamespaceKind {
+			// Not ours to admit, but read: a value of the wrong type is
+			// reported here, where the object is.
+			if err := coreObjectProblems(o); err != nil {
+				ps.addDecodeError(o, err)
+				continue
+			}
 			ok[o] = true
 			continue
 		}
@@ -84,7 +90,7 @@ func admit(set *manifest.Set, ps *problems) map[*manifest.Object]bool {
 func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps *problems) *render.Output {
 	var p v1alpha1.Persona
 	if err := o.Decode(&p); err != nil {
-		ps.add(o, "spec", err.Error())
+		ps.addDecodeError(o, err)
 		return nil
 	}
 	res, err := resolve.Resolve(ctx, set, &p)
@@ -105,7 +111,10 @@ func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps
 func reportResolveError(p *v1alpha1.Persona, o *manifest.Object, err error, ps *problems) {
 	reason, ok := status.ResolveReason(err)
 	var nf *resolve.NotFoundError
+	var invalid *manifest.InvalidError
 	switch {
+	case errors.As(err, &invalid):
+		ps.add(o, invalidReferenceField(p, invalid.Object), invalidReference(invalid.Object))
 	case !ok:
 		ps.add(o, "spec", err.Error())
 	case errors.As(err, &nf):
@@ -214,12 +223,15 @@ func renderErrorField(p *v1alpha1.Persona, err error) string {
 func checkLayer(set *manifest.Set, o *manifest.Object, ps *problems) {
 	var l v1alpha1.PromptLayer
 	if err := o.Decode(&l); err != nil {
-		ps.add(o, "spec", err.Error())
+		ps.addDecodeError(o, err)
 		return
 	}
 	problem, err := status.CheckLayer(context.Background(), set, &l)
 	fromPath := specPath.Child("templateFrom", "configMapKeyRef")
+	var invalid *manifest.InvalidError
 	switch {
+	case errors.As(err, &invalid):
+		ps.add(o, fromPath.Child("name").String(), invalidReference(invalid.Object))
 	case err != nil:
 		ps.add(o, fromPath.String(), err.Error())
 	case problem == nil:

@@ -107,6 +107,9 @@ func (o *renderOptions) run(cmd *cobra.Command, s *Streams, args []string) error
 		if err != nil {
 			return failed("read bundle: %v", err)
 		}
+		if err := checkDocument(raw, &render.Bundle{}); err != nil {
+			return failed("%s: not a bundle.json: %v", name, err)
+		}
 		if b, err = render.UnmarshalBundle(raw); err != nil {
 			return failed("%s: %v", name, err)
 		}

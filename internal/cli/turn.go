@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/admission"
 	"github.com/persona-operator/persona-operator/internal/manifest"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
@@ -48,16 +49,11 @@ func parseTurn(raw []byte) (*render.Turn, error) {
 		return nil, errors.New("must be an object")
 	}
 	var turn render.Turn
-	strict, err := sigsjson.UnmarshalStrict(j, &turn)
-	if err != nil {
-		return nil, errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	if err := checkDocument(j, &turn); err != nil {
+		return nil, err
 	}
-	if len(strict) > 0 {
-		msgs := make([]string, len(strict))
-		for i, e := range strict {
-			msgs[i] = strings.TrimPrefix(e.Error(), "json: ")
-		}
-		return nil, errors.New(strings.Join(msgs, "; "))
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &turn); err != nil {
+		return nil, errors.New(admission.DecodeErrorDetail(err))
 	}
 	if turn.Harness != nil && !slices.Contains(harnesses, *turn.Harness) {
 		return nil, fmt.Errorf("harness: unsupported value %q: supported values: %s", *turn.Harness, strings.Join(harnesses, ", "))
