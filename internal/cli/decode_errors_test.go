@@ -146,3 +146,20 @@ func TestTurnAndBundleWrongTypes(t *testing.T) {
 		t.Errorf("bundle: exit %d, stderr\n%s\nwant\n%s", r.code, r.stderr, want)
 	}
 }
+
+// Warnings are printed on standard error and in the JSON document; they do
+// not fail validate.
+func TestValidateWarnings(t *testing.T) {
+	in := docs(persona("p", `  prompt: "({{ .Vars.team }})"`+"\n  layers: [{name: l}]"), layer("l", "usr", "", "hi"))
+	r := run(t, in, "validate", "-f", "-")
+	r.expect(t, ExitOK, "1 Persona, 1 PromptLayer, 0 ConfigMaps: valid\n")
+	want := `Warning: <stdin>:1 Persona/p: spec.prompt: contains {{; a Persona's prompt is literal text, never executed as a template, so the braces are delivered as written; to use template variables, put the text in a systemPrompt.extensions template` + "\n" +
+		`Warning: <stdin>:2 PromptLayer/l: spec.source: "usr" is not a built-in source, so it ranks as a custom source, between package and app; did you mean "user"?` + "\n"
+	if r.stderr != want {
+		t.Errorf("stderr\n%s\nwant\n%s", r.stderr, want)
+	}
+	j := run(t, in, "validate", "-f", "-", "-o", "json")
+	if j.code != ExitOK || !strings.Contains(j.stdout, `"field": "spec.source",`) || !strings.Contains(j.stdout, `"warnings": [`) {
+		t.Errorf("json: %d\n%s", j.code, j.stdout)
+	}
+}

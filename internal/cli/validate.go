@@ -85,7 +85,7 @@ func (o *validateOptions) run(cmd *cobra.Command, s *Streams) error {
 	}
 	c := checkSet(cmd.Context(), set)
 	if o.output == outputJSON {
-		if err := writeJSON(s.Out, validateResult(c.problems, c.counts)); err != nil {
+		if err := writeJSON(s.Out, validateResult(c.problems, c.warnings, c.counts)); err != nil {
 			return failed("write output: %v", err)
 		}
 		if len(c.problems) > 0 {
@@ -94,6 +94,9 @@ func (o *validateOptions) run(cmd *cobra.Command, s *Streams) error {
 		return nil
 	}
 	c.problems.write(s.Out)
+	for _, w := range c.warnings.sorted() {
+		fmt.Fprintln(s.Err, "Warning: "+oneLine(w.String()))
+	}
 	if len(c.problems) > 0 {
 		fmt.Fprintf(s.Err, "%s found\n", plural(len(c.problems), "problem"))
 		return reported(ExitInvalid)

@@ -74,7 +74,10 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
 	}
 	resp := admission.Allowed("")
-	resp.Warnings = v.warnings(ctx, req)
+	for _, w := range personaadmission.Warnings(obj) {
+		resp.Warnings = append(resp.Warnings, w.String())
+	}
+	resp.Warnings = append(resp.Warnings, v.warnings(ctx, req)...)
 	return resp
 }
 
