@@ -95,7 +95,7 @@ func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps
 	}
 	res, err := resolve.Resolve(ctx, set, &p)
 	if err != nil {
-		reportResolveError(&p, o, err, ps)
+		reportResolveError(set, &p, o, err, ps)
 		return nil
 	}
 	out, err := render.Default().ConfigMap(res.Bundle)
@@ -108,7 +108,7 @@ func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps
 
 // reportResolveError reports each missing reference at the field that
 // names it, and an inheritance problem at spec.inherit.
-func reportResolveError(p *v1alpha1.Persona, o *manifest.Object, err error, ps *problems) {
+func reportResolveError(set *manifest.Set, p *v1alpha1.Persona, o *manifest.Object, err error, ps *problems) {
 	reason, ok := status.ResolveReason(err)
 	var nf *resolve.NotFoundError
 	var invalid *manifest.InvalidError
@@ -119,7 +119,7 @@ func reportResolveError(p *v1alpha1.Persona, o *manifest.Object, err error, ps *
 		ps.add(o, "spec", err.Error())
 	case errors.As(err, &nf):
 		for _, ref := range nf.Missing {
-			ps.failed(o, referenceField(p, ref), reason, ref.Problem())
+			ps.failed(o, referenceField(p, ref), reason, missingProblem(set, o.Namespace, ref))
 		}
 	default:
 		ps.failed(o, inheritPath.String(), reason, err.Error())
@@ -236,9 +236,9 @@ func checkLayer(set *manifest.Set, o *manifest.Object, ps *problems) {
 		ps.add(o, fromPath.String(), err.Error())
 	case problem == nil:
 	case problem.Missing != nil && problem.Missing.Key != "":
-		ps.failed(o, fromPath.Child("key").String(), problem.Reason, problem.Message)
+		ps.failed(o, fromPath.Child("key").String(), problem.Reason, missingProblem(set, o.Namespace, *problem.Missing))
 	case problem.Missing != nil:
-		ps.failed(o, fromPath.Child("name").String(), problem.Reason, problem.Message)
+		ps.failed(o, fromPath.Child("name").String(), problem.Reason, missingProblem(set, o.Namespace, *problem.Missing))
 	case l.Spec.Template == nil && l.Spec.TemplateFrom != nil:
 		// Offline, the message says where the text came from.
 		ref := l.Spec.TemplateFrom.ConfigMapKeyRef
