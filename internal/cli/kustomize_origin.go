@@ -104,4 +104,3 @@ func documentOf(cache map[string]map[string]int, file string, res *resource.Reso
 	}
 	return 1
 }
-
