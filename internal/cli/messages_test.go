@@ -61,3 +61,13 @@ func TestUnknownCommand(t *testing.T) {
 		t.Errorf("stderr\n%s\nwant\n%s", r.stderr, want)
 	}
 }
+
+// render names the closest persona too.
+func TestRenderReferenceDidYouMean(t *testing.T) {
+	in := docs(persona("agentic", "  prompt: Base."), persona("child", "  inherit: [agnetic]"))
+	r := run(t, in, "render", "-f", "-", "--persona", "child")
+	r.expect(t, ExitInvalid, "")
+	if want := `error: persona "child": Persona "agnetic" (referenced by persona "child") not found; did you mean "agentic"?` + "\n"; r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+}

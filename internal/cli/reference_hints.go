@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -75,4 +76,22 @@ func keyHint(o *manifest.Object, key string) string {
 		return fmt.Sprintf("; did you mean %q?", s)
 	}
 	return "; its keys: " + strings.Join(keys, ", ")
+}
+
+// resolveFailure is the message of a failed resolve, with the did-you-means
+// of missingProblem for the missing references.
+func resolveFailure(set *manifest.Set, ns string, err error) string {
+	var nf *resolve.NotFoundError
+	var invalid *manifest.InvalidError
+	switch {
+	case errors.As(err, &nf):
+		msgs := make([]string, len(nf.Missing))
+		for i, ref := range nf.Missing {
+			msgs[i] = missingProblem(set, ns, ref)
+		}
+		return strings.Join(msgs, "; ")
+	case errors.As(err, &invalid):
+		return invalidReference(invalid.Object)
+	}
+	return err.Error()
 }

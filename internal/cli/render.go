@@ -45,7 +45,9 @@ resolved bundle (bundle.json).
 
 With -f, render reads manifests (files, directories searched recursively for
 *.yaml, *.yml and *.json, or - for standard input; multi-document YAML is
-fine, and kinds other than Persona, PromptLayer and ConfigMap are ignored);
+fine; Personas, PromptLayers, ClusterPromptLayers, ConfigMaps and
+Namespaces, whose labels select the ClusterPromptLayers, are read, other
+kinds ignored);
 with -k, what the kustomization in a directory builds. It checks every
 Persona and PromptLayer as the admission webhook would, and resolves the
 persona's parents, layers, includes and templateFrom ConfigMaps among them.
@@ -197,7 +199,7 @@ func (o *renderOptions) resolve(ctx context.Context, s *Streams) (*render.Bundle
 	}
 	res, err := resolve.Resolve(ctx, set, &p)
 	if err != nil {
-		return nil, failed("persona %q: %v", p.Name, err)
+		return nil, failed("persona %q: %s", p.Name, resolveFailure(set, p.Namespace, err))
 	}
 	return res.Bundle, nil
 }

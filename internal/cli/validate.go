@@ -36,18 +36,24 @@ size limit.
 
 Paths are files, directories (searched recursively for *.yaml, *.yml and
 *.json, skipping hidden ones) or - for standard input; -k DIR reads what the
-kustomization in DIR builds. Kinds other than Persona, PromptLayer and
-ConfigMap are ignored.
+kustomization in DIR builds. Personas, PromptLayers, ClusterPromptLayers,
+ConfigMaps and Namespaces are read (a Namespace's labels select the
+ClusterPromptLayers of its personas); other kinds are ignored.
 
 Each problem is printed on standard output as
 
   FILE:DOC Kind/name: field: message
 
 where DOC is the 1-based index of the YAML document in the file (with -k,
-FILE is the kustomization's directory and DOC counts the documents of its
-build output). The exit status is 1 when there is any problem. Manifests
+FILE is the file kustomize read the object from, or the kustomization that
+generated it). The exit status is 1 when there is any problem. Manifests
 without problems print one line with what was checked, for example
-"3 Personas, 2 PromptLayers, 1 ConfigMap: valid".
+"3 Personas, 2 PromptLayers, 1 ClusterPromptLayer, 1 ConfigMap: valid".
+
+What admission admits with a warning (a layer source one slip from a
+built-in one, template braces in a persona's prompt) is printed on standard
+error as "Warning: FILE:DOC Kind/name: field: message"; warnings do not
+change the exit status.
 
 -o json prints one JSON document instead (docs/cli.md#validate).`,
 		Example: `  # Validate a GitOps directory
