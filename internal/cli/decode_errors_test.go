@@ -163,3 +163,19 @@ func TestValidateWarnings(t *testing.T) {
 		t.Errorf("json: %d\n%s", j.code, j.stdout)
 	}
 }
+
+// Documents that do not decode at all are named in the reader's words.
+func TestBrokenDocumentsNoGoDecodingError(t *testing.T) {
+	for _, in := range []string{
+		`{"apiVersion":"prompts.persona-operator.dev/v1alpha1","kind":"Persona","metadata":{"name":"p"},"spec":{},"spec":{}}`,
+		`{"apiVersion": "v1", `,
+		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Persona\nmetadata: {name: p}\nspec: {}\nspec: {}\n",
+		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Persona\nmetadata: {name: p\n",
+	} {
+		r := run(t, in, "validate", "-f", "-")
+		assertNoGoDecodingError(t, r)
+		if r.code != ExitInvalid {
+			t.Errorf("%s: exit %d", in, r.code)
+		}
+	}
+}
