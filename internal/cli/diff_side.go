@@ -74,4 +74,3 @@ func diffResult(diffs []promptdiff.Persona, oldSide, newSide *side) DiffResult {
 	}
 	return r
 }
-

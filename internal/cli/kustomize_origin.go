@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -52,7 +53,7 @@ func (f originFS) isRootKustomization(path string) bool {
 // kustomization whose generator made it. The origin annotation is removed,
 // so the objects are those kubectl kustomize prints.
 func addBuild(set *manifest.Set, dir string, m resmap.ResMap) error {
-	docIndex := map[string]map[string]int{}
+	docIndex := map[string][]*manifest.Object{}
 	for _, res := range m.Resources() {
 		origin, err := res.GetOrigin()
 		if err != nil {
@@ -81,26 +82,34 @@ func addBuild(set *manifest.Set, dir string, m resmap.ResMap) error {
 }
 
 // documentOf is the 1-based index of the document of file that holds res
-// as written (before kustomize renamed it), 1 when it cannot be told. The
-// documents of each file are indexed once.
-func documentOf(cache map[string]map[string]int, file string, res *resource.Resource) int {
-	index, ok := cache[file]
+// as written, 1 when it cannot be told. krusty drops the names an object had
+// before its transformers ran, so an object is found by its kind and name:
+// the name as written, or else the one name of its kind in the file that
+// the built name contains, as namePrefix and nameSuffix keep it. The
+// documents of each file are read once.
+func documentOf(cache map[string][]*manifest.Object, file string, res *resource.Resource) int {
+	objects, ok := cache[file]
 	if !ok {
-		index = map[string]int{}
-		cache[file] = index
 		if raw, err := os.ReadFile(file); err == nil {
 			set := manifest.New("")
 			set.Add(file, raw)
-			for _, o := range set.Objects() {
-				if _, dup := index[o.Kind+"/"+o.Name]; !dup {
-					index[o.Kind+"/"+o.Name] = o.Origin.Doc
-				}
-			}
+			objects = set.Objects()
+		}
+		cache[file] = objects
+	}
+	kind, name := res.GetKind(), res.GetName()
+	var within []*manifest.Object
+	for _, o := range objects {
+		switch {
+		case o.Kind != kind || o.Name == "":
+		case o.Name == name:
+			return o.Origin.Doc
+		case strings.Contains(name, o.Name):
+			within = append(within, o)
 		}
 	}
-	id := res.OrgId()
-	if doc, ok := index[id.Kind+"/"+id.Name]; ok {
-		return doc
+	if len(within) == 1 {
+		return within[0].Origin.Doc
 	}
 	return 1
 }

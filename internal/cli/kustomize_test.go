@@ -89,3 +89,13 @@ func TestKustomizeUsage(t *testing.T) {
 		t.Errorf("stderr = %s", r.stderr)
 	}
 }
+
+// A renamed object is found in its file by the name it is written with.
+func TestKustomizeOriginOfRenamedObject(t *testing.T) {
+	dir := files(t, t.TempDir(),
+		"kustomization.yaml", "namePrefix: prod-\nresources: [manifests/personas.yaml]\n",
+		"manifests/personas.yaml", docs(barePersona("base", "", "a", "A."), persona("reviewer", "  modle: x")),
+	)
+	r := run(t, "", "validate", "-k", dir)
+	r.expect(t, ExitInvalid, filepath.Join(dir, "manifests", "personas.yaml")+`:2 Persona/prod-reviewer: spec.modle: Invalid value: "modle": unknown field; did you mean "model"?`+"\n")
+}
