@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -151,7 +152,13 @@ func (o *diffOptions) run(ctx context.Context, s *Streams) error {
 	}
 	var oldSide *side
 	if o.live {
-		live, err := o.liveSide(ctx, newSide.rendered)
+		// A persona that does not render is looked up too: it shows as
+		// broken when the cluster holds its render.
+		wanted := maps.Clone(newSide.rendered)
+		for r := range newSide.unrendered {
+			wanted[r] = nil
+		}
+		live, err := o.liveSide(ctx, wanted)
 		if err != nil {
 			return diffFailed(err)
 		}
