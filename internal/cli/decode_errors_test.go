@@ -122,6 +122,9 @@ func TestTurnAndBundleWrongTypes(t *testing.T) {
 	m := write("p.yaml", persona("p", "  prompt: hi"))
 	for _, c := range []struct{ turn, want string }{
 		{"harnes: codex\n", `harnes: Invalid value: "harnes": unknown field; did you mean "harness"?`},
+		{"{harnes: codex}\n", `harnes: Invalid value: "harnes": unknown field; did you mean "harness"?`},
+		{"{\"harness\": \"codex\", \"streaming\": 1}\n", `streaming: Invalid value: 1: must be a boolean, not a number`},
+		{"{harness: codex}\n---\n{model: x}\n", `holds 2 documents; a turn context is one object`},
 		{"streaming: 'yes'\n", `streaming: Invalid value: "yes": must be a boolean, not a string`},
 		{"repos: x\n", `repos: Invalid value: "x": must be a list, not a string`},
 		{"tasks: [{id: [1]}]\n", `tasks[0].id: Invalid value: must be a string, not a list`},

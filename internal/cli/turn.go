@@ -36,7 +36,13 @@ var harnesses = []string{string(v1alpha1.HarnessClaude), string(v1alpha1.Harness
 // streaming. It is strict: keys are case-sensitive, and an unknown or
 // repeated key is an error, so that a misspelling is not silently ignored.
 func parseTurn(raw []byte) (*render.Turn, error) {
-	if n, err := manifest.CountDocuments(raw); err != nil {
+	n, err := manifest.CountDocuments(raw)
+	if err != nil && startsWithBrace(raw) {
+		// A turn written as a YAML flow mapping, {harness: codex}, starts
+		// like JSON but is not.
+		n, err = manifest.CountYAMLDocuments(raw)
+	}
+	if err != nil {
 		return nil, err
 	} else if n > 1 {
 		return nil, fmt.Errorf("holds %d documents; a turn context is one object", n)
@@ -59,4 +65,9 @@ func parseTurn(raw []byte) (*render.Turn, error) {
 		return nil, fmt.Errorf("harness: unsupported value %q: supported values: %s", *turn.Harness, strings.Join(harnesses, ", "))
 	}
 	return &turn, nil
+}
+
+func startsWithBrace(raw []byte) bool {
+	t := bytes.TrimLeft(bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf")), " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
 }

@@ -13,3 +13,11 @@ func (s *Set) AddDocument(file string, doc int, raw []byte) {
 		s.problem(Origin{File: file, Doc: doc, seq: s.seq}, "", "", err.Error())
 	}
 }
+
+// CountYAMLDocuments counts the non-empty documents of a file read as YAML
+// only, for a file that starts with "{" and is not JSON: a YAML flow
+// mapping.
+func CountYAMLDocuments(raw []byte) (int, error) {
+	docs, err := splitYAML(raw)
+	return len(docs), err
+}
