@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"encoding/json"
 	"maps"
 	"reflect"
 	"slices"
@@ -17,12 +18,24 @@ import (
 // walk recurses along t, which has finite depth, so a cyclic or deeply
 // nested raw value cannot make it run away.
 func checkShape(p *field.Path, v any, t reflect.Type) field.ErrorList {
-	var errs field.ErrorList
-	walkShape(p, v, t, &errs)
-	return errs
+	w := shapeWalk{unknownKeys: true}
+	w.walk(p, v, t)
+	return w.errs
 }
 
-func walkShape(p *field.Path, v any, t reflect.Type, errs *field.ErrorList) {
+// shapeWalk is one walk of checkShape. Without unknownKeys it reports
+// values of the wrong type only, as a lenient decode would fail on them.
+type shapeWalk struct {
+	errs        field.ErrorList
+	unknownKeys bool
+}
+
+// jsonUnmarshaler is implemented by types that read their own JSON (such as
+// metav1.Time, a string): the walk cannot know their shape and skips them.
+var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+func (w *shapeWalk) walk(p *field.Path, v any, t reflect.Type) {
+	errs := &w.errs
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -30,21 +43,26 @@ func walkShape(p *field.Path, v any, t reflect.Type, errs *field.ErrorList) {
 		// Unset: the API server prunes nulls of non-nullable fields.
 		return
 	}
+	if reflect.PointerTo(t).Implements(jsonUnmarshaler) {
+		return
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		m, ok := v.(map[string]any)
 		if !ok {
-			*errs = append(*errs, typeError(p, v, "an object"))
+			*errs = append(*errs, objectTypeError(p, v, t))
 			return
 		}
 		s := structOf(t)
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			ft, ok := s.fields[k]
 			if !ok {
-				*errs = append(*errs, unknownField(KeyPath(p, k), k, s.names))
+				if w.unknownKeys {
+					*errs = append(*errs, unknownField(KeyPath(p, k), k, s.names))
+				}
 				continue
 			}
-			walkShape(p.Child(k), m[k], ft, errs)
+			w.walk(p.Child(k), m[k], ft)
 		}
 	case reflect.Map:
 		m, ok := v.(map[string]any)
@@ -53,7 +71,7 @@ func walkShape(p *field.Path, v any, t reflect.Type, errs *field.ErrorList) {
 			return
 		}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
-			walkShape(KeyPath(p, k), m[k], t.Elem(), errs)
+			w.walk(KeyPath(p, k), m[k], t.Elem())
 		}
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 {
@@ -72,7 +90,7 @@ func walkShape(p *field.Path, v any, t reflect.Type, errs *field.ErrorList) {
 				*errs = append(*errs, typeError(p.Index(i), e, expected(t.Elem())))
 				continue
 			}
-			walkShape(p.Index(i), e, t.Elem(), errs)
+			w.walk(p.Index(i), e, t.Elem())
 		}
 	default:
 		checkScalar(p, v, t, errs)

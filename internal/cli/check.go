@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/admission"
 	"github.com/persona-operator/persona-operator/internal/manifest"
 	"github.com/persona-operator/persona-operator/internal/promptdiff"
 	"github.com/persona-operator/persona-operator/internal/render"
@@ -13,6 +14,9 @@ import (
 // of every Persona that has no problem.
 type checked struct {
 	problems problems
+	// warnings are admission's warnings (admission.Warnings): legal, but
+	// most likely a slip.
+	warnings problems
 	rendered map[promptdiff.Ref]*render.Output
 	counts   Counts
 }
@@ -42,6 +46,9 @@ func checkSet(ctx context.Context, set *manifest.Set) *checked {
 		// A duplicate is reported as such; the first definition is checked.
 		if !admitted[obj] || !set.Indexed(obj) {
 			continue
+		}
+		for _, w := range admission.Warnings(obj.Raw) {
+			c.warnings.add(obj, w.Field, w.Message)
 		}
 		switch obj.Kind {
 		case v1alpha1.PersonaKind:

@@ -86,7 +86,7 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 	var ee *exitError
 	if !errors.As(err, &ee) {
 		// Cobra's own errors: unknown commands, flags and arguments.
-		ee = &exitError{code: ExitUsage, msg: err.Error(), usage: true}
+		ee = &exitError{code: ExitUsage, msg: unknownCommand(cmd, err.Error()), usage: true}
 	}
 	if ee.msg != "" {
 		for line := range strings.Lines(ee.msg) {
@@ -118,6 +118,8 @@ Exit status: 0 success, 1 invalid input or render failure, 2 usage error;
 diff exits 0 without differences, 1 with differences, 2 on any error.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// Run gives the suggestion on the error's line (unknownCommand).
+		DisableSuggestions: true,
 		// completion is the command of its own, for bash, zsh and fish.
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}

@@ -2,9 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"maps"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -56,8 +56,12 @@ templateFrom ConfigMaps, so an edit of one layer shows in every persona it
 reaches.
 
 -f and -k read the new manifests; --against and --against-k the old ones.
-Both sides are checked as validate checks them: any problem on either side
-is printed on standard error and the command exits 2.
+Both sides are checked as validate checks them, and every persona that
+renders is compared; the problems are printed on standard error. A persona
+that renders on the new side only because a problem of the old side is gone
+is listed as "persona NAMESPACE/NAME fixed" and diffed against nothing; one
+that no longer renders is listed as "broken". Problems of the old side alone
+do not change the exit status, so a fix shows as a diff.
 
 --live compares with the ConfigMaps persona-<name> of the cluster of the
 kubeconfig context (--kubeconfig, --context, -n and kubectl's other
@@ -66,7 +70,10 @@ A persona whose ConfigMap does not exist shows as added. Without --live no
 kubeconfig is read; manifests without a namespace are in -n, else default
 (with --live, else the context's namespace).
 
-Exit status, as kubectl diff: 0 no differences, 1 differences, 2 any error.`,
+Exit status, as kubectl diff: 0 no differences, 1 differences, 2 any error:
+a usage error, a side that cannot be read or built, a cluster that cannot be
+reached, or a problem on the new side (the differences of what renders are
+still printed).`,
 		Example: `  # What a pull request does to the prompts
   git worktree add /tmp/main main
   kubectl persona diff -f deploy/ --against /tmp/main/deploy/
@@ -139,27 +146,46 @@ func (o *diffOptions) run(ctx context.Context, s *Streams) error {
 	if err != nil {
 		return diffFailed(err)
 	}
-	newSide, newErr := renderSide(ctx, s, &o.new, ns, o.new.describe("-f", "-k"))
-	var oldSide map[promptdiff.Ref]map[string]string
-	var oldErr error
-	switch {
-	case o.live && newErr == nil:
-		oldSide, oldErr = o.liveSide(ctx, newSide)
-	case !o.live:
-		oldSide, oldErr = renderSide(ctx, s, &o.old, ns, o.old.describe("--against", "--against-k"))
+	newSide, err := readSide(ctx, s, &o.new, ns, o.new.describe("-f", "-k"))
+	if err != nil {
+		return diffFailed(err)
 	}
-	if err := errors.Join(newErr, oldErr); err != nil {
+	var oldSide *side
+	if o.live {
+		// A persona that does not render is looked up too: it shows as
+		// broken when the cluster holds its render.
+		wanted := maps.Clone(newSide.rendered)
+		for r := range newSide.unrendered {
+			wanted[r] = nil
+		}
+		live, err := o.liveSide(ctx, wanted)
+		if err != nil {
+			return diffFailed(err)
+		}
+		oldSide = &side{rendered: live}
+	} else if oldSide, err = readSide(ctx, s, &o.old, ns, o.old.describe("--against", "--against-k")); err != nil {
 		return diffFailed(err)
 	}
 	oldLabel := labelOld
 	if o.live {
 		oldLabel = labelLive
 	}
-	diffs := promptdiff.Compare(promptdiff.Side{Label: oldLabel, Personas: oldSide}, promptdiff.Side{Label: labelNew, Personas: newSide})
-	if err := o.write(s.Out, diffs); err != nil {
+	diffs := promptdiff.Compare(
+		promptdiff.Side{Label: oldLabel, Personas: oldSide.rendered, Unrendered: oldSide.unrendered},
+		promptdiff.Side{Label: labelNew, Personas: newSide.rendered, Unrendered: newSide.unrendered})
+	if err := o.write(s.Out, diffs, oldSide, newSide); err != nil {
 		return diffFailed(fmt.Errorf("write output: %w", err))
 	}
-	if len(diffs) > 0 {
+	// The old side's problems are what a change may fix: they are shown,
+	// and do not fail the diff. The new side's are what it brings.
+	if o.output != outputJSON {
+		oldSide.summarize(s.Err, "")
+		newSide.summarize(s.Err, "; the diff shows the personas that render")
+	}
+	switch {
+	case len(newSide.problems) > 0:
+		return reported(DiffError)
+	case len(diffs) > 0:
 		return reported(DiffFound)
 	}
 	return nil
@@ -185,30 +211,26 @@ func (o *diffOptions) namespace() (string, error) {
 	return ns, nil
 }
 
-// renderSide reads and checks one side's manifests and renders its
-// personas. Problems are printed on stderr; the error says whose they are.
-func renderSide(ctx context.Context, s *Streams, src *source, ns, what string) (map[promptdiff.Ref]map[string]string, error) {
-	set, err := src.read(ns, s.In)
-	if err != nil {
-		return nil, err
-	}
-	c := checkSet(ctx, set)
-	if len(c.problems) > 0 {
-		c.problems.write(s.Err)
-		return nil, fmt.Errorf("%s: %s; run '%s validate' on them", what, plural(len(c.problems), "problem"), Name)
-	}
-	return c.data(), nil
-}
-
-// write prints the differences: text, or one JSON document.
-func (o *diffOptions) write(w io.Writer, diffs []promptdiff.Persona) error {
+// write prints the differences: text, or one JSON document with the
+// problems of both sides.
+func (o *diffOptions) write(w io.Writer, diffs []promptdiff.Persona, oldSide, newSide *side) error {
 	if o.output == outputJSON {
-		return writeJSON(w, promptdiff.Result{Personas: diffs})
+		return writeJSON(w, diffResult(diffs, oldSide, newSide))
 	}
 	for _, p := range diffs {
 		ref := p.Namespace + "/" + p.Name
-		if p.Status != promptdiff.Changed {
+		switch p.Status {
+		case promptdiff.Added, promptdiff.Removed:
 			if _, err := fmt.Fprintf(w, "persona %s %s\n", ref, p.Status); err != nil {
+				return err
+			}
+			continue
+		case promptdiff.Fixed:
+			if _, err := fmt.Fprintf(w, "persona %s fixed: it does not render on the old side\n", ref); err != nil {
+				return err
+			}
+		case promptdiff.Broken:
+			if _, err := fmt.Fprintf(w, "persona %s broken: it does not render on the new side\n", ref); err != nil {
 				return err
 			}
 			continue

@@ -74,6 +74,21 @@ var _ = Describe("kubectl-persona diff --live", func() {
 		args := append([]string{"diff", "--live", "--kubeconfig", configMapReader(ns), "-n", ns}, flagsFor(append(edited, newcomer))...)
 		Expect(cli.Run(args, nil, &out2, &errOut)).To(Equal(cli.DiffFound), errOut.String())
 		Expect(out2.String()).To(Equal(out))
+
+		By("listing a persona the change breaks as broken, with status 2 and its problem")
+		breaking := filepath.Join(dir, "breaking.yaml")
+		Expect(os.WriteFile(breaking, []byte(fixtures.BarePersona("bare-prompt", "Fix.", "inherit: [missing-parent]")), 0o644)).To(Succeed())
+		var withBroken []string
+		for _, f := range files {
+			if !strings.HasSuffix(f, "_bare_prompt.yaml") {
+				withBroken = append(withBroken, f)
+			}
+		}
+		var out3, errOut3 bytes.Buffer
+		args = append([]string{"diff", "--live", "--kubeconfig", kubeconfig, "--context", "envtest"}, flagsFor(append(withBroken, breaking))...)
+		Expect(cli.Run(args, nil, &out3, &errOut3)).To(Equal(cli.DiffError))
+		Expect(out3.String()).To(Equal("persona " + ns + "/bare-prompt broken: it does not render on the new side\n"))
+		Expect(errOut3.String()).To(ContainSubstring(`Persona "missing-parent" (referenced by persona "bare-prompt") not found`))
 	})
 })
 

@@ -164,7 +164,7 @@ func importFile(file string, raw []byte, namespace string) (im *imported, errs, 
 	if len(body) > 0 {
 		spec["prompt"] = string(body)
 		if bytes.Contains(body, []byte("{{")) {
-			notes = append(notes, "the body contains {{; a Persona's prompt is literal text, never executed as a template")
+			notes = append(notes, "the body contains {{; "+admission.PromptLiteralNote)
 		}
 	}
 	doc, errs := personaDocument(name, namespace, spec)

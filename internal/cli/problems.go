@@ -62,7 +62,13 @@ func oneLine(s string) string {
 func admit(set *manifest.Set, ps *problems) map[*manifest.Object]bool {
 	ok := map[*manifest.Object]bool{}
 	for _, o := range set.Objects() {
-		if o.Kind == v1alpha1.ConfigMapKind {
+		if o.Kind == v1alpha1.ConfigMapKind || o.Kind == v1alpha1.NamespaceKind {
+			// Not ours to admit, but read: a value of the wrong type is
+			// reported here, where the object is.
+			if err := coreObjectProblems(o); err != nil {
+				ps.addDecodeError(o, err)
+				continue
+			}
 			ok[o] = true
 			continue
 		}
@@ -84,12 +90,12 @@ func admit(set *manifest.Set, ps *problems) map[*manifest.Object]bool {
 func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps *problems) *render.Output {
 	var p v1alpha1.Persona
 	if err := o.Decode(&p); err != nil {
-		ps.add(o, "spec", err.Error())
+		ps.addDecodeError(o, err)
 		return nil
 	}
 	res, err := resolve.Resolve(ctx, set, &p)
 	if err != nil {
-		reportResolveError(&p, o, err, ps)
+		reportResolveError(set, &p, o, err, ps)
 		return nil
 	}
 	out, err := render.Default().ConfigMap(res.Bundle)
@@ -102,15 +108,18 @@ func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps
 
 // reportResolveError reports each missing reference at the field that
 // names it, and an inheritance problem at spec.inherit.
-func reportResolveError(p *v1alpha1.Persona, o *manifest.Object, err error, ps *problems) {
+func reportResolveError(set *manifest.Set, p *v1alpha1.Persona, o *manifest.Object, err error, ps *problems) {
 	reason, ok := status.ResolveReason(err)
 	var nf *resolve.NotFoundError
+	var invalid *manifest.InvalidError
 	switch {
+	case errors.As(err, &invalid):
+		ps.add(o, invalidReferenceField(p, invalid.Object), invalidReference(invalid.Object))
 	case !ok:
 		ps.add(o, "spec", err.Error())
 	case errors.As(err, &nf):
 		for _, ref := range nf.Missing {
-			ps.failed(o, referenceField(p, ref), reason, ref.Problem())
+			ps.failed(o, referenceField(p, ref), reason, missingProblem(set, o.Namespace, ref))
 		}
 	default:
 		ps.failed(o, inheritPath.String(), reason, err.Error())
@@ -214,19 +223,22 @@ func renderErrorField(p *v1alpha1.Persona, err error) string {
 func checkLayer(set *manifest.Set, o *manifest.Object, ps *problems) {
 	var l v1alpha1.PromptLayer
 	if err := o.Decode(&l); err != nil {
-		ps.add(o, "spec", err.Error())
+		ps.addDecodeError(o, err)
 		return
 	}
 	problem, err := status.CheckLayer(context.Background(), set, &l)
 	fromPath := specPath.Child("templateFrom", "configMapKeyRef")
+	var invalid *manifest.InvalidError
 	switch {
+	case errors.As(err, &invalid):
+		ps.add(o, fromPath.Child("name").String(), invalidReference(invalid.Object))
 	case err != nil:
 		ps.add(o, fromPath.String(), err.Error())
 	case problem == nil:
 	case problem.Missing != nil && problem.Missing.Key != "":
-		ps.failed(o, fromPath.Child("key").String(), problem.Reason, problem.Message)
+		ps.failed(o, fromPath.Child("key").String(), problem.Reason, missingProblem(set, o.Namespace, *problem.Missing))
 	case problem.Missing != nil:
-		ps.failed(o, fromPath.Child("name").String(), problem.Reason, problem.Message)
+		ps.failed(o, fromPath.Child("name").String(), problem.Reason, missingProblem(set, o.Namespace, *problem.Missing))
 	case l.Spec.Template == nil && l.Spec.TemplateFrom != nil:
 		// Offline, the message says where the text came from.
 		ref := l.Spec.TemplateFrom.ConfigMapKeyRef

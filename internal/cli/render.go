@@ -49,7 +49,9 @@ ConfigMap the operator would write, or the resolved bundle (bundle.json).
 
 With -f, render reads manifests (files, directories searched recursively for
 *.yaml, *.yml and *.json, or - for standard input; multi-document YAML is
-fine, and kinds other than Persona, PromptLayer and ConfigMap are ignored);
+fine; Personas, PromptLayers, ClusterPromptLayers, ConfigMaps and
+Namespaces, whose labels select the ClusterPromptLayers, are read, other
+kinds ignored);
 with -k, what the kustomization in a directory builds. It checks every
 Persona and PromptLayer as the admission webhook would, and resolves the
 persona's parents, layers, includes and templateFrom ConfigMaps among them.
@@ -113,6 +115,9 @@ func (o *renderOptions) run(cmd *cobra.Command, s *Streams, args []string) error
 		raw, name, err := readInput(o.bundle, s.In)
 		if err != nil {
 			return failed("read bundle: %v", err)
+		}
+		if err := checkDocument(raw, &render.Bundle{}); err != nil {
+			return failed("%s: not a bundle.json: %v", name, err)
 		}
 		if b, err = render.UnmarshalBundle(raw); err != nil {
 			return failed("%s: %v", name, err)
@@ -201,7 +206,7 @@ func (o *renderOptions) resolve(ctx context.Context, s *Streams) (*render.Bundle
 	}
 	res, err := resolve.Resolve(ctx, set, &p)
 	if err != nil {
-		return nil, failed("persona %q: %v", p.Name, err)
+		return nil, failed("persona %q: %s", p.Name, resolveFailure(set, p.Namespace, err))
 	}
 	return res.Bundle, nil
 }

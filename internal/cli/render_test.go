@@ -311,7 +311,7 @@ func TestRenderExitStatus(t *testing.T) {
 		{"stdin twice", []string{"render", "-f", "-", "--turn", "-"}, 2, "standard input"},
 		{"argument without -f", []string{"render", "p"}, 2, "unexpected arguments"},
 		{"missing file", []string{"render", "-f", filepath.Join(dir, "nope.yaml")}, 1, "does not exist"},
-		{"unknown variant", []string{"render", "-f", p, "--variant", "gpt"}, 1, "error: persona \"p\" has no variant \"gpt\"\n"},
+		{"unknown variant", []string{"render", "-f", p, "--variant", "gpt"}, 1, "error: persona \"p\" has no variant \"gpt\"; its variants: codex\n"},
 		{"render failure", []string{"render", "-f", failing}, 1, `the system prompt of persona "bad" does not render: render system prompt section extension.first: `},
 		{"missing parent", []string{"render", "-f", missing}, 1, `persona "orphan": Persona "ghost" (referenced by persona "orphan") not found`},
 		{"admission failure", []string{"render", "-f", invalid}, 1, ":1 Persona/p: spec.modle: "},

@@ -5,7 +5,10 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"path/filepath"
+
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/persona-operator/persona-operator/internal/manifest"
@@ -68,27 +71,30 @@ func (s *source) read(namespace string, stdin io.Reader) (*manifest.Set, error) 
 	if s.kustomization == "" {
 		return manifest.Read(s.files, manifest.Options{Namespace: namespace, Stdin: stdin})
 	}
-	out, err := buildKustomization(s.kustomization)
+	resources, err := buildKustomization(s.kustomization)
 	if err != nil {
 		return nil, err
 	}
 	set := manifest.New(namespace)
-	// Problems name the kustomization's directory and the 1-based index of
-	// the document in its build output.
-	set.Add(s.kustomization, out)
+	// Problems name the file each object came from (kustomize's origin
+	// annotations), or the kustomization when it generated the object.
+	if err := addBuild(set, s.kustomization, resources); err != nil {
+		return nil, fmt.Errorf("the kustomization %s: %w", s.kustomization, err)
+	}
 	return set, nil
 }
 
 // buildKustomization builds the kustomization in dir in-process, as
 // kubectl kustomize does: no plugins, files only from within dir's tree.
-func buildKustomization(dir string) ([]byte, error) {
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+func buildKustomization(dir string) (resmap.ResMap, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	fs := originFS{FileSystem: filesys.MakeFsOnDisk(), root: root}
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, root)
 	if err != nil {
 		return nil, fmt.Errorf("the kustomization %s does not build: %w", dir, err)
 	}
-	out, err := resources.AsYaml()
-	if err != nil {
-		return nil, fmt.Errorf("the kustomization %s: %w", dir, err)
-	}
-	return out, nil
+	return resources, nil
 }

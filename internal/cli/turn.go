@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/admission"
 	"github.com/persona-operator/persona-operator/internal/manifest"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
@@ -35,7 +36,13 @@ var harnesses = []string{string(v1alpha1.HarnessClaude), string(v1alpha1.Harness
 // streaming. It is strict: keys are case-sensitive, and an unknown or
 // repeated key is an error, so that a misspelling is not silently ignored.
 func parseTurn(raw []byte) (*render.Turn, error) {
-	if n, err := manifest.CountDocuments(raw); err != nil {
+	n, err := manifest.CountDocuments(raw)
+	if err != nil && startsWithBrace(raw) {
+		// A turn written as a YAML flow mapping, {harness: codex}, starts
+		// like JSON but is not.
+		n, err = manifest.CountYAMLDocuments(raw)
+	}
+	if err != nil {
 		return nil, err
 	} else if n > 1 {
 		return nil, fmt.Errorf("holds %d documents; a turn context is one object", n)
@@ -48,19 +55,19 @@ func parseTurn(raw []byte) (*render.Turn, error) {
 		return nil, errors.New("must be an object")
 	}
 	var turn render.Turn
-	strict, err := sigsjson.UnmarshalStrict(j, &turn)
-	if err != nil {
-		return nil, errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	if err := checkDocument(j, &turn); err != nil {
+		return nil, err
 	}
-	if len(strict) > 0 {
-		msgs := make([]string, len(strict))
-		for i, e := range strict {
-			msgs[i] = strings.TrimPrefix(e.Error(), "json: ")
-		}
-		return nil, errors.New(strings.Join(msgs, "; "))
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &turn); err != nil {
+		return nil, errors.New(admission.DecodeErrorDetail(err))
 	}
 	if turn.Harness != nil && !slices.Contains(harnesses, *turn.Harness) {
 		return nil, fmt.Errorf("harness: unsupported value %q: supported values: %s", *turn.Harness, strings.Join(harnesses, ", "))
 	}
 	return &turn, nil
+}
+
+func startsWithBrace(raw []byte) bool {
+	t := bytes.TrimLeft(bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf")), " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
 }

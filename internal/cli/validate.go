@@ -36,18 +36,24 @@ size limit.
 
 Paths are files, directories (searched recursively for *.yaml, *.yml and
 *.json, skipping hidden ones) or - for standard input; -k DIR reads what the
-kustomization in DIR builds. Kinds other than Persona, PromptLayer and
-ConfigMap are ignored.
+kustomization in DIR builds. Personas, PromptLayers, ClusterPromptLayers,
+ConfigMaps and Namespaces are read (a Namespace's labels select the
+ClusterPromptLayers of its personas); other kinds are ignored.
 
 Each problem is printed on standard output as
 
   FILE:DOC Kind/name: field: message
 
 where DOC is the 1-based index of the YAML document in the file (with -k,
-FILE is the kustomization's directory and DOC counts the documents of its
-build output). The exit status is 1 when there is any problem. Manifests
+FILE is the file kustomize read the object from, or the kustomization that
+generated it). The exit status is 1 when there is any problem. Manifests
 without problems print one line with what was checked, for example
-"3 Personas, 2 PromptLayers, 1 ConfigMap: valid".
+"3 Personas, 2 PromptLayers, 1 ClusterPromptLayer, 1 ConfigMap: valid".
+
+What admission admits with a warning (a layer source one slip from a
+built-in one, template braces in a persona's prompt) is printed on standard
+error as "Warning: FILE:DOC Kind/name: field: message"; warnings do not
+change the exit status.
 
 -o json prints one JSON document instead (docs/cli.md#validate).`,
 		Example: `  # Validate a GitOps directory
@@ -85,7 +91,7 @@ func (o *validateOptions) run(cmd *cobra.Command, s *Streams) error {
 	}
 	c := checkSet(cmd.Context(), set)
 	if o.output == outputJSON {
-		if err := writeJSON(s.Out, validateResult(c.problems, c.counts)); err != nil {
+		if err := writeJSON(s.Out, validateResult(c.problems, c.warnings, c.counts)); err != nil {
 			return failed("write output: %v", err)
 		}
 		if len(c.problems) > 0 {
@@ -94,6 +100,9 @@ func (o *validateOptions) run(cmd *cobra.Command, s *Streams) error {
 		return nil
 	}
 	c.problems.write(s.Out)
+	for _, w := range c.warnings.sorted() {
+		fmt.Fprintln(s.Err, "Warning: "+oneLine(w.String()))
+	}
 	if len(c.problems) > 0 {
 		fmt.Fprintf(s.Err, "%s found\n", plural(len(c.problems), "problem"))
 		return reported(ExitInvalid)

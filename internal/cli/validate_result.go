@@ -15,6 +15,10 @@ type ValidateResult struct {
 	Counts Counts `json:"counts"`
 	// Problems are ordered by file, document and item; never null.
 	Problems []Problem `json:"problems"`
+	// Warnings are what admission admits with a warning (a near miss of a
+	// built-in layer source, template braces in a persona's prompt), in
+	// the same form and order; never null. They do not make Valid false.
+	Warnings []Problem `json:"warnings"`
 }
 
 // Counts are the documents and objects a validate read, and the problems
@@ -58,10 +62,13 @@ type Problem struct {
 }
 
 // validateResult is the JSON form of ps and counts.
-func validateResult(ps problems, counts Counts) ValidateResult {
-	r := ValidateResult{Valid: len(ps) == 0, Counts: counts, Problems: []Problem{}}
+func validateResult(ps, warnings problems, counts Counts) ValidateResult {
+	r := ValidateResult{Valid: len(ps) == 0, Counts: counts, Problems: []Problem{}, Warnings: []Problem{}}
 	for _, p := range ps.sorted() {
 		r.Problems = append(r.Problems, jsonProblem(p))
+	}
+	for _, w := range warnings.sorted() {
+		r.Warnings = append(r.Warnings, jsonProblem(w))
 	}
 	return r
 }

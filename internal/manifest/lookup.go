@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
 
@@ -12,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/admission"
 )
 
 // Get implements resolve.Lookup: it decodes the object of obj's kind under
@@ -77,12 +77,8 @@ func (o *Object) Decode(obj client.Object) error {
 }
 
 func (o *Object) decode(obj client.Object) error {
-	raw, err := json.Marshal(o.Raw)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", o.Origin, o.Ref(), err)
-	}
-	if err := json.Unmarshal(raw, obj); err != nil {
-		return fmt.Errorf("%s %s: %w", o.Origin, o.Ref(), err)
+	if errs := admission.Decode(nil, o.Raw, obj, false); len(errs) > 0 {
+		return &InvalidError{Object: o, Errs: errs}
 	}
 	obj.SetNamespace(o.Namespace)
 	return nil

@@ -294,6 +294,11 @@ func splitDocuments(raw []byte) ([]document, error) {
 			docs = append(docs, document{raw: doc, json: true})
 		}
 	}
+	return splitYAML(raw)
+}
+
+// splitYAML splits multi-document YAML into its non-empty documents.
+func splitYAML(raw []byte) ([]document, error) {
 	var docs []document
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
 	for {

@@ -21,6 +21,10 @@ func (r Ref) String() string { return r.Namespace + "/" + r.Name }
 type Side struct {
 	Label    string
 	Personas map[Ref]map[string]string
+	// Unrendered are the personas on this side that do not render (their
+	// problems are reported apart): compared with the other side, they are
+	// Fixed or Broken rather than Added or Removed.
+	Unrendered map[Ref]bool
 }
 
 // Status is how a persona differs between two sides.
@@ -34,6 +38,11 @@ const (
 	Removed Status = "removed"
 	// Changed: the persona is on both sides and a prompt key differs.
 	Changed Status = "changed"
+	// Fixed: the persona does not render on the old side and renders on
+	// the new; its keys are diffed against nothing.
+	Fixed Status = "fixed"
+	// Broken: the persona renders on the old side and not on the new.
+	Broken Status = "broken"
 )
 
 // Result is what kubectl persona diff -o json prints: every persona that
@@ -49,7 +58,7 @@ type Persona struct {
 	Name      string `json:"name"`
 	Status    Status `json:"status"`
 	// Keys are the prompt keys that differ, ordered by key; only for a
-	// changed persona.
+	// changed or fixed persona.
 	Keys []Key `json:"keys,omitempty"`
 }
 
@@ -93,8 +102,13 @@ func Compare(old, new Side) []Persona {
 		after, inNew := new.Personas[r]
 		p := Persona{Namespace: r.Namespace, Name: r.Name}
 		switch {
+		case !inOld && old.Unrendered[r]:
+			p.Status = Fixed
+			p.Keys = compareKeys(r, old.Label, new.Label, nil, after)
 		case !inOld:
 			p.Status = Added
+		case !inNew && new.Unrendered[r]:
+			p.Status = Broken
 		case !inNew:
 			p.Status = Removed
 		default:

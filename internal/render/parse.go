@@ -48,7 +48,7 @@ func parseChecked(name, src string, limits *Limits) *parsed {
 	}
 	trees, err := parse.Parse(name, src, "", "", publicFuncNames(), builtinNames)
 	if err != nil {
-		p.err = err
+		p.err = withParseHint(err, src)
 		return p
 	}
 	p.main, p.defines = splitDefines(trees, name)

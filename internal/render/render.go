@@ -104,7 +104,7 @@ func findVariant(b *Bundle, variant string) (*Variant, error) {
 		}
 	}
 	if v == nil {
-		return nil, fmt.Errorf("persona %q has no variant %q", b.Persona.Name, variant)
+		return nil, fmt.Errorf("persona %q has no variant %q; %s", b.Persona.Name, variant, variantHint(b, variant))
 	}
 	return v, nil
 }

@@ -69,7 +69,7 @@ func Register(mgr ctrl.Manager, templateSources client.Reader) {
 func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	var obj map[string]any
 	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode %s: %w", req.Kind.Kind, err))
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("the %s object %s", req.Kind.Kind, personaadmission.DecodeErrorDetail(err)))
 	}
 	if errs := personaadmission.Validate(obj); len(errs) > 0 {
 		gk := v1alpha1.GroupVersion.WithKind(req.Kind.Kind).GroupKind()
@@ -77,7 +77,10 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
 	}
 	resp := admission.Allowed("")
-	resp.Warnings = v.warnings(ctx, req)
+	for _, w := range personaadmission.Warnings(obj) {
+		resp.Warnings = append(resp.Warnings, w.String())
+	}
+	resp.Warnings = append(resp.Warnings, v.warnings(ctx, req)...)
 	return resp
 }
 
