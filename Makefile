@@ -64,9 +64,9 @@ test: manifests generate vet chart-lint ## Run every test that runs as an ordina
 E2E_EDITS ?=
 
 .PHONY: test-e2e e2e
-test-e2e e2e: ## Run the single-node e2e suite (root): dist/install.yaml and the built image on a kubelet with a pod network, running config/samples' agent; builds the node's binaries once.
+test-e2e e2e: helm ## Run the single-node e2e suite (root): dist/install.yaml, then the chart, with the built image on a kubelet with a pod network, running config/samples' agent; builds the node's binaries once.
 	assets="$$(hack/envtest-binaries.sh)" && node="$$(hack/e2e-binaries.sh)" && hack/e2e-node.sh && \
-	KUBEBUILDER_ASSETS="$$assets" PERSONA_E2E_BINARIES="$$node" PERSONA_REQUIRE_E2E=1 PERSONA_E2E_EDITS="$(E2E_EDITS)" \
+	KUBEBUILDER_ASSETS="$$assets" PERSONA_E2E_BINARIES="$$node" PERSONA_REQUIRE_E2E=1 PERSONA_E2E_EDITS="$(E2E_EDITS)" PERSONA_HELM="$(HELM)" \
 		go test -count=1 -v -timeout 25m ./test/e2e
 
 .PHONY: e2e-fast

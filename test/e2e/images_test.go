@@ -35,8 +35,9 @@ func buildBinaries(root, bin string) error {
 
 // writeImages writes the pause, agent and manager images as OCI image
 // layout tarballs into dir, for `ctr images import`. The manager's is the
-// release's (internal/image, as make image builds it), named managerRef.
-func writeImages(bin, turnFile, managerRef, dir string) ([]string, error) {
+// release's (internal/image, as make image builds it), under each of
+// managerRefs.
+func writeImages(bin, turnFile string, managerRefs []string, dir string) ([]string, error) {
 	images := []struct {
 		ref        string
 		entrypoint string
@@ -60,13 +61,16 @@ func writeImages(bin, turnFile, managerRef, dir string) ([]string, error) {
 	files, config := image.Manager(filepath.Join(bin, "cmd"))
 	manager, err := image.Build(files, config, runtime.GOARCH)
 	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", managerRef, err)
+		return nil, fmt.Errorf("the manager's image: %w", err)
 	}
-	path := archivePath(dir, managerRef)
-	if err := image.WriteArchive(path, managerRef, manager); err != nil {
-		return nil, fmt.Errorf("image %s: %w", managerRef, err)
+	for _, ref := range managerRefs {
+		path := archivePath(dir, ref)
+		if err := image.WriteArchive(path, ref, manager); err != nil {
+			return nil, fmt.Errorf("image %s: %w", ref, err)
+		}
+		tarballs = append(tarballs, path)
 	}
-	return append(tarballs, path), nil
+	return tarballs, nil
 }
 
 func archivePath(dir, ref string) string {

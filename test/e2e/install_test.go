@@ -57,13 +57,18 @@ func installManifest(root string) ([]*unstructured.Unstructured, error) {
 }
 
 // installRelease applies dist/install.yaml as its docs say, with kubectl,
-// and waits for both replicas of the manager to be Ready and for the
-// webhook, reached through its Service with the certificate the manager
-// made, to refuse a bad Persona.
+// and waits for the release to serve (releaseServes).
 func (s *suite) installRelease() error {
 	if out, err := s.kubectl("apply", "--server-side", "-f", filepath.Join(s.root, "dist", "install.yaml")); err != nil {
 		return fmt.Errorf("kubectl apply --server-side -f dist/install.yaml: %w: %s", err, out)
 	}
+	return s.releaseServes()
+}
+
+// releaseServes waits for both replicas of the manager to be Ready and for
+// the webhook, reached through its Service with the certificate the manager
+// made, to refuse a bad Persona.
+func (s *suite) releaseServes() error {
 	if err := s.waitManagerReplicas(); err != nil {
 		return err
 	}

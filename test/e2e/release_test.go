@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"crypto/tls"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -33,8 +31,6 @@ const (
 	metricsService = "persona-operator-metrics-service"
 	metricsReader  = "persona-operator-metrics-reader"
 	leaderLease    = "persona-operator.prompts.persona-operator.dev"
-	webhookSecret  = "persona-operator-webhook-server-cert"
-	webhookService = "persona-operator-webhook-service"
 	// loadRate is the Persona writes a second during a rollout.
 	loadRate = 10
 )
@@ -235,67 +231,6 @@ func (s *suite) rolloutRestartUnderLoad(t *testing.T) {
 		return s.waitManagerReplicas()
 	})
 }
-
-// certificateRotationUnderLoad deletes the webhook's Secret while Personas
-// are written: the manager makes a new certificate, injects its CA and
-// serves it, and no admission request fails meanwhile.
-func (s *suite) certificateRotationUnderLoad(t *testing.T) {
-	old := &corev1.Secret{}
-	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: installNamespace, Name: webhookSecret}, old); err != nil {
-		t.Fatal(err)
-	}
-	var rotated time.Duration
-	s.underLoad(t, "the webhook certificate's rotation", "rotation", func() error {
-		deleted := time.Now()
-		if err := s.c.Delete(s.ctx, old); err != nil {
-			return err
-		}
-		err := waitFor(3*time.Minute, "the new certificate served through the webhook's Service", func() (bool, error) {
-			var secret corev1.Secret
-			if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: installNamespace, Name: webhookSecret}, &secret); err != nil {
-				return false, err
-			}
-			if bytes.Equal(secret.Data["tls.crt"], old.Data["tls.crt"]) || len(secret.Data["tls.crt"]) == 0 {
-				return false, fmt.Errorf("no new certificate in the Secret yet")
-			}
-			served, err := s.servedWebhookCertificates(4)
-			if err != nil {
-				return false, err
-			}
-			for _, c := range served {
-				if !strings.Contains(string(secret.Data["tls.crt"]), c) {
-					return false, fmt.Errorf("a replica serves another certificate than the new one")
-				}
-			}
-			return true, nil
-		})
-		rotated = time.Since(deleted)
-		return err
-	})
-	t.Logf("the webhook Secret deleted: a new certificate was served by every replica through the Service after %s", rotated.Round(time.Millisecond))
-}
-
-// servedWebhookCertificates are the leaf certificates (PEM bodies) the
-// webhook Service's endpoints serve, over n connections.
-func (s *suite) servedWebhookCertificates(n int) ([]string, error) {
-	var svc corev1.Service
-	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: installNamespace, Name: webhookService}, &svc); err != nil {
-		return nil, err
-	}
-	var out []string
-	for range n {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", net.JoinHostPort(svc.Spec.ClusterIP, "443"),
-			&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the certificate is compared, not verified
-		if err != nil {
-			return nil, err
-		}
-		leaf := conn.ConnectionState().PeerCertificates[0]
-		_ = conn.Close()
-		out = append(out, strings.TrimSpace(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw}))))
-	}
-	return out, nil
-}
-
 
 // kubectl runs envtest's kubectl as the administrator.
 func (s *suite) kubectl(args ...string) (string, error) {
