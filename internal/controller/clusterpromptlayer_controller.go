@@ -2,9 +2,7 @@ package controller
 
 import (
 	"context"
-	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/admission"
-	"github.com/persona-operator/persona-operator/internal/status"
 )
 
 // ClusterPromptLayerReconciler reports whether each ClusterPromptLayer is
@@ -37,25 +34,8 @@ func (r *ClusterPromptLayerReconciler) Reconcile(ctx context.Context, req ctrl.R
 	before := l.Status.DeepCopy()
 	defer func() { patchStatus(ctx, r.Client, &l, before, &l.Status, &err) }()
 
-	l.Status.ObservedGeneration = l.Generation
-	if problem := checkClusterLayer(&l); problem != nil {
-		// Only an edit of the layer can fix it: stalled at once.
-		status.MarkFailed(&l.Status.Conditions, l.Generation,
-			status.Failure{Reason: v1alpha1.TemplateInvalidReason, Message: problem.Error()}, time.Now(), 0)
-		return ctrl.Result{}, nil
-	}
-	status.MarkReady(&l.Status.Conditions, l.Generation, v1alpha1.ValidReason, "the template parses")
+	reportValidity(&l, &l.Status.ObservedGeneration, &l.Status.Conditions, admission.ValidateClusterPromptLayer, "the template parses")
 	return ctrl.Result{}, nil
-}
-
-// checkClusterLayer runs the admission checks on a stored object, which
-// may have been stored without them (the webhook down or bypassed).
-func checkClusterLayer(l *v1alpha1.ClusterPromptLayer) error {
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(l)
-	if err != nil {
-		return err
-	}
-	return admission.ValidateClusterPromptLayer(obj).ToAggregate()
 }
 
 // SetupWithManager registers the controller.

@@ -48,22 +48,15 @@ func (r *PersonaReconciler) watchClusterLayers(mgr ctrl.Manager) source.Source {
 		}
 		return len(reqs)
 	}
-	return source.Kind(mgr.GetCache(), &v1alpha1.ClusterPromptLayer{}, handler.TypedFuncs[*v1alpha1.ClusterPromptLayer, reconcile.Request]{
-		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*v1alpha1.ClusterPromptLayer], q queue) {
-			n := enqueue(ctx, q, e.Object)
-			if !e.IsInInitialList {
-				r.propagated(e.Object, n)
+	return source.Kind(mgr.GetCache(), &v1alpha1.ClusterPromptLayer{}, propagating(r, func(ctx context.Context, q queue, old, cur *v1alpha1.ClusterPromptLayer) int {
+		var layers []*v1alpha1.ClusterPromptLayer
+		for _, l := range []*v1alpha1.ClusterPromptLayer{old, cur} {
+			if l != nil {
+				layers = append(layers, l)
 			}
-		},
-		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*v1alpha1.ClusterPromptLayer], q queue) {
-			if e.ObjectOld.Generation != e.ObjectNew.Generation {
-				r.propagated(e.ObjectNew, enqueue(ctx, q, e.ObjectOld, e.ObjectNew))
-			}
-		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*v1alpha1.ClusterPromptLayer], q queue) {
-			enqueue(ctx, q, e.Object)
-		},
-	})
+		}
+		return enqueue(ctx, q, layers...)
+	}))
 }
 
 // watchNamespaceLabels enqueues, when a Namespace's labels change, its

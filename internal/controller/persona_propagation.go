@@ -100,3 +100,29 @@ func (r *PersonaReconciler) configMapPropagating() handler.TypedEventHandler[*me
 		},
 	}
 }
+
+// propagating is the event handler of a kind whose change fans out to the
+// Personas it selects or feeds (a ClusterPromptLayer, the PromptPlatform):
+// enqueue adds the dependents of the object's change from old to cur (each
+// nil when there is none) and says how many. A creation, except in the
+// initial list, and a change of generation get one Propagated Event with
+// that count; a deletion gets none.
+func propagating[T client.Object](r *PersonaReconciler, enqueue func(ctx context.Context, q queue, old, cur T) int) handler.TypedFuncs[T, reconcile.Request] {
+	var none T
+	return handler.TypedFuncs[T, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[T], q queue) {
+			n := enqueue(ctx, q, none, e.Object)
+			if !e.IsInInitialList {
+				r.propagated(e.Object, n)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[T], q queue) {
+			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
+				r.propagated(e.ObjectNew, enqueue(ctx, q, e.ObjectOld, e.ObjectNew))
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[T], q queue) {
+			enqueue(ctx, q, e.Object, none)
+		},
+	}
+}

@@ -2,9 +2,7 @@ package controller
 
 import (
 	"context"
-	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/admission"
-	"github.com/persona-operator/persona-operator/internal/status"
 )
 
 // PromptPlatformReconciler reports whether the PromptPlatform is usable:
@@ -35,25 +32,8 @@ func (r *PromptPlatformReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	before := pp.Status.DeepCopy()
 	defer func() { patchStatus(ctx, r.Client, &pp, before, &pp.Status, &err) }()
 
-	pp.Status.ObservedGeneration = pp.Generation
-	if problem := checkPlatform(&pp); problem != nil {
-		// Only an edit of the platform can fix it: stalled at once.
-		status.MarkFailed(&pp.Status.Conditions, pp.Generation,
-			status.Failure{Reason: v1alpha1.TemplateInvalidReason, Message: problem.Error()}, time.Now(), 0)
-		return ctrl.Result{}, nil
-	}
-	status.MarkReady(&pp.Status.Conditions, pp.Generation, v1alpha1.ValidReason, "every section template parses")
+	reportValidity(&pp, &pp.Status.ObservedGeneration, &pp.Status.Conditions, admission.ValidatePromptPlatform, "every section template parses")
 	return ctrl.Result{}, nil
-}
-
-// checkPlatform runs the admission checks on a stored object, which may
-// have been stored without them (the webhook down or bypassed).
-func checkPlatform(pp *v1alpha1.PromptPlatform) error {
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pp)
-	if err != nil {
-		return err
-	}
-	return admission.ValidatePromptPlatform(obj).ToAggregate()
 }
 
 // SetupWithManager registers the controller.

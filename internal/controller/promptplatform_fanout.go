@@ -9,8 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -37,22 +35,7 @@ func (r *PersonaReconciler) watchPlatform(mgr ctrl.Manager) source.Source {
 		}
 		return len(reqs)
 	}
-	return source.Kind(mgr.GetCache(), &v1alpha1.PromptPlatform{}, handler.TypedFuncs[*v1alpha1.PromptPlatform, reconcile.Request]{
-		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*v1alpha1.PromptPlatform], q queue) {
-			n := enqueue(ctx, q, nil, e.Object)
-			if !e.IsInInitialList {
-				r.propagated(e.Object, n)
-			}
-		},
-		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*v1alpha1.PromptPlatform], q queue) {
-			if e.ObjectOld.Generation != e.ObjectNew.Generation {
-				r.propagated(e.ObjectNew, enqueue(ctx, q, e.ObjectOld, e.ObjectNew))
-			}
-		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*v1alpha1.PromptPlatform], q queue) {
-			enqueue(ctx, q, e.Object, nil)
-		},
-	})
+	return source.Kind(mgr.GetCache(), &v1alpha1.PromptPlatform{}, propagating(r, enqueue))
 }
 
 // changedSections are the keys whose platform override differs between
