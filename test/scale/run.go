@@ -121,6 +121,9 @@ func (h *harness) measureWebhookRestarted(ctx context.Context) error {
 	if err := h.startManager(ctx, settleQuiet); err != nil {
 		return err
 	}
+	if err := h.measureRestarts(ctx); err != nil {
+		return err
+	}
 	if err := h.measureWebhook(ctx); err != nil {
 		return err
 	}
