@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -124,4 +125,17 @@ func writesDesc(byMethod map[string]float64, total float64) string {
 		desc += " (last: " + strings.Join(methods, ", ") + ")"
 	}
 	return desc
+}
+
+// restartNotes say how the restart phase measures, when it ran.
+func (r *report) restartNotes(b io.Writer) {
+	if len(r.restarts) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "- restart: after the last round's floors, with a manager started again and settled, %d times: SIGKILL the manager; "+
+		"list at once with the harness's client every kind the manager caches (the floor: Personas, PromptLayers, ClusterPromptLayers, Namespaces, "+
+		"the metadata of the operator's ConfigMaps and of the template sources); start a new manager and, at that moment, edit Persona %s's prompt, "+
+		"retried every 10 ms while the webhook is down; the edit's time ends when a watch sees the ConfigMap hold it; "+
+		"watches from before the kill until the new manager settled (%s without a write) count every other Persona, PromptLayer, ConfigMap, Event and "+
+		"ClusterPromptLayer written, and every Persona whose Ready read other than True\n", len(r.restarts), restartEdited, settleQuiet)
 }
