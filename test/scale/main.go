@@ -1,7 +1,7 @@
 // Command scale measures persona-operator at scale on a local control plane
 // (envtest's kube-apiserver and etcd) with the manager binary, and prints one
 // table: convergence of N Personas, fan-out of a shared PromptLayer edit
-// and of a ClusterPromptLayer edit, API writes in a steady state, the webhook's added create latency, and the
+// and of a ClusterPromptLayer edit, API writes in a steady state, restarts of the manager, the webhook's added create latency, and the
 // manager's memory and render times, each beside a floor measured in the
 // same run. Run it with `make scale` (SCALE_FLAGS="-n 500 ..."). With
 // -curve it measures at several N and adds how time and memory per Persona
