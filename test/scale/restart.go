@@ -43,6 +43,10 @@ type restartResult struct {
 	// made at that moment (retried while the webhook is down, as a GitOps
 	// agent retries) is in its ConfigMap.
 	edit time.Duration
+	// serving and accepted are, from the same start, when the new
+	// process's webhook served and when the API server accepted the edit:
+	// where the edit's time went.
+	serving, accepted time.Duration
 	// changed is the objects, other than the edited Persona, its ConfigMap
 	// and its Events, written from the kill until the new manager settled:
 	// writes of a restart when nothing changed.
@@ -66,8 +70,8 @@ func (h *harness) measureRestarts(ctx context.Context) error {
 			return fmt.Errorf("restart %d: %w", k, err)
 		}
 		h.r.restarts = append(h.r.restarts, res)
-		step("  edit in its ConfigMap %s after the start (floor %s); %d objects written that nothing changed, %d Ready flips; the new manager's writes %v",
-			res.edit.Round(time.Millisecond), res.floor.Round(time.Millisecond), len(res.changed), len(res.flips), res.managerWrites)
+		step("  edit in its ConfigMap %s after the start (webhook serving after %s, edit accepted after %s; floor %s); %d objects written that nothing changed, %d Ready flips; the new manager's writes %v",
+			res.edit.Round(time.Millisecond), res.serving.Round(time.Millisecond), res.accepted.Round(time.Millisecond), res.floor.Round(time.Millisecond), len(res.changed), len(res.flips), res.managerWrites)
 	}
 	return nil
 }
@@ -109,10 +113,12 @@ func (h *harness) restart(ctx context.Context, ns string, k int) (*restartResult
 	if err := h.manager.Start(ctx); err != nil {
 		return nil, err
 	}
+	res.serving = time.Since(start)
 	h.procs.manager = h.manager.PID()
 	if err := <-edited; err != nil {
 		return nil, err
 	}
+	res.accepted = time.Since(start)
 	select {
 	case at := <-delivered:
 		res.edit = at.Sub(start)

@@ -21,6 +21,10 @@ type restartJSON struct {
 	RestartListFloorS *float64 `json:"restart_list_floor_s"`
 	RestartEditRatio  *float64 `json:"restart_edit_ratio"`
 	RestartEditTarget float64  `json:"restart_edit_target"`
+	// Where the edit's time went, from the same start: until the new
+	// process's webhook served, and until the API server accepted the edit.
+	RestartWebhookServingS *float64 `json:"restart_webhook_serving_s"`
+	RestartEditAcceptedS   *float64 `json:"restart_edit_accepted_s"`
 	// The objects nothing changed that were written during the restarts
 	// (watched), and the Personas whose Ready read other than True.
 	RestartUnchangedWrites *int `json:"restart_unchanged_writes"`
@@ -46,6 +50,11 @@ func (r *report) restartFigures() restartJSON {
 	out.RestartEditS = new(median(edits).Seconds())
 	out.RestartListFloorS = new(median(floors).Seconds())
 	out.RestartEditRatio = new(median(ratios))
+	var serving, accepted []time.Duration
+	for _, rr := range rs {
+		serving, accepted = append(serving, rr.serving), append(accepted, rr.accepted)
+	}
+	out.RestartWebhookServingS, out.RestartEditAcceptedS = new(median(serving).Seconds()), new(median(accepted).Seconds())
 	changed, flips := r.restartCounts()
 	out.RestartUnchangedWrites, out.RestartReadyFlips = new(changed), new(flips)
 	out.RestartManagerWrites = new(median(r.restartManagerWrites()))
