@@ -265,6 +265,7 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 		WatchesRawSource(source.Kind(own, configMapMetadata(), owner, changedByOthers)).
 		WatchesRawSource(watchConfigMapMetadata(own, handler.TypedEnqueueRequestsFromMapFunc(r.inConflict))).
 		Watches(&v1alpha1.Persona{}, r.propagating(v1alpha1.PersonaKind), specChanged).
+		Watches(&v1alpha1.Persona{}, unobservedFirst).
 		Watches(&v1alpha1.PromptLayer{}, r.propagating(v1alpha1.PromptLayerKind), specChanged).
 		WatchesRawSource(watchConfigMapMetadata(sourceMetadata, r.configMapPropagating())).
 		WatchesRawSource(r.watchClusterLayers(mgr)).

@@ -109,6 +109,7 @@ func (r *report) figures() figuresJSON {
 		WebhookHandlerMeanS: wh.Sum / max(wh.Count, 1),
 		WebhookHandlerP99S:  finite(wh.BucketOf(0.99)),
 	}
+	f.restartJSON = r.restartFigures()
 	f.ConvergencePerPersonaS = perPersona(f.ConvergenceS, n)
 	f.FanOutPerPersonaS = perPersona(f.FanOutS, n)
 	return f

@@ -121,6 +121,9 @@ type figuresJSON struct {
 	WebhookOffP99S      float64  `json:"webhook_off_p99_s"`
 	WebhookHandlerMeanS float64  `json:"webhook_handler_mean_s"`
 	WebhookHandlerP99S  *float64 `json:"webhook_handler_p99_s"`
+
+	// The restart phase (restart_report.go).
+	restartJSON
 }
 
 // floorsJSON is the four floors of one turn, medians over the rounds.

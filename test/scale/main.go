@@ -1,7 +1,7 @@
 // Command scale measures persona-operator at scale on a local control plane
 // (envtest's kube-apiserver and etcd) with the manager binary, and prints one
 // table: convergence of N Personas, fan-out of a shared PromptLayer edit
-// and of a ClusterPromptLayer edit, API writes in a steady state, the webhook's added create latency, and the
+// and of a ClusterPromptLayer edit, API writes in a steady state, restarts of the manager, the webhook's added create latency, and the
 // manager's memory and render times, each beside a floor measured in the
 // same run. Run it with `make scale` (SCALE_FLAGS="-n 500 ..."). With
 // -curve it measures at several N and adds how time and memory per Persona
@@ -49,6 +49,8 @@ type options struct {
 	profileDir     string
 	profileSeconds int
 	rounds         int
+	// restarts is how many times the restart phase kills the manager.
+	restarts int
 	// curve, when set, is the Ns to measure at instead of n, ascending.
 	curve    sizes
 	jsonPath string
@@ -69,6 +71,7 @@ func main() {
 	flag.DurationVar(&o.steady, "steady", 60*time.Second, "The steady-state window in which the manager should write nothing.")
 	flag.IntVar(&o.webhookSamples, "webhook-samples", 1000, "Sequential Persona creates timed with the webhook, and as many without it: the p99 of 1000 is the tenth slowest.")
 	flag.IntVar(&o.rounds, "rounds", 3, "Rounds of floors and operator measurements; the table gives their medians.")
+	flag.IntVar(&o.restarts, "restarts", 3, "Times the last round kills the manager and starts a new one at N Personas, after its floors (0: none).")
 	flag.IntVar(&o.workers, "workers", 16, "Concurrent requests of the harness's client.")
 	flag.StringVar(&managerFlags, "manager-flags", "", `Extra flags for the manager binary, e.g. "--persona-workers=8 --kube-api-qps=500".`)
 	flag.StringVar(&o.out, "out", "", "Also write the table, as Markdown, to this file.")
@@ -78,8 +81,8 @@ func main() {
 	flag.StringVar(&o.jsonPath, "json", "", "Also write the figures, with stable keys, as JSON to this file, to compare versions.")
 	flag.Parse()
 	o.managerFlags = strings.Fields(managerFlags)
-	if o.n < 1 || o.rounds < 1 || o.workers < 1 || o.webhookSamples < 1 || o.profileSeconds < 1 || o.steady < 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "scale: -n, -rounds, -workers, -webhook-samples and -profile-seconds must be positive, -steady not negative, and no arguments")
+	if o.n < 1 || o.rounds < 1 || o.workers < 1 || o.webhookSamples < 1 || o.profileSeconds < 1 || o.steady < 0 || o.restarts < 0 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "scale: -n, -rounds, -workers, -webhook-samples and -profile-seconds must be positive, -steady and -restarts not negative, and no arguments")
 		os.Exit(2)
 	}
 	if err := run(o); err != nil {

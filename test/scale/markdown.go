@@ -46,6 +46,7 @@ func (r *report) writeConditions(b *strings.Builder) {
 		fmt.Fprintf(b, "- convergence: the harness's creates (through the webhook) took %s of it (median)\n", secs(creates))
 	}
 	fmt.Fprintf(b, "- the steady state window starts once the manager has written nothing for %s\n", settleQuiet)
+	r.restartNotes(b)
 }
 
 // writeTable writes rows as a Markdown table, columns padded.

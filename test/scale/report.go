@@ -36,4 +36,6 @@ type report struct {
 	renderFailures float64
 
 	phases []*phase
+	// restarts are the restart phase's, one per restart.
+	restarts []*restartResult
 }

@@ -102,6 +102,9 @@ func (rr *roundResult) timeout() bool {
 	return rr.convergenceTimeout != "" || rr.fanOutTimeout != "" || rr.clusterFanOutTimeout != "" || rr.parentFanOutTimeout != ""
 }
 
+// convergeNamespace is the namespace round i measures in.
+func convergeNamespace(i int) string { return fmt.Sprintf("scale-converge-%d", i) }
+
 // createNamespace creates namespace ns with labels.
 func (h *harness) createNamespace(ctx context.Context, ns string, labels map[string]string) error {
 	if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil {
@@ -141,7 +144,7 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	if err := h.floors(ctx, i, before, rr); err != nil {
 		return nil, err
 	}
-	ns := fmt.Sprintf("scale-converge-%d", i)
+	ns := convergeNamespace(i)
 	step("round %d: rendering %d personas offline as the edits of the PromptLayer, the ClusterPromptLayer and the parent will render them", i, h.o.n)
 	layerHashes, err := renderedHashes(ns, i, h.o.n, layerEdited)
 	if err != nil {

@@ -15,6 +15,7 @@ func (r *report) rows() [][]string {
 	rows := [][]string{{"measure", "operator", "floor", "ratio", "target", "met?"}}
 	rows = append(rows, r.timeRows()...)
 	rows = append(rows, r.steadyRow())
+	rows = append(rows, r.restartRows()...)
 	rows = append(rows, r.webhookRows()...)
 	return append(rows, r.managerRows()...)
 }

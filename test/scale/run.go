@@ -113,12 +113,16 @@ func measureAt(ctx context.Context, o options, n int, root, dir, binary string, 
 }
 
 // measureWebhookRestarted starts the manager again once the last round's
-// floors are measured, waits until it has read what it delivered, and
-// measures the webhook. The samples run last because they add Personas:
-// before the floors, the API server would measure them on a larger heap.
+// floors are measured, waits until it has read what it delivered, measures
+// the restarts, which kill it and start a new one, then the webhook. The
+// samples run last because they add Personas: before the floors, the API
+// server would measure them on a larger heap.
 func (h *harness) measureWebhookRestarted(ctx context.Context) error {
 	step("starting the manager again for the webhook's samples")
 	if err := h.startManager(ctx, settleQuiet); err != nil {
+		return err
+	}
+	if err := h.measureRestarts(ctx); err != nil {
 		return err
 	}
 	if err := h.measureWebhook(ctx); err != nil {
