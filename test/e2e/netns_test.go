@@ -61,17 +61,65 @@ func reexecInNetns() int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
+	netnsBefore := podNetns()
 	cmd := exec.Command("unshare", append([]string{"--net", "--", self}, os.Args[1:]...)...)
 	cmd.Env = append(os.Environ(), inNetnsEnv+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	code := 0
 	if err := cmd.Run(); err != nil {
-		if exit, ok := err.(*exec.ExitError); ok {
-			return exit.ExitCode()
+		exit, ok := err.(*exec.ExitError)
+		if !ok {
+			fmt.Fprintln(os.Stderr, "e2e: unshare --net:", err)
+			return 1
 		}
-		fmt.Fprintln(os.Stderr, "e2e: unshare --net:", err)
+		code = exit.ExitCode()
+	}
+	if left := leftBehind(netnsBefore); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: the suite left behind: %s\n", strings.Join(left, "; "))
 		return 1
 	}
-	return 0
+	return code
+}
+
+// leftBehind is what a run left on the machine: pod network namespaces
+// made since netnsBefore, mounts under its temporary directories, the
+// kubelet's log links into them, and processes of its binaries. Its own network namespace, with the bridge,
+// the addresses and the rules, ended with its last process.
+func leftBehind(netnsBefore map[string]bool) []string {
+	var left []string
+	for name := range podNetns() {
+		if !netnsBefore[name] {
+			left = append(left, "network namespace "+filepath.Join(netnsDir, name))
+		}
+	}
+	if mounts, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(mounts), "\n") {
+			if fields := strings.Fields(line); len(fields) > 4 && strings.Contains(fields[4], "/persona-e2e-") {
+				left = append(left, "mount "+unescapeMountPath(fields[4]))
+			}
+		}
+	}
+	links, _ := filepath.Glob("/var/log/containers/*")
+	for _, link := range links {
+		if dest, err := os.Readlink(link); err == nil && strings.Contains(dest, "/persona-e2e-") {
+			left = append(left, "log link "+link)
+		}
+	}
+	// The node's binaries run only here; containerd and its shims name the
+	// run's directory in their arguments.
+	node := map[string]bool{}
+	for _, b := range []string{"kubelet", "kube-proxy", "kube-scheduler", "kube-controller-manager"} {
+		node[filepath.Join(os.Getenv("PERSONA_E2E_BINARIES"), b)] = true
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, proc := range procs {
+		exe, _ := os.Readlink(filepath.Join(proc, "exe"))
+		args, _ := os.ReadFile(filepath.Join(proc, "cmdline"))
+		if node[exe] || strings.Contains(string(args), "/persona-e2e-") {
+			left = append(left, fmt.Sprintf("process %s %s", filepath.Base(proc), strings.ReplaceAll(string(args), "\x00", " ")))
+		}
+	}
+	return left
 }
 
 // setUpNetns brings up loopback and the API server's address, and routes
