@@ -58,8 +58,9 @@ type world struct {
 // revision is the revision of each edited template of a world.
 type revision struct {
 	// layer is the shared PromptLayer's, guardrail the ClusterPromptLayer's,
-	// parent the extension of the Persona every measured Persona inherits.
-	layer, guardrail, parent int
+	// parent the extension of the Persona every measured Persona inherits,
+	// platform the PromptPlatform's (0: there is none).
+	layer, guardrail, parent, platform int
 }
 
 // The revisions of the phases: the objects as created, then after each
@@ -69,6 +70,8 @@ var (
 	layerEdited     = revision{layer: 2, guardrail: 1, parent: 1}
 	guardrailEdited = revision{layer: 2, guardrail: 2, parent: 1}
 	parentEdited    = revision{layer: 2, guardrail: 2, parent: 2}
+	platformCreated = revision{layer: 2, guardrail: 2, parent: 2, platform: 1}
+	platformEdited  = revision{layer: 2, guardrail: 2, parent: 2, platform: 2}
 )
 
 // newWorld builds the objects of namespace ns in round; with renders, it
@@ -90,6 +93,9 @@ func newWorld(ns string, round, n int, withRenders bool, rev revision) (*world, 
 	objs := []client.Object{w.namespace, w.guardrail, w.parent}
 	for _, l := range w.layers {
 		objs = append(objs, l)
+	}
+	if rev.platform > 0 {
+		objs = append(objs, promptPlatform(rev.platform))
 	}
 	o := newOffline(objs...)
 	var err error

@@ -83,8 +83,11 @@ func TestClusterFanOutRows(t *testing.T) {
 		{fanOut: 4e9, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(4e9)}, clusterFanOut: 6e9, clusterFanOutStatuses: 5e9},
 	}}
 	rows := r.timeRows()
-	// The ClusterPromptLayer's rows come before the parent's two.
-	got := rows[len(rows)-4 : len(rows)-2]
+	at := slices.IndexFunc(rows, func(row []string) bool { return strings.Contains(row[0], "edit 1 ClusterPromptLayer") })
+	if at < 0 || at+2 > len(rows) {
+		t.Fatalf("no ClusterPromptLayer rows in %q", rows)
+	}
+	got := rows[at : at+2]
 	want := [][]string{
 		{"fan-out: edit 1 ClusterPromptLayer → 10 ConfigMaps updated", "5.50 s", "2.00 s", "2.75× (2.50–3.00)", "≤ 1.5×", "**no**"},
 		// Statuses 9 s over 3 s and 5 s over 4 s: ratios 3.00 and 1.25.
@@ -98,7 +101,7 @@ func TestClusterFanOutRows(t *testing.T) {
 	if last := rows[len(rows)-1]; !strings.HasPrefix(last[1], "not run") {
 		t.Errorf("after a PromptLayer fan-out timed out: %q", last)
 	}
-	if n := len(r.roundRows()[0]); n != 15 {
-		t.Errorf("the rounds' table has %d columns, want 15", n)
+	if n := len(r.roundRows()[0]); n != 17 {
+		t.Errorf("the rounds' table has %d columns, want 17", n)
 	}
 }

@@ -55,6 +55,9 @@ type roundResult struct {
 	// When convergence's creates and each fan-out's edit began.
 	convergenceStart, fanOutStart, clusterFanOutStart, parentFanOutStart         time.Time
 	convergenceTimeout, fanOutTimeout, clusterFanOutTimeout, parentFanOutTimeout string
+	// The PromptPlatform's fan-outs (platform.go): its create, an edit and
+	// its delete; their floors are fan-out's too.
+	platformCreate, platformEdit, platformDelete fanOutResult
 }
 
 // Each round's times and timeouts, by measure, for the tables and the JSON.
@@ -99,7 +102,8 @@ var (
 )
 
 func (rr *roundResult) timeout() bool {
-	return rr.convergenceTimeout != "" || rr.fanOutTimeout != "" || rr.clusterFanOutTimeout != "" || rr.parentFanOutTimeout != ""
+	return rr.convergenceTimeout != "" || rr.fanOutTimeout != "" || rr.clusterFanOutTimeout != "" || rr.parentFanOutTimeout != "" ||
+		rr.platformCreate.timeout != "" || rr.platformEdit.timeout != "" || rr.platformDelete.timeout != ""
 }
 
 // convergeNamespace is the namespace round i measures in.
@@ -131,7 +135,8 @@ func (h *harness) measureRounds(ctx context.Context) error {
 
 // round measures the floors with the manager stopped, then starts the
 // manager and measures convergence and the fan-outs of the edits of a
-// PromptLayer, a ClusterPromptLayer and a parent Persona, then stops the
+// PromptLayer, a ClusterPromptLayer and a parent Persona, and of the
+// PromptPlatform's create, edit and delete, then stops the
 // manager and measures the floors again. The round's ClusterPromptLayer,
 // which selects the round's namespace by its label, is created before
 // convergence, so every Persona renders with it throughout. The last round
@@ -155,6 +160,15 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 		return nil, err
 	}
 	parentHashes, err := renderedHashes(ns, i, h.o.n, parentEdited)
+	if err != nil {
+		return nil, err
+	}
+	step("round %d: rendering %d personas offline as the PromptPlatform's create and edit will render them", i, h.o.n)
+	platformCreatedHashes, err := renderedHashes(ns, i, h.o.n, platformCreated)
+	if err != nil {
+		return nil, err
+	}
+	platformEditedHashes, err := renderedHashes(ns, i, h.o.n, platformEdited)
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +237,10 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 			return nil, err
 		}
 	}
+	// Deleting the PromptPlatform brings back the parent's fan-out's renders.
+	if err := h.platformPhases(ctx, i, world, rr, platformCreatedHashes, platformEditedHashes, parentHashes, last); err != nil {
+		return nil, err
+	}
 
 	// The last round's manager is measured at rest too, with every Persona
 	// it rendered: its ClusterPromptLayer and Personas stay.
@@ -253,6 +271,9 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	}
 	step("round %d: deleting what it measured", i)
 	if err := deleteGuardrail(ctx, h.c, world.guardrail); err != nil {
+		return nil, err
+	}
+	if err := deletePlatform(h.c)(ctx); err != nil {
 		return nil, err
 	}
 	return rr, deleteAll(ctx, h.c, ns)
