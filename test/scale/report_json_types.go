@@ -146,7 +146,7 @@ type figuresJSON struct {
 	WebhookHandlerMeanS float64  `json:"webhook_handler_mean_s"`
 	WebhookHandlerP99S  *float64 `json:"webhook_handler_p99_s"`
 
-	// The restart phase (restart_report.go).
+	// The restart phase (report_restart.go).
 	restartJSON
 }
 

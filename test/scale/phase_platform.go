@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,29 +22,6 @@ const (
 	platformEditPhase   = "PromptPlatform fan-out"
 	platformDeletePhase = "PromptPlatform delete fan-out"
 )
-
-// promptPlatform is the PromptPlatform at its revision version (≥ 1): it
-// replaces the completion section, which every measured Persona renders,
-// and removes the knowledge section.
-func promptPlatform(version int) *v1alpha1.PromptPlatform {
-	return &v1alpha1.PromptPlatform{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.PromptPlatformName},
-		Spec: v1alpha1.PromptPlatformSpec{
-			Description: "The scale harness's platform.",
-			Sections: map[string]v1alpha1.PlatformOverride{
-				"completion": {Replace: new(platformCompletion(version))},
-				"knowledge":  {Remove: new(true)},
-			},
-		},
-	}
-}
-
-// platformCompletion is the PromptPlatform's completion section; version
-// changes it.
-func platformCompletion(version int) string {
-	return fmt.Sprintf("Finish the task with a summary of what you changed, platform revision %d; "+
-		"post it where {{ .AgentRef }} reports to.", version)
-}
 
 // createPlatform creates the PromptPlatform at its first revision.
 func createPlatform(c client.Client) func(context.Context) error {
@@ -84,49 +60,6 @@ func deletePlatform(c client.Client) func(context.Context) error {
 		return nil
 	}
 }
-
-// fanOutResult is what one fan-out phase measured: when its edit was made,
-// the time until every ConfigMap, then every status, had the new hash, and
-// its timeout, if it timed out.
-type fanOutResult struct {
-	start                time.Time
-	configMaps, statuses time.Duration
-	timeout              string
-}
-
-// fanOutMeasure is one fan-out's times, timeout and floors, by round, for
-// the tables and the JSON. Every fan-out makes the same writes as the
-// PromptLayer's, so it stands beside fan-out's brackets at its own moment.
-type fanOutMeasure struct {
-	configMaps, statuses func(*roundResult) time.Duration
-	timeout              func(*roundResult) string
-	// floor is the bare floor at the middle of the ConfigMaps' time,
-	// specFloor the floor with each status patch at the middle of the
-	// statuses' time, specFloorAtConfigMaps that one at the ConfigMaps'.
-	floor, specFloor, specFloorAtConfigMaps func(*roundResult) time.Duration
-}
-
-// fanOutMeasureOf is the measure of the fan-out result get picks.
-func fanOutMeasureOf(get func(*roundResult) *fanOutResult) fanOutMeasure {
-	start := func(rr *roundResult) time.Time { return get(rr).start }
-	configMaps := func(rr *roundResult) time.Duration { return get(rr).configMaps }
-	statuses := func(rr *roundResult) time.Duration { return get(rr).statuses }
-	return fanOutMeasure{
-		configMaps:            configMaps,
-		statuses:              statuses,
-		timeout:               func(rr *roundResult) string { return get(rr).timeout },
-		floor:                 floorAt(fanOutBracket, start, configMaps),
-		specFloor:             floorAt(fanOutSpecBracket, start, statuses),
-		specFloorAtConfigMaps: floorAt(fanOutSpecBracket, start, configMaps),
-	}
-}
-
-// The PromptPlatform's three fan-outs.
-var (
-	platformCreateFanOut = fanOutMeasureOf(func(rr *roundResult) *fanOutResult { return &rr.platformCreate })
-	platformEditFanOut   = fanOutMeasureOf(func(rr *roundResult) *fanOutResult { return &rr.platformEdit })
-	platformDeleteFanOut = fanOutMeasureOf(func(rr *roundResult) *fanOutResult { return &rr.platformDelete })
-)
 
 // platformPhases measures the PromptPlatform's create, edit and delete in
 // turn, each until every ConfigMap, then every status, has the hash
