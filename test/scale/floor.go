@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"runtime"
+	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,125 +13,91 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
-	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
-// parallel runs do(0..n-1) on at most workers goroutines and returns the
-// first error; after an error or a cancelled ctx no new item starts. Every
-// goroutine has returned when it returns.
-func parallel(ctx context.Context, workers, n int, do func(ctx context.Context, i int) error) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(workers, 1))
-	for i := range n {
-		if gctx.Err() != nil {
-			break
-		}
-		g.Go(func() error { return do(gctx, i) })
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return ctx.Err()
+// floorTurn is which of a round's two floor measurements is being made.
+type floorTurn struct {
+	// namespace and phase tell its namespaces and phases from the other
+	// turn's.
+	namespace, phase string
+	// of is the measurement of a bracket this turn fills.
+	of func(*bracket) *timed
 }
 
-// world is the objects of one measured namespace and what the controller
-// would write for them, rendered offline.
-type world struct {
-	ns string
-	// namespace is ns's Namespace, labelled so that guardrail selects it.
-	namespace *corev1.Namespace
-	// guardrail is the round's ClusterPromptLayer, which selects every
-	// persona of the world.
-	guardrail *v1alpha1.ClusterPromptLayer
-	parent    *v1alpha1.Persona
-	layers    []*v1alpha1.PromptLayer
-	personas  []*v1alpha1.Persona
-	// renders[i] is the render of personas[i]; parentRender the parent's.
-	renders      []*rendered
-	parentRender *rendered
-	// live and cms are the personas and ConfigMaps as the floor wrote them.
-	live []*v1alpha1.Persona
-	cms  []*corev1.ConfigMap
-}
-
-// revision is the revision of each edited template of a world.
-type revision struct {
-	// layer is the shared PromptLayer's, guardrail the ClusterPromptLayer's,
-	// parent the extension of the Persona every measured Persona inherits.
-	layer, guardrail, parent int
-}
-
-// The revisions of the phases: the objects as created, then after each
-// edit in turn.
 var (
-	created         = revision{layer: 1, guardrail: 1, parent: 1}
-	layerEdited     = revision{layer: 2, guardrail: 1, parent: 1}
-	guardrailEdited = revision{layer: 2, guardrail: 2, parent: 1}
-	parentEdited    = revision{layer: 2, guardrail: 2, parent: 2}
+	before = floorTurn{of: func(b *bracket) *timed { return &b.before }}
+	after  = floorTurn{namespace: "-after", phase: ", after the phases", of: func(b *bracket) *timed { return &b.after }}
 )
 
-// newWorld builds the objects of namespace ns in round; with renders, it
-// renders them offline, the edited templates at rev.
-func newWorld(ns string, round, n int, withRenders bool, rev revision) (*world, error) {
-	w := &world{
-		ns:        ns,
-		namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: roundLabels(round)}},
-		guardrail: guardrail(round, guardrailTemplate(rev.guardrail)),
-		parent:    parentPersona(ns, rev.parent),
-		layers:    layers(ns, sharedTemplate(rev.layer)),
-	}
-	for i := range n {
-		w.personas = append(w.personas, persona(ns, i))
-	}
-	if !withRenders {
-		return w, nil
-	}
-	objs := []client.Object{w.namespace, w.guardrail, w.parent}
-	for _, l := range w.layers {
-		objs = append(objs, l)
-	}
-	o := newOffline(objs...)
-	var err error
-	if w.parentRender, err = o.render(w.parent); err != nil {
-		return nil, err
-	}
-	w.renders = make([]*rendered, n)
-	err = parallel(context.Background(), runtime.NumCPU(), n, func(_ context.Context, i int) (err error) {
-		w.renders[i], err = o.render(w.personas[i])
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return w, nil
-}
-
-// renderedHashes renders the personas of namespace ns in round offline,
-// the edited templates at rev, and returns only their ConfigMaps' content
-// hashes, by ConfigMap name: what the controller writes for that revision.
-func renderedHashes(ns string, round, n int, rev revision) (map[string]string, error) {
-	w, err := newWorld(ns, round, n, true, rev)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(w.renders))
-	for _, r := range w.renders {
-		out[r.configMap.Name] = r.configMap.Annotations[delivery.ContentHashAnnotation]
-	}
-	return out, nil
-}
-
-// createShared creates the layers and the parent persona, in that order.
-func (w *world) createShared(ctx context.Context, c client.Client) error {
-	for _, l := range w.layers {
-		if err := c.Create(ctx, l.DeepCopy()); err != nil {
-			return fmt.Errorf("create PromptLayer %s/%s: %w", w.ns, l.Name, err)
+// floors measures the four floors of round i with a bare client, without
+// the webhook and with the manager stopped, so that nobody watches what the
+// bare client writes, into the turn's half of each of rr's brackets.
+func (h *harness) floors(ctx context.Context, i int, turn floorTurn, rr *roundResult) error {
+	floorNS, specNS := fmt.Sprintf("scale-floor-%d%s", i, turn.namespace), fmt.Sprintf("scale-floor-spec-%d%s", i, turn.namespace)
+	// Labelled as the round's measured namespace, and rendered with its
+	// ClusterPromptLayer, so the floors write what the operator writes.
+	for _, ns := range []string{floorNS, specNS} {
+		if err := h.createNamespace(ctx, ns, roundLabels(i)); err != nil {
+			return err
 		}
 	}
-	if err := c.Create(ctx, w.parent.DeepCopy()); err != nil {
-		return fmt.Errorf("create Persona %s/%s: %w", w.ns, w.parent.Name, err)
+	step("round %d: rendering %d personas offline for the floors", i, h.o.n)
+	floor, err := newWorld(floorNS, i, h.o.n, true, created)
+	if err != nil {
+		return err
 	}
-	return nil
+	floorEdited, err := newWorld(floorNS, i, h.o.n, true, layerEdited)
+	if err != nil {
+		return err
+	}
+	spec, err := newWorld(specNS, i, h.o.n, true, created)
+	if err != nil {
+		return err
+	}
+	specEdited, err := newWorld(specNS, i, h.o.n, true, layerEdited)
+	if err != nil {
+		return err
+	}
+	hooks, err := removeWebhooks(ctx, h.c)
+	if err != nil {
+		return err
+	}
+	if err := waitWebhook(ctx, h.c, webhookNamespace, false); err != nil {
+		return err
+	}
+	c, workers := h.c, h.o.workers
+	floors := []struct {
+		name string
+		into *timed
+		do   func() (time.Duration, error)
+	}{
+		{"convergence floor: a bare client creates the objects, each ConfigMap and status", turn.of(&rr.floors.convergence),
+			func() (time.Duration, error) { return convergenceFloor(ctx, c, floor, workers, false) }},
+		{"fan-out floor: a bare client updates the ConfigMaps", turn.of(&rr.floors.fanOut),
+			func() (time.Duration, error) { return fanOutFloor(ctx, c, floor, floorEdited.renders, workers, false) }},
+		{"convergence floor with Events: as above, plus each Rendered Event", turn.of(&rr.floors.convergenceSpec),
+			func() (time.Duration, error) { return convergenceFloor(ctx, c, spec, workers, true) }},
+		{"fan-out floor with status: each ConfigMap and status", turn.of(&rr.floors.fanOutSpec),
+			func() (time.Duration, error) { return fanOutFloor(ctx, c, spec, specEdited.renders, workers, true) }},
+	}
+	for _, f := range floors {
+		name, what, _ := strings.Cut(f.name, ":")
+		step("round %d: %s%s:%s (%d personas, %d workers)", i, name, turn.phase, what, h.o.n, workers)
+		ph := h.r.begin(name+turn.phase, h.procs, nil)
+		start := time.Now()
+		if f.into.took, err = f.do(); err != nil {
+			return err
+		}
+		f.into.mid = midway(start, f.into.took)
+		h.r.end(ph, nil)
+		step("  %s", f.into.took.Round(time.Millisecond))
+	}
+	for _, ns := range []string{floorNS, specNS} {
+		if err := deleteAll(ctx, c, ns); err != nil {
+			return err
+		}
+	}
+	return hooks.restore(ctx, c)
 }
 
 // convergenceFloor does with a bare client what the operator has to do for
@@ -252,52 +217,4 @@ func fanOutFloor(ctx context.Context, c client.Client, w *world, to []*rendered,
 		return 0, err
 	}
 	return time.Since(start), nil
-}
-
-// deleteAll deletes every Persona, PromptLayer, ConfigMap and Event of ns:
-// envtest runs no garbage collector or namespace controller. The round's
-// ClusterPromptLayer, cluster-scoped, is deleted by deleteGuardrail.
-func deleteAll(ctx context.Context, c client.Client, ns string) error {
-	for _, obj := range []client.Object{&v1alpha1.Persona{}, &v1alpha1.PromptLayer{}, &corev1.ConfigMap{}, &eventsv1.Event{}} {
-		if err := c.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {
-			return fmt.Errorf("delete every %T of %s: %w", obj, ns, err)
-		}
-	}
-	return nil
-}
-
-// createGuardrail creates the round's ClusterPromptLayer and waits until
-// the manager has reported it Ready for its generation, so that its status
-// write falls before the phase that follows.
-func createGuardrail(ctx context.Context, c client.Client, l *v1alpha1.ClusterPromptLayer) error {
-	obj := l.DeepCopy()
-	if err := c.Create(ctx, obj); err != nil {
-		return fmt.Errorf("create ClusterPromptLayer %s: %w", l.Name, err)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return fmt.Errorf("get ClusterPromptLayer %s: %w", l.Name, err)
-		}
-		ready := meta.FindStatusCondition(obj.Status.Conditions, "Ready")
-		if ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == obj.Generation {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("ClusterPromptLayer %s is not Ready after a minute (conditions: %v)", l.Name, obj.Status.Conditions)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// deleteGuardrail deletes the round's ClusterPromptLayer, if it exists.
-func deleteGuardrail(ctx context.Context, c client.Client, l *v1alpha1.ClusterPromptLayer) error {
-	if err := c.Delete(ctx, &v1alpha1.ClusterPromptLayer{ObjectMeta: metav1.ObjectMeta{Name: l.Name}}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete ClusterPromptLayer %s: %w", l.Name, err)
-	}
-	return nil
 }

@@ -1,13 +1,3 @@
-// Command scale measures persona-operator at scale on a local control plane
-// (envtest's kube-apiserver and etcd) with the manager binary, and prints one
-// table: convergence of N Personas, fan-out of a shared PromptLayer edit
-// and of a ClusterPromptLayer edit, API writes in a steady state, restarts of the manager, the webhook's added create latency, and the
-// manager's memory and render times, each beside a floor measured in the
-// same run. Run it with `make scale` (SCALE_FLAGS="-n 500 ..."). With
-// -curve it measures at several N and adds how time and memory per Persona
-// grow with N (`make scale-curve`); with -json it also writes the figures
-// as JSON, to compare versions. It is a measurement: it exits 0 when
-// targets are missed, non-zero on errors.
 package main
 
 import (

@@ -9,9 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	personawebhook "github.com/persona-operator/persona-operator/internal/webhook"
-	"github.com/persona-operator/persona-operator/test/scrape"
 )
 
 // run measures at each N and prints the tables. Whatever it started it
@@ -110,70 +107,6 @@ func measureAt(ctx context.Context, o options, n int, root, dir, binary string, 
 	}
 	r.finish(h.prof, began)
 	return r, nil
-}
-
-// measureWebhookRestarted starts the manager again once the last round's
-// floors are measured, waits until it has read what it delivered, measures
-// the restarts, which kill it and start a new one, then the webhook. The
-// samples run last because they add Personas: before the floors, the API
-// server would measure them on a larger heap.
-func (h *harness) measureWebhookRestarted(ctx context.Context) error {
-	step("starting the manager again for the webhook's samples")
-	if err := h.startManager(ctx, settleQuiet); err != nil {
-		return err
-	}
-	if err := h.measureRestarts(ctx); err != nil {
-		return err
-	}
-	if err := h.measureWebhook(ctx); err != nil {
-		return err
-	}
-	// The restart renders every Persona again: its failures count too.
-	s, err := scrape.Get(ctx, h.metricsURL)
-	if err != nil {
-		return err
-	}
-	h.r.addRenderFailures(s)
-	return nil
-}
-
-// measureSteadyState counts the manager's writes while nothing changes: the
-// manager of the last round has just written nothing for settleQuiet.
-func (h *harness) measureSteadyState(ctx context.Context) error {
-	step("steady state: counting the manager's writes for %s", h.o.steady)
-	ph, err := h.r.beginManaged("steady state", h.procs, h.metricsURL)
-	if err != nil {
-		return err
-	}
-	if h.r.steadyWrites, err = steady(ctx, h.metricsURL, h.o.steady); err != nil {
-		return err
-	}
-	if err := h.r.endManaged(ctx, ph, h.metricsURL); err != nil {
-		return err
-	}
-	step("  writes: %v", h.r.steadyWrites)
-	return nil
-}
-
-// measureWebhook times creates with the webhook and without it, in
-// alternating blocks so that drift in the machine's load falls on both,
-// and reads the webhook handler's own latency from the manager's metrics.
-func (h *harness) measureWebhook(ctx context.Context) error {
-	step("webhook: %d sequential creates with the webhook and %d without, in %d alternating blocks", h.o.webhookSamples, h.o.webhookSamples, webhookBlocks)
-	before, err := scrape.Get(ctx, h.metricsURL)
-	if err != nil {
-		return err
-	}
-	if h.r.webhookOn, h.r.webhookOff, err = webhookLatency(ctx, h.c, webhookNamespace, h.o.webhookSamples); err != nil {
-		return err
-	}
-	after, err := scrape.Get(ctx, h.metricsURL)
-	if err != nil {
-		return err
-	}
-	match := map[string]string{"webhook": personawebhook.PersonaPath}
-	h.r.webhookHandler = after.Histogram("controller_runtime_webhook_latency_seconds", match).Minus(before.Histogram("controller_runtime_webhook_latency_seconds", match))
-	return nil
 }
 
 // finish records what is known only at the end of the run.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
@@ -77,28 +78,36 @@ func TestOfflineGuardrailSelectsByNamespaceLabel(t *testing.T) {
 	}
 }
 
-func TestClusterFanOutRows(t *testing.T) {
-	r := &report{opts: options{n: 10}, rounds: []*roundResult{
-		{fanOut: 4e9, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(3e9)}, clusterFanOut: 5e9, clusterFanOutStatuses: 9e9},
-		{fanOut: 4e9, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(4e9)}, clusterFanOut: 6e9, clusterFanOutStatuses: 5e9},
-	}}
-	rows := r.timeRows()
-	// The ClusterPromptLayer's rows come before the parent's two.
-	got := rows[len(rows)-4 : len(rows)-2]
-	want := [][]string{
-		{"fan-out: edit 1 ClusterPromptLayer → 10 ConfigMaps updated", "5.50 s", "2.00 s", "2.75× (2.50–3.00)", "≤ 1.5×", "**no**"},
-		// Statuses 9 s over 3 s and 5 s over 4 s: ratios 3.00 and 1.25.
-		{"  … until every status is current, against the floor with each status patch", "7.00 s", "3.50 s", "2.12× (1.25–3.00)", "≤ 1.3×", "**no**"},
-	}
-	if !slices.EqualFunc(got, want, slices.Equal) {
-		t.Errorf("rows = %q, want %q", got, want)
-	}
-	r.rounds[1].fanOutTimeout = "timed out"
-	rows = r.timeRows()
-	if last := rows[len(rows)-1]; !strings.HasPrefix(last[1], "not run") {
-		t.Errorf("after a PromptLayer fan-out timed out: %q", last)
-	}
-	if n := len(r.roundRows()[0]); n != 15 {
-		t.Errorf("the rounds' table has %d columns, want 15", n)
+// The offline render reads the PromptPlatform as the controller does: its
+// completion section replaces the shipped one, its removal drops
+// knowledge's, and each of its revisions gives every Persona a hash of its
+// own, so each of the three phases changes every ConfigMap.
+func TestOfflinePromptPlatform(t *testing.T) {
+	hashes := map[string]bool{}
+	for _, c := range []struct {
+		rev        revision
+		completion string
+	}{
+		{parentEdited, "delivered automatically to your parent agent"},
+		{platformCreated, "platform revision 1"},
+		{platformEdited, "platform revision 2"},
+	} {
+		w, err := newWorld("ns", 1, 2, true, c.rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm := w.renders[0].configMap
+		if prompt := cm.Data[render.SystemPromptKey]; !strings.Contains(prompt, c.completion) {
+			t.Errorf("platform revision %d: the system prompt lacks %q:\n%s", c.rev.platform, c.completion, prompt)
+		}
+		hash := cm.Annotations[delivery.ContentHashAnnotation]
+		if hashes[hash] {
+			t.Errorf("platform revision %d renders the hash of another revision", c.rev.platform)
+		}
+		hashes[hash] = true
+		origins := w.renders[0].status.Sections
+		if i := slices.IndexFunc(origins, func(s v1alpha1.RenderedSection) bool { return s.Name == "platform.completion" }); c.rev.platform > 0 && (i < 0 || origins[i].Origin != "platform/default") {
+			t.Errorf("platform revision %d: the completion section's origin is not platform/default: %+v", c.rev.platform, origins)
+		}
 	}
 }

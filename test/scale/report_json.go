@@ -109,6 +109,7 @@ func (r *report) figures() figuresJSON {
 		WebhookHandlerMeanS: wh.Sum / max(wh.Count, 1),
 		WebhookHandlerP99S:  finite(wh.BucketOf(0.99)),
 	}
+	f.setPlatformFigures(rs)
 	f.restartJSON = r.restartFigures()
 	f.ConvergencePerPersonaS = perPersona(f.ConvergenceS, n)
 	f.FanOutPerPersonaS = perPersona(f.FanOutS, n)
@@ -181,11 +182,39 @@ func finite(x float64) *float64 {
 func timeouts(rounds []*roundResult) []string {
 	out := []string{}
 	for _, rr := range rounds {
-		for _, t := range []string{rr.convergenceTimeout, rr.fanOutTimeout, rr.clusterFanOutTimeout} {
+		for _, t := range []string{rr.convergenceTimeout, rr.fanOutTimeout, rr.clusterFanOutTimeout, rr.parentFanOutTimeout,
+			rr.platformCreate.timeout, rr.platformEdit.timeout, rr.platformDelete.timeout} {
 			if t != "" {
 				out = append(out, t)
 			}
 		}
 	}
 	return out
+}
+
+// setPlatformFigures sets the figures of the PromptPlatform's fan-outs, as
+// those of the ClusterPromptLayer's.
+func (f *figuresJSON) setPlatformFigures(rs []*roundResult) {
+	for _, p := range []struct {
+		m                                 fanOutMeasure
+		floor, statusFloor                *float64
+		configMaps, statuses              **float64
+		ratio, vsStatusFloor, statusRatio **float64
+	}{
+		{platformCreateFanOut, &f.PlatformCreateFanOutFloorS, &f.PlatformCreateFanOutStatusFloorS, &f.PlatformCreateFanOutS, &f.PlatformCreateFanOutStatusS,
+			&f.PlatformCreateFanOutRatio, &f.PlatformCreateFanOutVsStatusFloorRatio, &f.PlatformCreateFanOutStatusRatio},
+		{platformEditFanOut, &f.PlatformFanOutFloorS, &f.PlatformFanOutStatusFloorS, &f.PlatformFanOutS, &f.PlatformFanOutStatusS,
+			&f.PlatformFanOutRatio, &f.PlatformFanOutVsStatusFloorRatio, &f.PlatformFanOutStatusRatio},
+		{platformDeleteFanOut, &f.PlatformDeleteFanOutFloorS, &f.PlatformDeleteFanOutStatusFloorS, &f.PlatformDeleteFanOutS, &f.PlatformDeleteFanOutStatusS,
+			&f.PlatformDeleteFanOutRatio, &f.PlatformDeleteFanOutVsStatusFloorRatio, &f.PlatformDeleteFanOutStatusRatio},
+	} {
+		m := p.m
+		*p.floor = median(mapRounds(rs, m.floor)).Seconds()
+		*p.statusFloor = median(mapRounds(rs, m.specFloor)).Seconds()
+		*p.configMaps = operatorSeconds(rs, m.configMaps, m.timeout)
+		*p.statuses = operatorSeconds(rs, m.statuses, m.timeout)
+		*p.ratio = operatorRatio(rs, m.configMaps, m.floor, m.timeout)
+		*p.vsStatusFloor = operatorRatio(rs, m.configMaps, m.specFloorAtConfigMaps, m.timeout)
+		*p.statusRatio = operatorRatio(rs, m.statuses, m.specFloor, m.timeout)
+	}
 }

@@ -44,7 +44,7 @@ type figuresJSON struct {
 	// Each round measures them before its phases and after them; each
 	// figure here is interpolated in time to the middle of the operator
 	// time it stands beside: convergence's, the PromptLayer fan-out's, the
-	// ClusterPromptLayer's and the parent's.
+	// ClusterPromptLayer's, the parent's and the PromptPlatform's.
 	ConvergenceFloorS         float64 `json:"convergence_floor_s"`
 	ConvergenceEventsFloorS   float64 `json:"convergence_events_floor_s"`
 	FanOutFloorS              float64 `json:"fanout_floor_s"`
@@ -53,6 +53,14 @@ type figuresJSON struct {
 	ClusterFanOutStatusFloorS float64 `json:"cluster_fanout_status_floor_s"`
 	ParentFanOutFloorS        float64 `json:"parent_fanout_floor_s"`
 	ParentFanOutStatusFloorS  float64 `json:"parent_fanout_status_floor_s"`
+	// The PromptPlatform's fan-outs: its create, an edit (platform_fanout)
+	// and its delete.
+	PlatformCreateFanOutFloorS       float64 `json:"platform_create_fanout_floor_s"`
+	PlatformCreateFanOutStatusFloorS float64 `json:"platform_create_fanout_status_floor_s"`
+	PlatformFanOutFloorS             float64 `json:"platform_fanout_floor_s"`
+	PlatformFanOutStatusFloorS       float64 `json:"platform_fanout_status_floor_s"`
+	PlatformDeleteFanOutFloorS       float64 `json:"platform_delete_fanout_floor_s"`
+	PlatformDeleteFanOutStatusFloorS float64 `json:"platform_delete_fanout_status_floor_s"`
 	// The floors as measured before the phases (what the *_floor_s keys
 	// meant before the floors were measured twice) and after them, medians
 	// over the rounds that measured them; after is zero when none did.
@@ -61,14 +69,20 @@ type figuresJSON struct {
 
 	// The operator's times: fan-outs until every ConfigMap has its new
 	// hash, and, "status", until every Persona's status has it too.
-	ConvergenceS         *float64 `json:"convergence_s"`
-	ConvergenceCreatesS  *float64 `json:"convergence_creates_s"`
-	FanOutS              *float64 `json:"fanout_s"`
-	FanOutStatusS        *float64 `json:"fanout_status_s"`
-	ClusterFanOutS       *float64 `json:"cluster_fanout_s"`
-	ClusterFanOutStatusS *float64 `json:"cluster_fanout_status_s"`
-	ParentFanOutS        *float64 `json:"parent_fanout_s"`
-	ParentFanOutStatusS  *float64 `json:"parent_fanout_status_s"`
+	ConvergenceS                *float64 `json:"convergence_s"`
+	ConvergenceCreatesS         *float64 `json:"convergence_creates_s"`
+	FanOutS                     *float64 `json:"fanout_s"`
+	FanOutStatusS               *float64 `json:"fanout_status_s"`
+	ClusterFanOutS              *float64 `json:"cluster_fanout_s"`
+	ClusterFanOutStatusS        *float64 `json:"cluster_fanout_status_s"`
+	ParentFanOutS               *float64 `json:"parent_fanout_s"`
+	ParentFanOutStatusS         *float64 `json:"parent_fanout_status_s"`
+	PlatformCreateFanOutS       *float64 `json:"platform_create_fanout_s"`
+	PlatformCreateFanOutStatusS *float64 `json:"platform_create_fanout_status_s"`
+	PlatformFanOutS             *float64 `json:"platform_fanout_s"`
+	PlatformFanOutStatusS       *float64 `json:"platform_fanout_status_s"`
+	PlatformDeleteFanOutS       *float64 `json:"platform_delete_fanout_s"`
+	PlatformDeleteFanOutStatusS *float64 `json:"platform_delete_fanout_status_s"`
 
 	ConvergenceRatio       *float64 `json:"convergence_ratio"`        // over convergence_floor_s
 	ConvergenceEventsRatio *float64 `json:"convergence_events_ratio"` // over convergence_events_floor_s
@@ -85,6 +99,16 @@ type figuresJSON struct {
 	ClusterFanOutStatusRatio        *float64 `json:"cluster_fanout_status_ratio"`
 	ParentFanOutRatio               *float64 `json:"parent_fanout_ratio"` // over parent_fanout_floor_s: the same writes as fan-out's
 	ParentFanOutStatusRatio         *float64 `json:"parent_fanout_status_ratio"`
+	// Each over its own floors, as cluster_fanout's.
+	PlatformCreateFanOutRatio              *float64 `json:"platform_create_fanout_ratio"`
+	PlatformCreateFanOutVsStatusFloorRatio *float64 `json:"platform_create_fanout_vs_status_floor_ratio"`
+	PlatformCreateFanOutStatusRatio        *float64 `json:"platform_create_fanout_status_ratio"`
+	PlatformFanOutRatio                    *float64 `json:"platform_fanout_ratio"`
+	PlatformFanOutVsStatusFloorRatio       *float64 `json:"platform_fanout_vs_status_floor_ratio"`
+	PlatformFanOutStatusRatio              *float64 `json:"platform_fanout_status_ratio"`
+	PlatformDeleteFanOutRatio              *float64 `json:"platform_delete_fanout_ratio"`
+	PlatformDeleteFanOutVsStatusFloorRatio *float64 `json:"platform_delete_fanout_vs_status_floor_ratio"`
+	PlatformDeleteFanOutStatusRatio        *float64 `json:"platform_delete_fanout_status_ratio"`
 
 	// Per Persona: convergence_s and fanout_s over n.
 	ConvergencePerPersonaS *float64 `json:"convergence_per_persona_s"`
@@ -122,7 +146,7 @@ type figuresJSON struct {
 	WebhookHandlerMeanS float64  `json:"webhook_handler_mean_s"`
 	WebhookHandlerP99S  *float64 `json:"webhook_handler_p99_s"`
 
-	// The restart phase (restart_report.go).
+	// The restart phase (report_restart.go).
 	restartJSON
 }
 

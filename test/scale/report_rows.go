@@ -43,16 +43,39 @@ func (r *report) timeRows() [][]string {
 	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.clusterFanOutTimeout != "" }) {
 		return append(rows, []string{"Persona parent fan-out", "not run (the ClusterPromptLayer fan-out timed out)", "", "", "", ""})
 	}
-	return append(rows, r.fanOutRows("Persona parent", parentFanOutOf, parentFanOutStatusesOf, parentFanOutFloorOf, parentFanOutSpecFloorOf, parentFanOutTimeoutOf)...)
+	rows = append(rows, r.fanOutRows("Persona parent", parentFanOutOf, parentFanOutStatusesOf, parentFanOutFloorOf, parentFanOutSpecFloorOf, parentFanOutTimeoutOf)...)
+	// The PromptPlatform's, in the order they run, each after the one before.
+	notRunAfter := "the Persona parent fan-out"
+	ranBefore := parentFanOutTimeoutOf
+	for _, p := range []struct {
+		name, action string
+		m            fanOutMeasure
+	}{
+		{platformCreatePhase, "create the PromptPlatform", platformCreateFanOut},
+		{platformEditPhase, "edit the PromptPlatform", platformEditFanOut},
+		{platformDeletePhase, "delete the PromptPlatform", platformDeleteFanOut},
+	} {
+		if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return ranBefore(rr) != "" }) {
+			return append(rows, []string{p.name, fmt.Sprintf("not run (%s timed out)", notRunAfter), "", "", "", ""})
+		}
+		rows = append(rows, r.fanOutRowsOf(p.action, p.m.configMaps, p.m.statuses, p.m.floor, p.m.specFloor, p.m.timeout)...)
+		notRunAfter, ranBefore = "the "+p.name, p.m.timeout
+	}
+	return rows
 }
 
 // fanOutRows are the fan-out of an edit of one object of kind: until every
 // ConfigMap has its new content, against the bare updates, and until every
 // status is current too, against the floor with each status patch.
 func (r *report) fanOutRows(kind string, configMaps, statuses, floor, specFloor func(*roundResult) time.Duration, timeout func(*roundResult) string) [][]string {
+	return r.fanOutRowsOf("edit 1 "+kind, configMaps, statuses, floor, specFloor, timeout)
+}
+
+// fanOutRowsOf are fanOutRows of a fan-out that action starts.
+func (r *report) fanOutRowsOf(action string, configMaps, statuses, floor, specFloor func(*roundResult) time.Duration, timeout func(*roundResult) string) [][]string {
 	n := r.opts.n
 	return [][]string{
-		ratioRow(fmt.Sprintf("fan-out: edit 1 %s → %d ConfigMaps updated", kind, n), r.rounds, configMaps, floor, timeout, deliveryTarget),
+		ratioRow(fmt.Sprintf("fan-out: %s → %d ConfigMaps updated", action, n), r.rounds, configMaps, floor, timeout, deliveryTarget),
 		ratioRow("  … until every status is current, against the floor with each status patch", r.rounds, statuses, specFloor, timeout, requiredWritesTarget),
 	}
 }
@@ -116,7 +139,7 @@ func (r *report) managerRows() [][]string {
 // phases, and its times, each ratio against its floors interpolated to it.
 func (r *report) roundRows() [][]string {
 	rows := [][]string{{"round", "convergence floor", "… with Events", "fan-out floor", "… with status", "convergence", "ratio", "fan-out", "ratio",
-		"statuses current", "ratio", "ClusterPromptLayer fan-out", "ratio", "parent fan-out", "ratio"}}
+		"statuses current", "ratio", "ClusterPromptLayer fan-out", "ratio", "parent fan-out", "ratio", "PromptPlatform fan-out", "ratio"}}
 	ratio := func(rr *roundResult, op, floor func(*roundResult) time.Duration) string {
 		if op(rr) <= 0 || floor(rr) <= 0 {
 			return "—"
@@ -130,7 +153,8 @@ func (r *report) roundRows() [][]string {
 			secs(rr.fanOut), ratio(rr, fanOutOf, fanOutFloorOf),
 			secs(rr.fanOutStatuses), ratio(rr, fanOutStatusesOf, fanOutSpecFloorOf),
 			secs(rr.clusterFanOut), ratio(rr, clusterFanOutOf, clusterFanOutFloorOf),
-			secs(rr.parentFanOut), ratio(rr, parentFanOutOf, parentFanOutFloorOf)})
+			secs(rr.parentFanOut), ratio(rr, parentFanOutOf, parentFanOutFloorOf),
+			secs(rr.platformEdit.configMaps), ratio(rr, platformEditFanOut.configMaps, platformEditFanOut.floor)})
 	}
 	return rows
 }

@@ -57,26 +57,38 @@ func TestFanOutsStandBesideTheirOwnFloors(t *testing.T) {
 	// there: middle at 77 s, with-status floor 4 + 4×0.77 = 7.08 s.
 	rr.fanOutStart, rr.fanOut = t0.Add(23*s), 4*s
 	rr.parentFanOutStart, rr.parentFanOut, rr.parentFanOutStatuses = t0.Add(72*s), 6*s, 10*s
+	// The PromptPlatform's edit took 4 s from t0+90 s: middle at 92 s,
+	// floor 2 + 2×0.92 = 3.84 s. Its statuses took 8 s: middle at 94 s,
+	// with-status floor 4 + 4×0.94 = 7.76 s.
+	rr.platformEdit = fanOutResult{start: t0.Add(90 * s), configMaps: 4 * s, statuses: 8 * s}
 	r.rounds = r.rounds[:1]
 	f := r.figures()
 	for name, c := range map[string]struct {
 		got  *float64
 		want float64
 	}{
-		"fanout_ratio":               {f.FanOutRatio, 4 / 2.5},
-		"parent_fanout_ratio":        {f.ParentFanOutRatio, 6 / 3.5},
-		"parent_fanout_status_ratio": {f.ParentFanOutStatusRatio, 10 / 7.08},
-		"fanout_floor_s":             {&f.FanOutFloorS, 2.5},
-		"parent_fanout_floor_s":      {&f.ParentFanOutFloorS, 3.5},
-		"floors_before.fanout_s":     {&f.FloorsBefore.FanOutS, 2},
-		"floors_after.fanout_s":      {&f.FloorsAfter.FanOutS, 4},
+		"fanout_ratio":                   {f.FanOutRatio, 4 / 2.5},
+		"parent_fanout_ratio":            {f.ParentFanOutRatio, 6 / 3.5},
+		"parent_fanout_status_ratio":     {f.ParentFanOutStatusRatio, 10 / 7.08},
+		"fanout_floor_s":                 {&f.FanOutFloorS, 2.5},
+		"parent_fanout_floor_s":          {&f.ParentFanOutFloorS, 3.5},
+		"floors_before.fanout_s":         {&f.FloorsBefore.FanOutS, 2},
+		"floors_after.fanout_s":          {&f.FloorsAfter.FanOutS, 4},
+		"platform_fanout_ratio":          {f.PlatformFanOutRatio, 4 / 3.84},
+		"platform_fanout_status_ratio":   {f.PlatformFanOutStatusRatio, 8 / 7.76},
+		"platform_fanout_floor_s":        {&f.PlatformFanOutFloorS, 3.84},
+		"platform_fanout_status_floor_s": {&f.PlatformFanOutStatusFloorS, 7.76},
 	} {
 		if c.got == nil || math.Abs(*c.got-c.want) > 1e-9 {
 			t.Errorf("%s = %s, want %v", name, show(c.got), c.want)
 		}
 	}
-	if row := r.roundRows()[1]; row[3] != "2.00 → 4.00 s" || row[len(row)-1] != "1.71×" {
-		t.Errorf("the round's row: fan-out floor %q, parent ratio %q; want 2.00 → 4.00 s and 1.71×", row[3], row[len(row)-1])
+	if f.PlatformCreateFanOutS != nil || f.PlatformCreateFanOutRatio != nil {
+		t.Errorf("the PromptPlatform's create did not run: platform_create_fanout_s = %s, ratio %s; want null", show(f.PlatformCreateFanOutS), show(f.PlatformCreateFanOutRatio))
+	}
+	row := r.roundRows()[1]
+	if row[3] != "2.00 → 4.00 s" || row[len(row)-3] != "1.71×" || row[len(row)-1] != "1.04×" {
+		t.Errorf("the round's row: fan-out floor %q, parent ratio %q, PromptPlatform ratio %q; want 2.00 → 4.00 s, 1.71× and 1.04×", row[3], row[len(row)-3], row[len(row)-1])
 	}
 }
 
@@ -138,7 +150,8 @@ func TestJSONDecodesIntoItsTypes(t *testing.T) {
 	}
 	for _, k := range []string{"timestamp", "machine", "n", "rounds", "curve", "growth", "fanout_ratio", "fanout_status_ratio", "convergence_ratio",
 		"cluster_fanout_ratio", "convergence_floor_s", "fanout_floor_s", "fanout_status_floor_s", "parent_fanout_floor_s", "parent_fanout_status_floor_s", "floors_before", "floors_after", "peak_rss_bytes", "renders", "render_p99_s",
-		"steady_writes", "webhook_on_p50_s", "webhook_on_p99_s"} {
+		"steady_writes", "webhook_on_p50_s", "webhook_on_p99_s",
+		"platform_fanout_s", "platform_fanout_ratio", "platform_fanout_status_ratio", "platform_fanout_floor_s", "platform_create_fanout_ratio", "platform_delete_fanout_ratio"} {
 		if _, ok := keys[k]; !ok {
 			t.Errorf("no key %q", k)
 		}

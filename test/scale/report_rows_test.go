@@ -1,0 +1,66 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestClusterFanOutRows(t *testing.T) {
+	r := &report{opts: options{n: 10}, rounds: []*roundResult{
+		{fanOut: 4e9, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(3e9)}, clusterFanOut: 5e9, clusterFanOutStatuses: 9e9},
+		{fanOut: 4e9, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(4e9)}, clusterFanOut: 6e9, clusterFanOutStatuses: 5e9},
+	}}
+	rows := r.timeRows()
+	at := slices.IndexFunc(rows, func(row []string) bool { return strings.Contains(row[0], "edit 1 ClusterPromptLayer") })
+	if at < 0 || at+2 > len(rows) {
+		t.Fatalf("no ClusterPromptLayer rows in %q", rows)
+	}
+	got := rows[at : at+2]
+	want := [][]string{
+		{"fan-out: edit 1 ClusterPromptLayer → 10 ConfigMaps updated", "5.50 s", "2.00 s", "2.75× (2.50–3.00)", "≤ 1.5×", "**no**"},
+		// Statuses 9 s over 3 s and 5 s over 4 s: ratios 3.00 and 1.25.
+		{"  … until every status is current, against the floor with each status patch", "7.00 s", "3.50 s", "2.12× (1.25–3.00)", "≤ 1.3×", "**no**"},
+	}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("rows = %q, want %q", got, want)
+	}
+	r.rounds[1].fanOutTimeout = "timed out"
+	rows = r.timeRows()
+	if last := rows[len(rows)-1]; !strings.HasPrefix(last[1], "not run") {
+		t.Errorf("after a PromptLayer fan-out timed out: %q", last)
+	}
+	if n := len(r.roundRows()[0]); n != 17 {
+		t.Errorf("the rounds' table has %d columns, want 17", n)
+	}
+}
+
+// The PromptPlatform's rows follow the parent's, each pair beside the
+// fan-out floors at its own moment; after a timeout the rest are not run.
+func TestPlatformFanOutRows(t *testing.T) {
+	r := &report{opts: options{n: 10}, rounds: []*roundResult{
+		{fanOut: 4e9, parentFanOut: 4e9, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(4e9)},
+			platformCreate: fanOutResult{configMaps: 2e9, statuses: 4e9}, platformEdit: fanOutResult{configMaps: 3e9, statuses: 6e9},
+			platformDelete: fanOutResult{configMaps: 1e9, statuses: 2e9}},
+	}}
+	rows := r.timeRows()
+	want := [][]string{
+		{"fan-out: create the PromptPlatform → 10 ConfigMaps updated", "2.00 s", "2.00 s", "1.00×", "≤ 1.5×", "yes"},
+		{"  … until every status is current, against the floor with each status patch", "4.00 s", "4.00 s", "1.00×", "≤ 1.3×", "yes"},
+		{"fan-out: edit the PromptPlatform → 10 ConfigMaps updated", "3.00 s", "2.00 s", "1.50×", "≤ 1.5×", "yes"},
+		{"  … until every status is current, against the floor with each status patch", "6.00 s", "4.00 s", "1.50×", "≤ 1.3×", "**no**"},
+		{"fan-out: delete the PromptPlatform → 10 ConfigMaps updated", "1.00 s", "2.00 s", "0.50×", "≤ 1.5×", "yes"},
+		{"  … until every status is current, against the floor with each status patch", "2.00 s", "4.00 s", "0.50×", "≤ 1.3×", "yes"},
+	}
+	if got := rows[len(rows)-6:]; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("rows = %q, want %q", got, want)
+	}
+	r.rounds[0].platformEdit.timeout = "timed out"
+	rows = r.timeRows()
+	if last := rows[len(rows)-1]; last[0] != platformDeletePhase || !strings.HasPrefix(last[1], "not run (the PromptPlatform fan-out timed out)") {
+		t.Errorf("after the PromptPlatform's edit timed out: %q", last)
+	}
+	if !r.rounds[0].timeout() || len(timeouts(r.rounds)) != 1 {
+		t.Errorf("the PromptPlatform's timeout: round timed out %v, timeouts %q", r.rounds[0].timeout(), timeouts(r.rounds))
+	}
+}
