@@ -13,6 +13,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
 )
 
 // deliver makes persona-<name> hold the render: created when missing,
@@ -29,14 +30,14 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, at
 	hash := desired.Annotations[delivery.ContentHashAnnotation]
 	current, currentHash, err := r.currentConfigMap(ctx, key)
 	if apierrors.IsNotFound(err) {
-		rev, err := r.stamp(ctx, p, attempt, nil, "")
-		if err != nil {
-			return outcome{}, fmt.Errorf("number the revision of ConfigMap %s: %w", desired.Name, err)
+		rev, stampErr := r.stamp(ctx, p, attempt, nil, "")
+		if stampErr != nil {
+			return outcome{}, fmt.Errorf("number the revision of ConfigMap %s: %w", desired.Name, stampErr)
 		}
+		// A new ConfigMap's revision always comes with its revision.json.
 		created := desired.DeepCopy()
-		if err := r.applyRevision(ctx, rev, created, nil); err != nil {
-			return outcome{}, err
-		}
+		created.Annotations[delivery.RevisionAnnotation] = strconv.FormatInt(rev.entry.Revision, 10)
+		created.Data[render.RevisionKey] = string(rev.record)
 		switch err = r.write(ctx, key, hash, r.configMapWriter.create, created); {
 		case err == nil:
 			attempt.wrote, attempt.revision, attempt.written = true, &rev.entry, created.Data
