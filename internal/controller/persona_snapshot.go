@@ -186,10 +186,14 @@ func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona, keep
 	older := slices.DeleteFunc(snapshots, func(s snapshotRef) bool { return s.number == current || keep(s) })
 	over := len(older) - p.Spec.HistoryLimit()
 	for _, s := range older[:max(over, 0)] {
-		r.pruned.add(client.ObjectKeyFromObject(s.meta))
-		err := r.Delete(ctx, s.meta, client.Preconditions{UID: &s.meta.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		if client.IgnoreNotFound(err) != nil {
-			r.pruned.remove(client.ObjectKeyFromObject(s.meta))
+		key := client.ObjectKeyFromObject(s.meta)
+		r.pruned.add(key)
+		err := r.Delete(ctx, s.meta, client.Preconditions{UID: &s.meta.UID})
+		switch {
+		case apierrors.IsNotFound(err):
+			r.pruned.remove(key) // deleted before: its event came or comes as anyone's
+		case err != nil:
+			r.pruned.remove(key)
 			return fmt.Errorf("delete snapshot %s: %w", s.meta.Name, err)
 		}
 	}
