@@ -17,7 +17,7 @@ func TestSnapshotOf(t *testing.T) {
 	}{
 		{"persona-reviewer.r1", "reviewer", 1, true},
 		{"persona-a-b.r20", "a-b", 20, true},
-		{"persona-reviewer", "", 0, false},   // the live ConfigMap
+		{"persona-reviewer", "", 0, false},    // the live ConfigMap
 		{"persona-reviewer.r0", "", 0, false}, // numbers start at 1
 		{"persona-reviewer.r01", "", 0, false},
 		{"persona-reviewer.r-1", "", 0, false},
