@@ -232,7 +232,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	}
 	if attempt.revision != nil {
 		// The snapshot follows the delivery, at the status pass's priority.
-		failure, err := r.snapshot(ctx, &p, *attempt.revision, attempt.written)
+		failure, err := r.snapshot(ctx, &p, *attempt.revision, attempt.written, attempt.guardrails)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

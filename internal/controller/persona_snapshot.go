@@ -53,11 +53,12 @@ func (r *PersonaReconciler) snapshots(ctx context.Context, p *v1alpha1.Persona) 
 }
 
 // snapshot makes sure the delivered revision rev has its snapshot: the
-// data the delivery wrote (written, nil when it wrote none) or, read from
-// the live ConfigMap, the data it holds while that is still rev. A failure
+// data the delivery wrote (written, nil when it wrote none, with the
+// identity of the guardrails it was rendered with) or, read from the live
+// ConfigMap, the data it holds while that is still rev. A failure
 // to write it is the SnapshotFailed condition, never a failed reconcile:
 // the live ConfigMap is delivered whatever becomes of its snapshot.
-func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, rev v1alpha1.RevisionHistoryEntry, written map[string]string) (*snapshotFailure, error) {
+func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, rev v1alpha1.RevisionHistoryEntry, written map[string]string, guardrails string) (*snapshotFailure, error) {
 	key := client.ObjectKey{Namespace: p.Namespace, Name: delivery.SnapshotName(p.Name, rev.Revision)}
 	held := configMapMetadata()
 	switch err := r.configMapMetadata.Get(ctx, key, held); {
@@ -75,7 +76,7 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 		if !controls(p, live) || delivery.Revision(live.Annotations) != rev.Revision {
 			return nil, nil // the live ConfigMap moved on: its own revision's snapshot follows
 		}
-		data = live.Data
+		data, guardrails = live.Data, live.Annotations[delivery.GuardrailsAnnotation]
 	}
 	size := dataSize(data)
 	used, err := r.snapshotBytes(ctx, p.Namespace)
@@ -97,6 +98,8 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 		Data:      data,
 		Immutable: new(true),
 	}
+	// The guardrails it was rendered with, which a pin compares with the current ones.
+	setIfNotEmpty(snap.Annotations, delivery.GuardrailsAnnotation, guardrails)
 	if err := controllerutil.SetControllerReference(p, snap, r.Scheme); err != nil {
 		return nil, fmt.Errorf("own snapshot: %w", err)
 	}

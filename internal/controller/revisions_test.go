@@ -107,6 +107,7 @@ var _ = Describe("Revisions", func() {
 		Expect(r1.Data).To(Equal(cm.Data))
 		Expect(r1.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "persona-operator"))
 		Expect(r1.Labels).To(HaveKeyWithValue("prompts.persona-operator.dev/revision", "1"))
+		Expect(r1.Annotations).To(HaveKeyWithValue("prompts.persona-operator.dev/content-hash", p.Status.ContentHash))
 		Expect(r1.OwnerReferences).To(HaveLen(1))
 		Expect(r1.OwnerReferences[0].UID).To(Equal(p.UID))
 
