@@ -230,18 +230,8 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		r.deferred.put(req.NamespacedName, attempt.inputs, attempt.render, *attempt.revision)
 		return ctrl.Result{RequeueAfter: statusDelay, Priority: new(statusPriority)}, nil
 	}
-	if attempt.revision != nil {
-		// The snapshot follows the delivery, at the status pass's priority.
-		failure, err := r.snapshot(ctx, &p, *attempt.revision, attempt.written, attempt.guardrails)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		r.setSnapshotFailed(&p, failure)
-		if failure != nil {
-			if retryAfter == 0 || retryAfter > snapshotRetry {
-				retryAfter = snapshotRetry
-			}
-		}
+	if retryAfter, err = r.keepSnapshot(ctx, &p, attempt, retryAfter); err != nil {
+		return ctrl.Result{}, err
 	}
 	// Other than a retried render or an awaited reference, a failure waits
 	// for a change to the persona or what it reads: the watches bring it back.
@@ -254,9 +244,6 @@ const (
 	statusPriority = handler.LowPriority
 	statusDelay    = time.Second
 )
-
-// snapshotRetry is how soon a revision whose snapshot failed is tried again.
-const snapshotRetry = 30 * time.Second
 
 // ownChange reports whether this render is the Persona's own news: its
 // first render, the first good render of a generation (one its status has

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -116,6 +117,28 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 	}
 	return heldSnapshot(p, &existing), nil
 }
+
+// keepSnapshot makes sure the revision attempt delivered has its snapshot,
+// after the delivery and before the status, and reports a failure in the
+// status (SnapshotFailed); it returns when to reconcile again, sooner than
+// retryAfter when the snapshot is to be tried again.
+func (r *PersonaReconciler) keepSnapshot(ctx context.Context, p *v1alpha1.Persona, attempt outcome, retryAfter time.Duration) (time.Duration, error) {
+	if attempt.revision == nil {
+		return retryAfter, nil
+	}
+	failure, err := r.snapshot(ctx, p, *attempt.revision, attempt.written, attempt.guardrails)
+	if err != nil {
+		return retryAfter, err
+	}
+	r.setSnapshotFailed(p, failure)
+	if failure != nil && (retryAfter == 0 || retryAfter > snapshotRetry) {
+		return snapshotRetry, nil
+	}
+	return retryAfter, nil
+}
+
+// snapshotRetry is how soon a revision whose snapshot failed is tried again.
+const snapshotRetry = 30 * time.Second
 
 // snapshotFailure is why a revision has no snapshot (SnapshotFailed).
 type snapshotFailure struct{ reason, message string }
