@@ -202,7 +202,9 @@ func keepNone(snapshotRef) bool { return false }
 // the status names the current revision.
 func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona, keep retained) error {
 	current := p.Status.CurrentRevision
-	if current == 0 {
+	// p's snapshots are of revisions 1 to current at most: while those are
+	// within the limit, there is nothing to list.
+	if current <= int64(p.Spec.HistoryLimit())+1 {
 		return nil
 	}
 	snapshots, err := r.snapshots(ctx, p)

@@ -220,6 +220,8 @@ var _ = Describe("Revisions", func() {
 	It("starts a re-created Persona at 1 once the old snapshots are gone, and keeps off an old one's snapshot", func() {
 		ns := newNamespace()
 		apply(ns, barePersona("p", "One"))
+		// Two edits before a reconcile are one revision: each waits for its own.
+		Eventually(currentRevision(ns, "p")).Should(Equal(int64(1)))
 		apply(ns, barePersona("p", "Two"))
 		Eventually(currentRevision(ns, "p")).Should(Equal(int64(2)))
 		Eventually(snapshotNames(ns, "p")).Should(HaveLen(2))
@@ -259,6 +261,8 @@ var _ = Describe("Revisions across a restart", Serial, func() {
 	It("continues the numbers after a restart, and a byte cap gives SnapshotFailed while the ConfigMap is delivered", func() {
 		ns := newNamespace()
 		apply(ns, barePersona("p", "One"))
+		// Two edits before a reconcile are one revision: each waits for its own.
+		Eventually(currentRevision(ns, "p")).Should(Equal(int64(1)))
 		apply(ns, barePersona("p", "Two"))
 		Eventually(currentRevision(ns, "p")).Should(Equal(int64(2)))
 		Eventually(snapshotNames(ns, "p")).Should(HaveLen(2))
