@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/persona-operator/persona-operator/internal/controller"
 	"github.com/persona-operator/persona-operator/internal/status"
 )
 
@@ -30,6 +31,8 @@ type managerFlags struct {
 	apiBurst             int
 	// readUnlabelledSources is --template-source-label=warn.
 	readUnlabelledSources bool
+	// snapshotBytesPerNamespace caps one namespace's revision snapshots.
+	snapshotBytesPerNamespace int
 }
 
 func parseFlags() (*managerFlags, *zap.Options) {
@@ -64,6 +67,8 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 	fs.IntVar(&f.apiBurst, "kube-api-burst", 600, "Queries the manager may make to the API server in a burst, for each kind of object, when --kube-api-qps is not negative.")
 	fs.DurationVar(&f.referenceGracePeriod, "reference-grace-period", status.DefaultReferenceGracePeriod,
 		"How long a missing reference is awaited (Reconciling) before the object is stalled (Stalled), so that objects applied in any order, or in the next sync, are not reported as failed.")
+	fs.IntVar(&f.snapshotBytesPerNamespace, "snapshot-bytes-per-namespace", controller.DefaultSnapshotBytesPerNamespace,
+		"The bytes (keys and values) the revision snapshots (ConfigMaps persona-<name>.r<n>) of one namespace may hold; past it a Persona's new revision gets no snapshot (SnapshotFailed), its ConfigMap is delivered all the same.")
 	fs.Func("template-source-label", `Whether a templateFrom ConfigMap must be labelled prompts.persona-operator.dev/template-source: "true": require (an unlabelled one is reported like a missing one), or warn (it is read, with a Warning Event on each PromptLayer that reads one; for a migration). Default require.`,
 		func(v string) error {
 			switch v {

@@ -37,6 +37,7 @@ func main() {
 	templateSources, err := controller.Setup(ctx, mgr, controller.Options{
 		PersonaWorkers: flags.personaWorkers, ReferenceGracePeriod: flags.referenceGracePeriod,
 		WatchNamespaces: flags.watchNamespaces, ReadUnlabelledSources: flags.readUnlabelledSources,
+		SnapshotBytesPerNamespace: flags.snapshotBytesPerNamespace,
 	})
 	if err != nil {
 		fail(err, "set up the controllers")

@@ -27,6 +27,17 @@ const (
 	StalledCondition     = "Stalled"
 )
 
+// SnapshotFailedCondition is True on a Persona while its current revision
+// has no snapshot ConfigMap (personas.md#revisions): its name is held by an
+// object that is not this Persona's (reason SnapshotNameTaken), or the
+// namespace's snapshots would exceed their byte cap (SnapshotBytesExceeded).
+// It never holds back the live ConfigMap; the operator retries.
+const (
+	SnapshotFailedCondition     = "SnapshotFailed"
+	SnapshotNameTakenReason     = "SnapshotNameTaken"
+	SnapshotBytesExceededReason = "SnapshotBytesExceeded"
+)
+
 // Reasons of a Persona's conditions.
 const (
 	// RenderedReason: the ConfigMap holds the render of the current generation.

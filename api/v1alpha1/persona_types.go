@@ -78,6 +78,29 @@ type PersonaSpec struct {
 	// +listMapKey=name
 	// +optional
 	Variants []Variant `json:"variants,omitempty"`
+
+	// RevisionHistoryLimit is how many snapshots of earlier revisions
+	// (ConfigMaps persona-<name>.r<n>) are kept besides the current one.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=20
+	// +kubebuilder:default=3
+	// +optional
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+}
+
+// DefaultRevisionHistoryLimit is spec.revisionHistoryLimit when unset, and
+// MaxRevisionHistoryLimit its largest value.
+const (
+	DefaultRevisionHistoryLimit = 3
+	MaxRevisionHistoryLimit     = 20
+)
+
+// HistoryLimit is spec.revisionHistoryLimit, or its default.
+func (s *PersonaSpec) HistoryLimit() int {
+	if s.RevisionHistoryLimit == nil {
+		return DefaultRevisionHistoryLimit
+	}
+	return int(*s.RevisionHistoryLimit)
 }
 
 // PersonaName is the name of a Persona.
@@ -208,7 +231,53 @@ type PersonaStatus struct {
 	// ConfigMaps, the Namespace, ClusterPromptLayers and the PromptPlatform.
 	// +optional
 	Dependencies []Dependency `json:"dependencies,omitempty"`
+	// CurrentRevision is the revision delivered in the ConfigMap.
+	// +optional
+	CurrentRevision int64 `json:"currentRevision,omitempty"`
+	// LatestRevision is the revision of the latest render.
+	// +optional
+	LatestRevision int64 `json:"latestRevision,omitempty"`
+	// History is the last MaxStatusHistory revisions, oldest first.
+	// +kubebuilder:validation:MaxItems=10
+	// +optional
+	History []RevisionHistoryEntry `json:"history,omitempty"`
 }
+
+// MaxStatusHistory is how many revisions status.history holds.
+const MaxStatusHistory = 10
+
+// RevisionHistoryEntry is one revision of a Persona's rendered content.
+type RevisionHistoryEntry struct {
+	// Revision is the revision's number.
+	Revision int64 `json:"revision"`
+	// ContentHash is the content hash of its data.
+	ContentHash string `json:"contentHash"`
+	// Time is when it was rendered.
+	Time metav1.Time `json:"time"`
+	// Cause is the object whose change made it.
+	Cause RevisionInput `json:"cause"`
+}
+
+// RevisionInput is an object a render read, at its version: one counted by
+// generation is named with it, a ConfigMap or a Namespace with its
+// resourceVersion. A revision's cause is one; its Kind is
+// RevisionCauseOperator when no input changed: the operator's own rendering
+// did (a new version, or the first revision of a ConfigMap written before
+// revisions existed).
+type RevisionInput struct {
+	Kind string `json:"kind"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// +optional
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+}
+
+// RevisionCauseOperator is the Kind of a revision's cause that is the operator.
+const RevisionCauseOperator = "operator"
 
 // Persona is an agent persona, rendered by the operator into the ConfigMap
 // persona-<name> that agent pods mount.
@@ -219,6 +288,7 @@ type PersonaStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="ConfigMap",type=string,JSONPath=`.status.configMapName`
 // +kubebuilder:printcolumn:name="Bytes",type=integer,JSONPath=`.status.renderedBytes`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.currentRevision`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z][a-z0-9-]{0,62}$')",message="metadata.name must match ^[a-z][a-z0-9-]{0,62}$"
 type Persona struct {

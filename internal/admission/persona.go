@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -51,6 +52,7 @@ func ValidatePersona(obj map[string]any) field.ErrorList {
 		errs = append(errs, validateExtensions(p.Child("extensions"), sp)...)
 	}
 	errs = append(errs, validateVariants(specPath.Child("variants"), spec)...)
+	errs = append(errs, validateHistoryLimit(specPath.Child("revisionHistoryLimit"), spec)...)
 	// vars and context have no rules beyond their shape, checked above.
 	return errs
 }
@@ -201,4 +203,28 @@ func validateVariants(p *field.Path, spec map[string]any) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// validateHistoryLimit refuses a revisionHistoryLimit outside
+// 0..v1alpha1.MaxRevisionHistoryLimit (its type is checkShape's).
+func validateHistoryLimit(p *field.Path, spec map[string]any) field.ErrorList {
+	v, ok := lookup(spec, "revisionHistoryLimit")
+	if !ok {
+		return nil
+	}
+	var n float64
+	switch x := v.(type) {
+	case float64:
+		n = x
+	case int64:
+		n = float64(x)
+	case int:
+		n = float64(x)
+	default:
+		return nil
+	}
+	if n < 0 || n > v1alpha1.MaxRevisionHistoryLimit {
+		return field.ErrorList{field.Invalid(p, v, fmt.Sprintf("must be between 0 and %d", v1alpha1.MaxRevisionHistoryLimit))}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sigs.k8s.io/yaml"
 	"strings"
 	"testing"
 
@@ -354,6 +355,23 @@ func TestPersonaDeterministic(t *testing.T) {
 	for range 20 {
 		if got := describe(ValidatePersona(decode(t, doc))); got != first {
 			t.Fatalf("order changed:\n%s\nthen:\n%s", first, got)
+		}
+	}
+}
+
+func TestPersonaRevisionHistoryLimit(t *testing.T) {
+	runCases(t, []testCase{
+		{name: "no snapshots kept", doc: persona("  revisionHistoryLimit: 0\n")},
+		{name: "the most kept", doc: persona("  revisionHistoryLimit: 20\n")},
+	}, ValidatePersona)
+	for _, limit := range []string{"21", "-1"} {
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(persona("  revisionHistoryLimit: "+limit+"\n")), &obj); err != nil {
+			t.Fatal(err)
+		}
+		errs := ValidatePersona(obj)
+		if len(errs) != 1 || errs[0].Field != "spec.revisionHistoryLimit" {
+			t.Errorf("revisionHistoryLimit %s: errors %v, want one on spec.revisionHistoryLimit", limit, errs)
 		}
 	}
 }

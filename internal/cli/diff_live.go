@@ -13,6 +13,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/promptdiff"
+	"github.com/persona-operator/persona-operator/internal/render"
 )
 
 // liveSide reads the ConfigMap of each persona of the new side from the
@@ -41,7 +42,11 @@ func (o *diffOptions) liveSide(ctx context.Context, personas map[promptdiff.Ref]
 		case err != nil:
 			return nil, fmt.Errorf("--live: get ConfigMap %s/%s: %w", r.Namespace, name, err)
 		}
-		live[r] = cm.Data
+		// revision.json is the operator's record of the revision, which an
+		// offline render has not: it is no difference.
+		data := maps.Clone(cm.Data)
+		delete(data, render.RevisionKey)
+		live[r] = data
 	}
 	return live, nil
 }

@@ -20,6 +20,8 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/cli"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/test/fixtures"
 	"github.com/persona-operator/persona-operator/test/suite"
 )
@@ -38,9 +40,12 @@ var _ = Describe("kubectl-persona parity", func() {
 			var offline corev1.ConfigMap
 			Expect(yaml.UnmarshalStrict(out.Bytes(), &offline)).To(Succeed())
 			online := suite.ConfigMap(ns, name)
-			Expect(online.Data).To(Equal(offline.Data), name)
+			Expect(offline.Data).NotTo(HaveKey(render.RevisionKey), "offline there is no revision")
+			Expect(online.Data).To(HaveKey(render.RevisionKey), name)
+			Expect(online.Annotations).To(HaveKey(delivery.RevisionAnnotation), name)
+			Expect(without(online.Data, render.RevisionKey)).To(Equal(offline.Data), name)
 			Expect(online.Labels).To(Equal(offline.Labels), name)
-			Expect(online.Annotations).To(Equal(offline.Annotations), name)
+			Expect(without(online.Annotations, delivery.RevisionAnnotation)).To(Equal(offline.Annotations), name)
 			Expect(online.Name).To(Equal(offline.Name))
 		}
 	})
@@ -73,9 +78,9 @@ var _ = Describe("kubectl-persona parity on the sample PromptPlatform", Serial, 
 			if strings.Contains(offline.Data["bundle.json"], `"origin":"platform/default"`) {
 				onPlatform++
 			}
-			Eventually(func() map[string]string { return suite.ConfigMap(ns, name).Data }).Should(Equal(offline.Data), name)
+			Eventually(func() map[string]string { return without(suite.ConfigMap(ns, name).Data, render.RevisionKey) }).Should(Equal(offline.Data), name)
 			Eventually(suite.Ready(ns, name)).Should(Equal("Rendered"), name)
-			Expect(suite.ConfigMap(ns, name).Annotations).To(Equal(offline.Annotations), name)
+			Expect(without(suite.ConfigMap(ns, name).Annotations, delivery.RevisionAnnotation)).To(Equal(offline.Annotations), name)
 		}
 		// The platform's workspace stands wherever no sample replaces it.
 		Expect(onPlatform).To(BeNumerically(">", 0))
@@ -219,5 +224,13 @@ func flagsFor(files []string) []string {
 	for _, f := range files {
 		out = append(out, "-f", f)
 	}
+	return out
+}
+
+// without is m without key: the operator's revision (revision.json and its
+// annotation), which an offline render has not.
+func without(m map[string]string, key string) map[string]string {
+	out := maps.Clone(m)
+	delete(out, key)
 	return out
 }

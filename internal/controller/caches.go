@@ -71,11 +71,11 @@ func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string, selector l
 	})
 }
 
-// trimConfigMapMetadata keeps of a Persona's own ConfigMap all of its
-// metadata but managedFields, and reduces any other as trimSourceMetadata.
+// trimConfigMapMetadata keeps of a Persona's own ConfigMap and of its
+// snapshots (whose labels and sizes pruning reads) all of their metadata but managedFields, and reduces any other as trimSourceMetadata.
 func trimConfigMapMetadata(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok || !personasOwn(m) {
+	if !ok || (!personasOwn(m) && !isSnapshot(m)) {
 		return trimSourceMetadata(obj)
 	}
 	internMeta(m)

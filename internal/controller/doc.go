@@ -17,6 +17,13 @@
 //     (persona_configmap_writer.go sends the write); a failed render keeps
 //     the guardrails in persona_guardrails_kept.go, and an orphaned
 //     ConfigMap is adopted in persona_adopt.go.
+//   - Where its revisions are kept (personas.md#revisions): persona_revision.go
+//     numbers a delivery's content and writes its revision.json (the
+//     inputs persona_inputs.go logs, and the one that changed), and
+//     persona_snapshot.go keeps each revision as the immutable ConfigMap
+//     persona-<name>.r<n>, after the delivery and before the status, and
+//     prunes those past spec.revisionHistoryLimit once the status names
+//     the new one.
 //   - Where its status is written: persona_status.go sets it from the
 //     outcome, and status_patch.go patches it, once, in the defer of every
 //     Reconcile (the layers' too).
@@ -65,6 +72,11 @@
 //     it before their status reaches the cache.
 //   - persona_overruns.go: each Persona's renders in a row out of wall time,
 //     retried by themselves until the Persona is stalled.
+//
+// Keyed by snapshot rather than by Persona, persona_pruned.go holds the
+// snapshots the controller pruned until their deletion is watched: that
+// event needs no reconcile, while a snapshot deleted by anyone else is
+// written again.
 //
 // Shared by the Persona and PromptLayer controllers, keyed by ConfigMap
 // rather than by Persona: template_source_reader.go keeps, per

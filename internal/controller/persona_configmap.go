@@ -77,9 +77,17 @@ func controlledByPersona(obj client.Object, name string) bool {
 	return ref != nil && ref.Kind == "Persona" && ref.Name == name && ref.APIVersion == v1alpha1.GroupVersion.String()
 }
 
+// personaOfConfigMap is the Persona whose live ConfigMap has this name: a
+// Persona's name has no dot, a snapshot's has.
 func personaOfConfigMap(name string) (string, bool) {
 	persona, ok := strings.CutPrefix(name, delivery.ConfigMapPrefix)
-	return persona, ok && persona != ""
+	return persona, ok && persona != "" && !strings.Contains(persona, ".")
+}
+
+// isSnapshot reports whether obj is a snapshot its Persona controls.
+func isSnapshot(obj client.Object) bool {
+	persona, _, ok := delivery.SnapshotOf(obj.GetName())
+	return ok && controlledByPersona(obj, persona)
 }
 
 // configMapData is the data of the ConfigMap current, read from the API
@@ -92,5 +100,7 @@ func (r *PersonaReconciler) configMapData(ctx context.Context, current *corev1.C
 	if err != nil {
 		return nil, err
 	}
+	// Kept for the next read of this reconcile.
+	current.Data = cm.Data
 	return cm.Data, nil
 }

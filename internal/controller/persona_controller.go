@@ -42,6 +42,9 @@ type PersonaReconciler struct {
 	// ReferenceGracePeriod is how long a missing reference is awaited
 	// before the Persona is stalled; 0 means status.DefaultReferenceGracePeriod.
 	ReferenceGracePeriod time.Duration
+	// SnapshotBytesPerNamespace caps the bytes of the snapshots of one
+	// namespace; 0 means DefaultSnapshotBytesPerNamespace.
+	SnapshotBytesPerNamespace int
 
 	// writes is what each Persona's ConfigMap holds, at the version the
 	// controller last wrote or read.
@@ -58,6 +61,8 @@ type PersonaReconciler struct {
 	overruns *overruns
 	// configMaps reads the ConfigMaps templateFrom names.
 	configMaps *sourceReader
+	// pruned are the snapshots pruned whose deletion is not yet watched.
+	pruned *prunedSnapshots
 	// stores are the stores above that hold an entry per Persona, which
 	// forget drops.
 	stores []personaStore
@@ -84,6 +89,9 @@ type personaOptions struct {
 	// ReferenceGracePeriod is how long a missing reference is awaited
 	// before the Persona is stalled; 0 means status.DefaultReferenceGracePeriod.
 	ReferenceGracePeriod time.Duration
+	// SnapshotBytesPerNamespace caps the bytes of one namespace's
+	// snapshots; 0 means DefaultSnapshotBytesPerNamespace.
+	SnapshotBytesPerNamespace int
 }
 
 // newPersonaReconciler is the Persona controller with empty stores. It
@@ -94,19 +102,21 @@ type personaOptions struct {
 func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, live, ownConfigMaps client.Reader,
 	sources *sourceReader, writer configMapWrites, opts personaOptions) *PersonaReconciler {
 	r := &PersonaReconciler{
-		Client:                  c,
-		Scheme:                  scheme,
-		Recorder:                recorder,
-		APIReader:               live,
-		MaxConcurrentReconciles: opts.Workers,
-		ReferenceGracePeriod:    opts.ReferenceGracePeriod,
-		writes:                  newOwnWrites(),
-		configMapMetadata:       ownConfigMaps,
-		deferred:                newDeferredStatuses(),
-		configMapWriter:         writer,
-		waiting:                 newAwaiting(),
-		overruns:                newOverruns(),
-		configMaps:              sources,
+		Client:                    c,
+		Scheme:                    scheme,
+		Recorder:                  recorder,
+		APIReader:                 live,
+		MaxConcurrentReconciles:   opts.Workers,
+		ReferenceGracePeriod:      opts.ReferenceGracePeriod,
+		SnapshotBytesPerNamespace: opts.SnapshotBytesPerNamespace,
+		pruned:                    newPrunedSnapshots(),
+		writes:                    newOwnWrites(),
+		configMapMetadata:         ownConfigMaps,
+		deferred:                  newDeferredStatuses(),
+		configMapWriter:           writer,
+		waiting:                   newAwaiting(),
+		overruns:                  newOverruns(),
+		configMaps:                sources,
 	}
 	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns}
 	return r
@@ -122,14 +132,15 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 //     OwnerReferencesPermissionEnforcement checks it when a ConfigMap's owner
 //     reference sets blockOwnerDeletion.
 //   - ConfigMaps: watched by metadata (list as above), read by name (get),
-//     created and updated whole (configMapWriter), never patched nor deleted.
+//     created and updated whole (configMapWriter), never patched; deleted
+//     only when a snapshot is pruned.
 //   - Events: created, and patched when the recorder sends a repeated Event
 //     as a series.
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas,verbs=list;watch
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas/status,verbs=patch
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas/finalizers,verbs=update
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=promptlayers,verbs=list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // outcome is what one render attempt came to.
@@ -160,6 +171,12 @@ type outcome struct {
 	// fallback is set when a failed render delivers output all the same
 	// (delivery.FallbackAnnotation).
 	fallback string
+	// read is the inputs revision.json names.
+	read []v1alpha1.RevisionInput
+	// revision is the revision the ConfigMap is known to deliver, and
+	// written the data a write of this reconcile gave it (for the snapshot).
+	revision *v1alpha1.RevisionHistoryEntry
+	written  map[string]string
 }
 
 func failed(reason string, err error) outcome { return outcome{reason: reason, message: err.Error()} }
@@ -179,8 +196,13 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	before := p.Status.DeepCopy()
 	deferStatus := false
 	defer func() {
-		if !deferStatus {
-			patchStatus(ctx, r.Client, &p, before, &p.Status, &err)
+		if deferStatus {
+			return
+		}
+		patchStatus(ctx, r.Client, &p, before, &p.Status, &err)
+		if err == nil {
+			// Pruning waits until the status names the revision kept.
+			err = r.prune(ctx, &p, keepNone)
 		}
 	}()
 
@@ -205,8 +227,11 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		// priority, after the ConfigMaps of every dependent; the delay lets
 		// the cache see this write first.
 		deferStatus = true
-		r.deferred.put(req.NamespacedName, attempt.inputs, attempt.render)
+		r.deferred.put(req.NamespacedName, attempt.inputs, attempt.render, *attempt.revision)
 		return ctrl.Result{RequeueAfter: statusDelay, Priority: new(statusPriority)}, nil
+	}
+	if retryAfter, err = r.keepSnapshot(ctx, &p, attempt, retryAfter); err != nil {
+		return ctrl.Result{}, err
 	}
 	// Other than a retried render or an awaited reference, a failure waits
 	// for a change to the persona or what it reads: the watches bring it back.
@@ -253,10 +278,17 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 	specOrLabelsChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
 	// A ConfigMap event of the controller's own write needs no render; a
 	// deletion always does, even of a ConfigMap that held the last write.
+	// A snapshot is only created by the controller and never changes; its
+	// deletion needs a reconcile unless the controller pruned it.
 	changedByOthers := predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
-		CreateFunc: func(e event.TypedCreateEvent[*metav1.PartialObjectMetadata]) bool { return !r.writes.holds(e.Object) },
+		CreateFunc: func(e event.TypedCreateEvent[*metav1.PartialObjectMetadata]) bool {
+			return !isSnapshot(e.Object) && !r.writes.holds(e.Object)
+		},
 		UpdateFunc: func(e event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool {
-			return !r.writes.holds(e.ObjectNew)
+			return !isSnapshot(e.ObjectNew) && !r.writes.holds(e.ObjectNew)
+		},
+		DeleteFunc: func(e event.TypedDeleteEvent[*metav1.PartialObjectMetadata]) bool {
+			return !isSnapshot(e.Object) || !r.pruned.take(client.ObjectKeyFromObject(e.Object))
 		},
 	}
 	owner := handler.TypedEnqueueRequestForOwner[*metav1.PartialObjectMetadata](mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Persona{}, handler.OnlyControllerOwner())

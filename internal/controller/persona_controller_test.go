@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/status"
 )
@@ -45,7 +46,7 @@ func TestForgetDropsThePersonaFromEachStore(t *testing.T) {
 	for _, p := range []types.NamespacedName{gone, kept} {
 		cm := client.ObjectKey{Namespace: p.Namespace, Name: "persona-" + p.Name}
 		r.writes.read(cm, "7", "hash")
-		r.deferred.put(p, inputs{1}, status.Render{Hash: "hash"})
+		r.deferred.put(p, inputs{1}, status.Render{Hash: "hash"}, v1alpha1.RevisionHistoryEntry{})
 		r.waiting.set(p, []objectRef{ref})
 		r.overruns.add(p, 1, &render.Bundle{})
 	}

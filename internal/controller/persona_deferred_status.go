@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/status"
 )
 
@@ -22,8 +23,9 @@ type deferredStatuses struct {
 }
 
 type deferredStatus struct {
-	inputs inputs
-	render status.Render
+	inputs   inputs
+	render   status.Render
+	revision v1alpha1.RevisionHistoryEntry
 }
 
 func newDeferredStatuses() *deferredStatuses {
@@ -32,14 +34,14 @@ func newDeferredStatuses() *deferredStatuses {
 
 // put records the render delivered for persona, read from in, whose status
 // is deferred; its section names are shared with the statuses that have them.
-func (d *deferredStatuses) put(persona types.NamespacedName, in inputs, r status.Render) {
+func (d *deferredStatuses) put(persona types.NamespacedName, in inputs, r status.Render, rev v1alpha1.RevisionHistoryEntry) {
 	r.Sections = slices.Clone(r.Sections)
 	for i := range r.Sections {
 		r.Sections[i].Name, r.Sections[i].Origin = intern(r.Sections[i].Name), intern(r.Sections[i].Origin)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.byPersona[persona] = deferredStatus{inputs: in, render: r}
+	d.byPersona[persona] = deferredStatus{inputs: in, render: r, revision: rev}
 }
 
 // take returns and forgets what was recorded for persona.

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
 )
 
 // deliver makes persona-<name> hold the render: created when missing,
@@ -28,9 +30,17 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, at
 	hash := desired.Annotations[delivery.ContentHashAnnotation]
 	current, currentHash, err := r.currentConfigMap(ctx, key)
 	if apierrors.IsNotFound(err) {
-		switch err = r.write(ctx, key, hash, r.configMapWriter.create, desired); {
+		rev, stampErr := r.stamp(ctx, p, attempt, nil, "")
+		if stampErr != nil {
+			return outcome{}, fmt.Errorf("number the revision of ConfigMap %s: %w", desired.Name, stampErr)
+		}
+		// A new ConfigMap's revision always comes with its revision.json.
+		created := desired.DeepCopy()
+		created.Annotations[delivery.RevisionAnnotation] = strconv.FormatInt(rev.entry.Revision, 10)
+		created.Data[render.RevisionKey] = string(rev.record)
+		switch err = r.write(ctx, key, hash, r.configMapWriter.create, created); {
 		case err == nil:
-			attempt.wrote = true
+			attempt.wrote, attempt.revision, attempt.written = true, &rev.entry, created.Data
 			return attempt, nil
 		case !apierrors.IsAlreadyExists(err):
 			return outcome{}, fmt.Errorf("create ConfigMap %s: %w", desired.Name, err)
@@ -52,6 +62,12 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, at
 		// The adoption is written, whatever the data.
 		current, currentHash = adopted, ""
 	}
+	rev, err := r.stamp(ctx, p, attempt, current, currentHash)
+	if err != nil {
+		return outcome{}, fmt.Errorf("number the revision of ConfigMap %s: %w", desired.Name, err)
+	}
+	desired.Annotations[delivery.RevisionAnnotation] = strconv.FormatInt(rev.entry.Revision, 10)
+	attempt.revision = &rev.entry
 	stale := staleAnnotations(current, desired)
 	if isCurrent(current, currentHash, desired) && len(stale) == 0 {
 		return attempt, nil
@@ -59,6 +75,9 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, at
 	if announce && currentHash != hash {
 		// nil when it cannot be read, which only makes the Event say less.
 		attempt.previous, _ = r.configMapData(ctx, current)
+	}
+	if err := r.applyRevision(ctx, rev, desired, current); err != nil {
+		return outcome{}, fmt.Errorf("read ConfigMap %s: %w", desired.Name, err)
 	}
 	// current is this reconcile's own copy, with all of the metadata: the
 	// update replaces the whole ConfigMap.
@@ -76,7 +95,7 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, at
 	if err := r.write(ctx, key, hash, r.configMapWriter.update, current); err != nil {
 		return outcome{}, fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
 	}
-	attempt.wrote = true
+	attempt.wrote, attempt.written = true, current.Data
 	return attempt, nil
 }
 

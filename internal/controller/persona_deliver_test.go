@@ -9,6 +9,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
 )
 
 func TestDeliverStep(t *testing.T) {
@@ -27,15 +28,26 @@ func TestDeliverStep(t *testing.T) {
 		wantData                 bool // persona-p holds the render after
 		wantController           string
 		wantStaleFallbackRemoved bool
+		// wantRevision is the revision the ConfigMap is annotated with after; 0: none.
+		wantRevision int64
 	}{{
 		name:        "created when missing",
-		wantCreates: 1, wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p",
+		wantCreates: 1, wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p", wantRevision: 1,
 	}, {
 		name: "left alone when current",
 		existing: func(p *v1alpha1.Persona, desired *corev1.ConfigMap) *corev1.ConfigMap {
+			cm := ownedBy(p, desired)
+			cm.Annotations[delivery.RevisionAnnotation] = "4"
+			cm.Data[render.RevisionKey] = `{"revision":4,"contentHash":"` + desired.Annotations[delivery.ContentHashAnnotation] + `"}`
+			return cm
+		},
+		wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p", wantRevision: 4,
+	}, {
+		name: "numbered 1 when it holds the render from before revisions",
+		existing: func(p *v1alpha1.Persona, desired *corev1.ConfigMap) *corev1.ConfigMap {
 			return ownedBy(p, desired)
 		},
-		wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p",
+		wantUpdates: 1, wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p", wantRevision: 1,
 	}, {
 		name: "updated when stale, with the data it replaced",
 		existing: func(p *v1alpha1.Persona, desired *corev1.ConfigMap) *corev1.ConfigMap {
@@ -45,7 +57,7 @@ func TestDeliverStep(t *testing.T) {
 			return cm
 		},
 		announce:    true,
-		wantUpdates: 1, wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p",
+		wantUpdates: 1, wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p", wantRevision: 1,
 		wantPrevious: map[string]string{"system-prompt.md": "Old.\n"},
 	}, {
 		name: "a fallback's annotation cleared by a good render",
@@ -54,7 +66,7 @@ func TestDeliverStep(t *testing.T) {
 			cm.Annotations[delivery.FallbackAnnotation] = delivery.FallbackGuardrailsOnly
 			return cm
 		},
-		wantUpdates: 1, wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p", wantStaleFallbackRemoved: true,
+		wantUpdates: 1, wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p", wantStaleFallbackRemoved: true, wantRevision: 1,
 	}, {
 		name: "never touched when another owner controls it",
 		existing: func(_ *v1alpha1.Persona, desired *corev1.ConfigMap) *corev1.ConfigMap {
@@ -77,7 +89,7 @@ func TestDeliverStep(t *testing.T) {
 			cm.Data = map[string]string{"system-prompt.md": "Orphaned.\n"}
 			return cm
 		},
-		wantUpdates: 1, wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p",
+		wantUpdates: 1, wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p", wantRevision: 1,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,7 +123,12 @@ func TestDeliverStep(t *testing.T) {
 				t.Errorf("previous = %v, want %v", o.previous, tc.wantPrevious)
 			}
 			cm := configMapOf(t, s, p)
-			if holds := maps.Equal(cm.Data, attempt.output.Data); holds != tc.wantData {
+			if got := delivery.Revision(cm.Annotations); got != tc.wantRevision {
+				t.Errorf("revision annotation = %d, want %d", got, tc.wantRevision)
+			}
+			content := maps.Clone(cm.Data)
+			delete(content, render.RevisionKey)
+			if holds := maps.Equal(content, attempt.output.Data); holds != tc.wantData {
 				t.Errorf("the ConfigMap holds the render: %v, want %v", holds, tc.wantData)
 			}
 			if got := controllerName(cm); got != tc.wantController {

@@ -13,7 +13,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
 
 // inputs is a digest of what one resolve of a Persona read: which objects,
@@ -22,7 +25,13 @@ import (
 type inputs [sha256.Size]byte
 
 // readLog builds the inputs of one resolve; it is not safe for concurrent use.
-type readLog struct{ h hash.Hash }
+type readLog struct {
+	h hash.Hash
+	// objects are the objects read by name, and listed those read in a
+	// list, by UID, for revision.json's inputs (persona_revision.go).
+	objects []v1alpha1.RevisionInput
+	listed  map[types.UID]v1alpha1.RevisionInput
+}
 
 // newReadLog starts the log of a resolve of persona, the first thing it reads.
 func newReadLog(persona client.Object) *readLog {
@@ -37,6 +46,7 @@ func newReadLog(persona client.Object) *readLog {
 // render never reads, leave the inputs unchanged; any other by
 // resourceVersion.
 func (l *readLog) read(obj client.Object) {
+	l.objects = append(l.objects, inputOf(obj))
 	l.fields(reflect.TypeOf(obj).Elem().Name(), obj.GetNamespace(), obj.GetName())
 	if obj.GetGeneration() == 0 {
 		l.fields(obj.GetResourceVersion())
@@ -59,9 +69,16 @@ func (l *readLog) readList(list client.ObjectList) error {
 		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
 	})
 	l.fields(strconv.Itoa(len(objs)))
+	objects := l.objects
 	for _, o := range objs {
 		l.read(o)
+		if l.listed == nil {
+			l.listed = map[types.UID]v1alpha1.RevisionInput{}
+		}
+		l.listed[o.GetUID()] = l.objects[len(l.objects)-1]
 	}
+	// A list's items are inputs only once the resolve selects them.
+	l.objects = objects
 	return err
 }
 
@@ -85,6 +102,35 @@ func (l *readLog) fields(fields ...string) {
 		_, _ = l.h.Write(binary.AppendUvarint(n[:0], uint64(len(f))))
 		_, _ = io.WriteString(l.h, f)
 	}
+}
+
+// inputOf is obj as an input of revision.json: by generation when it
+// counts its spec's changes so, by resourceVersion otherwise.
+func inputOf(obj client.Object) v1alpha1.RevisionInput {
+	in := v1alpha1.RevisionInput{Kind: reflect.TypeOf(obj).Elem().Name(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	if in.Generation = obj.GetGeneration(); in.Generation == 0 {
+		in.ResourceVersion = obj.GetResourceVersion()
+	}
+	return in
+}
+
+// revisionInputs are the objects read by name and, of the listed ones,
+// those whose UID is in selected (the ClusterPromptLayers the Persona's
+// render applied), sorted.
+func (l *readLog) revisionInputs(selected []types.UID) []v1alpha1.RevisionInput {
+	in := slices.Clone(l.objects)
+	for _, uid := range selected {
+		if o, ok := l.listed[uid]; ok {
+			in = append(in, o)
+		}
+	}
+	slices.SortFunc(in, compareInputs)
+	return slices.CompactFunc(in, func(a, b v1alpha1.RevisionInput) bool { return a == b })
+}
+
+func compareInputs(a, b v1alpha1.RevisionInput) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name),
+		cmp.Compare(a.Generation, b.Generation), cmp.Compare(a.ResourceVersion, b.ResourceVersion))
 }
 
 func (l *readLog) sum() inputs {

@@ -21,29 +21,34 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	start := time.Now()
 	key := client.ObjectKeyFromObject(p)
 	deferred, isDeferred := r.deferred.take(key)
-	res, in, err := r.resolve(ctx, p)
+	res, in, read, err := r.resolve(ctx, p)
 	p.Status.Dependencies = res.Dependencies
 	if err != nil {
 		if reason, ok := status.ResolveReason(err); ok {
-			return failed(reason, err), nil
+			o := failed(reason, err)
+			o.read = read
+			return o, nil
 		}
 		return outcome{}, fmt.Errorf("resolve persona %s: %w", p.Name, err)
 	}
 	if isDeferred && deferred.inputs == in && r.configMapHolds(ctx, p, deferred.render.Hash) {
 		r.overruns.reset(key)
-		return outcome{reason: v1alpha1.RenderedReason, render: deferred.render, inputs: in, delivered: true}, nil
+		return outcome{reason: v1alpha1.RenderedReason, render: deferred.render, inputs: in, read: read, delivered: true, revision: &deferred.revision}, nil
 	}
 	defer func() { renderDuration.Observe(time.Since(start).Seconds()) }()
 	out, err := render.Default().ConfigMap(res.Bundle)
 	if err != nil && status.OutOfTime(err) {
 		o := failed(status.RenderReason(err), err)
+		o.read = read
 		o.retryAfter = r.overruns.add(key, p.Generation, res.Bundle)
 		return o, nil
 	}
 	r.overruns.reset(key)
 	if err != nil {
-		return failed(status.RenderReason(err), err), nil
+		o := failed(status.RenderReason(err), err)
+		o.read = read
+		return o, nil
 	}
-	return outcome{reason: v1alpha1.RenderedReason, output: out, render: status.RenderOf(out), inputs: in,
+	return outcome{reason: v1alpha1.RenderedReason, output: out, render: status.RenderOf(out), inputs: in, read: read,
 		guardrails: resolve.GuardrailsIdentity(res.Guardrails)}, nil
 }

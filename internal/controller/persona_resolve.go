@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -21,27 +22,32 @@ const rereads = 4
 // reads them again: an object that arrived before the record is seen by
 // that read, and one that arrives after finds p waiting for it (personas.md#conditions,
 // order never matters). It returns what the resolve that counts read.
-func (r *PersonaReconciler) resolve(ctx context.Context, p *v1alpha1.Persona) (*resolve.Result, inputs, error) {
-	res, in, err := r.resolveOnce(ctx, p)
+func (r *PersonaReconciler) resolve(ctx context.Context, p *v1alpha1.Persona) (*resolve.Result, inputs, []v1alpha1.RevisionInput, error) {
+	res, in, read, err := r.resolveOnce(ctx, p)
 	for range rereads {
 		missing := missingReferences(err)
 		r.waiting.set(client.ObjectKeyFromObject(p), awaitedObjects(p.Namespace, missing))
 		if len(missing) == 0 {
-			return res, in, err
+			return res, in, read, err
 		}
-		again, againIn, againErr := r.resolveOnce(ctx, p)
+		again, againIn, againRead, againErr := r.resolveOnce(ctx, p)
 		if slices.Equal(missingReferences(againErr), missing) {
-			return res, in, err
+			return res, in, read, err
 		}
-		res, in, err = again, againIn, againErr
+		res, in, read, err = again, againIn, againRead, againErr
 	}
-	return res, in, fmt.Errorf("references of persona %s keep arriving while it resolves; trying again", p.Name)
+	return res, in, read, fmt.Errorf("references of persona %s keep arriving while it resolves; trying again", p.Name)
 }
 
-func (r *PersonaReconciler) resolveOnce(ctx context.Context, p *v1alpha1.Persona) (*resolve.Result, inputs, error) {
+// resolveOnce also returns the inputs revision.json names.
+func (r *PersonaReconciler) resolveOnce(ctx context.Context, p *v1alpha1.Persona) (*resolve.Result, inputs, []v1alpha1.RevisionInput, error) {
 	reads := newReadLog(p)
 	res, err := resolve.Resolve(ctx, lookup{cached: r.Client, configMaps: r.configMaps, reads: reads}, p)
-	return res, reads.sum(), err
+	selected := make([]types.UID, 0, len(res.Guardrails))
+	for _, g := range res.Guardrails {
+		selected = append(selected, g.UID)
+	}
+	return res, reads.sum(), reads.revisionInputs(selected), err
 }
 
 func missingReferences(err error) []resolve.Reference {

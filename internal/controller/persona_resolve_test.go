@@ -51,7 +51,7 @@ func TestResolveStep(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSteps(t, append(tc.objs, tc.persona)...)
-			res, _, err := s.resolve(t.Context(), tc.persona)
+			res, _, _, err := s.resolve(t.Context(), tc.persona)
 			var missing []string
 			var notFound *resolve.NotFoundError
 			if errors.As(err, &notFound) {
@@ -78,7 +78,7 @@ func TestResolveStep(t *testing.T) {
 func TestResolveStepForgetsAnArrivedReference(t *testing.T) {
 	p := barePersona("p", "Hello", "later")
 	s := newSteps(t, p)
-	if _, _, err := s.resolve(t.Context(), p); err == nil {
+	if _, _, _, err := s.resolve(t.Context(), p); err == nil {
 		t.Fatal("resolved with its layer missing")
 	}
 	ref := objectRef{Kind: "PromptLayer", Namespace: ns, Name: "later"}
@@ -88,7 +88,7 @@ func TestResolveStepForgetsAnArrivedReference(t *testing.T) {
 	if err := s.cluster.Create(t.Context(), appendLayer("later", "Later.")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.resolve(t.Context(), p); err != nil {
+	if _, _, _, err := s.resolve(t.Context(), p); err != nil {
 		t.Fatalf("resolve once the layer arrived: %v", err)
 	}
 	if got := s.waiting.waiters(ref); len(got) != 0 {
@@ -102,7 +102,7 @@ func TestResolveStepInputs(t *testing.T) {
 	p := barePersona("p", "Hello", "style")
 	l := appendLayer("style", "Be brief.")
 	s := newSteps(t, p, l)
-	_, first, err := s.resolve(t.Context(), p)
+	_, first, _, err := s.resolve(t.Context(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestResolveStepInputs(t *testing.T) {
 	if err := s.cluster.Status().Update(t.Context(), l); err != nil {
 		t.Fatal(err)
 	}
-	if _, again, _ := s.resolve(t.Context(), p); again != first {
+	if _, again, _, _ := s.resolve(t.Context(), p); again != first {
 		t.Error("a status write of a layer changed the inputs")
 	}
 	s.get(t, l)
@@ -119,7 +119,7 @@ func TestResolveStepInputs(t *testing.T) {
 	if err := s.cluster.Update(t.Context(), l); err != nil {
 		t.Fatal(err)
 	}
-	if _, changed, _ := s.resolve(t.Context(), p); changed == first {
+	if _, changed, _, _ := s.resolve(t.Context(), p); changed == first {
 		t.Error("a new generation of a layer left the inputs as they were")
 	}
 }

@@ -20,6 +20,9 @@ import (
 func (r *PersonaReconciler) report(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus, attempt outcome, own bool) time.Duration {
 	st := &p.Status
 	st.ObservedGeneration = p.Generation
+	if attempt.revision != nil {
+		setRevision(st, *attempt.revision)
+	}
 	previous := meta.FindStatusCondition(before.Conditions, v1alpha1.ReadyCondition)
 	if attempt.reason == v1alpha1.RenderedReason {
 		status.SetRendered(p, attempt.render)

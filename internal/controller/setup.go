@@ -27,6 +27,9 @@ type Options struct {
 	// template-source label, with a Warning Event on each PromptLayer that
 	// reads one (--template-source-label=warn, for a migration).
 	ReadUnlabelledSources bool
+	// SnapshotBytesPerNamespace caps the bytes of one namespace's revision
+	// snapshots (--snapshot-bytes-per-namespace); 0 means DefaultSnapshotBytesPerNamespace.
+	SnapshotBytesPerNamespace int
 }
 
 // Setup registers the field indexes and the four controllers with the
@@ -64,7 +67,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources
 		return nil, fmt.Errorf("create the ConfigMap writer: %w", err)
 	}
 	personas := newPersonaReconciler(mgr.GetClient(), mgr.GetScheme(), recorder, mgr.GetAPIReader(), own, sources, writer,
-		personaOptions{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod})
+		personaOptions{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod,
+			SnapshotBytesPerNamespace: opts.SnapshotBytesPerNamespace})
 	if err := personas.SetupWithManager(mgr, own, sourceMetadata); err != nil {
 		return nil, fmt.Errorf("set up the Persona controller: %w", err)
 	}

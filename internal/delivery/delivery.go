@@ -46,7 +46,7 @@ const (
 
 // OperatorAnnotations are the annotations only the operator sets, each
 // removed when a render does not set it.
-var OperatorAnnotations = []string{GuardrailsAnnotation, FallbackAnnotation}
+var OperatorAnnotations = []string{GuardrailsAnnotation, FallbackAnnotation, RevisionAnnotation}
 
 // ConfigMapPrefix is the prefix of every persona ConfigMap's name.
 const ConfigMapPrefix = "persona-"

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"time"
 )
 
@@ -13,6 +14,10 @@ const (
 	SystemPromptKey = "system-prompt.md"
 	PersonaKey      = "persona.md"
 	BundleKey       = "bundle.json"
+	// RevisionKey is the operator's record of the revision the other keys
+	// are (personas.md#revisions). ContentHash leaves it out: it tells
+	// when and why the content was made, not what it is.
+	RevisionKey = "revision.json"
 )
 
 // VariantKey is the key of a variant's system prompt.
@@ -88,6 +93,10 @@ func dataSize(data map[string]string) int {
 // encoding/json writes sorted. The encoding goes into a pooled buffer
 // rather than a new copy of the data.
 func ContentHash(data map[string]string) string {
+	if _, ok := data[RevisionKey]; ok {
+		data = maps.Clone(data)
+		delete(data, RevisionKey)
+	}
 	buf := buffers.Get().(*bytes.Buffer)
 	defer putBuffer(buf)
 	if err := json.NewEncoder(buf).Encode(data); err != nil {

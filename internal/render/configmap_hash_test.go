@@ -26,3 +26,22 @@ func TestContentHashIsOfTheJSONEncoding(t *testing.T) {
 		}
 	}
 }
+
+// The hash leaves revision.json out (personas.md#revisions), so a data map
+// with it hashes as the same map without it, and the map is not changed.
+func TestContentHashLeavesOutTheRevision(t *testing.T) {
+	content := map[string]string{"system-prompt.md": "A\n", "persona.md": "\n", "bundle.json": "{}"}
+	raw, err := json.Marshal(content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(raw)
+	want := "sha256:" + hex.EncodeToString(sum[:])
+	withRevision := map[string]string{"system-prompt.md": "A\n", "persona.md": "\n", "bundle.json": "{}", RevisionKey: `{"revision":2}`}
+	if got := ContentHash(withRevision); got != want {
+		t.Errorf("ContentHash with revision.json = %s, want %s (the hash of the other keys)", got, want)
+	}
+	if _, ok := withRevision[RevisionKey]; !ok {
+		t.Error("ContentHash took revision.json out of its argument")
+	}
+}

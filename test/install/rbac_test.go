@@ -21,6 +21,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +45,7 @@ var notRequested = map[string]string{
 // the test's certificate, elects a leader, renders Personas with
 // PromptLayers, a templateFrom ConfigMap, a ClusterPromptLayer and a
 // PromptPlatform, reports a conflict, repeats an Event (a series), follows
-// edits and deletes,
+// edits and deletes, prunes a revision snapshot,
 // and serves metrics to an authorized scraper. The set of (verb, resource)
 // rights of its requests must equal the set its roles grant.
 func TestManagerRBACIsWhatItUses(t *testing.T) {
@@ -248,6 +249,8 @@ spec: {source: user, mode: append, template: Never commit secrets.}
 `)
 	layered := persona(ns, "layered", "Layered")
 	_ = unstructuredSet(layered, []any{map[string]any{"name": "agents-md"}, map[string]any{"name": "policy"}}, "spec", "layers")
+	// One snapshot kept besides the current one: the third revision prunes the first (a delete).
+	_ = unstructuredSet(layered, int64(1), "spec", "revisionHistoryLimit")
 	if err := admin.Create(ctx, layered); err != nil {
 		t.Fatal(err)
 	}
@@ -265,6 +268,11 @@ spec: {source: user, mode: append, template: Never commit secrets.}
 		t.Fatal(err)
 	}
 	waitPromptContains(ctx, t, admin, ns, "layered", "Keep commits smaller.")
+	waitFor(ctx, t, 30*time.Second, "the snapshot past revisionHistoryLimit is pruned", func() (bool, string) {
+		var first corev1.ConfigMap
+		err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "persona-layered.r1"}, &first)
+		return apierrors.IsNotFound(err), fmt.Sprintf("persona-layered.r1: %v", err)
+	})
 
 	// A foreign ConfigMap in the way: ConfigMapConflict.
 	if err := admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "persona-taken"}}); err != nil {

@@ -74,6 +74,7 @@ ClusterRole, or with rbac.namespaced in a Role in each watched namespace.
   - configmaps
   verbs:
   - create
+  - delete
   - get
   - list
   - update

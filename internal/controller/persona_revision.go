@@ -1,0 +1,209 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/internal/version"
+)
+
+// revision is the revision a delivery's content is (personas.md#revisions).
+type revision struct {
+	entry v1alpha1.RevisionHistoryEntry
+	// record is the revision.json to write; nil keeps the one the
+	// ConfigMap holds.
+	record []byte
+}
+
+// revisionRecord is revision.json.
+type revisionRecord struct {
+	Persona         string                   `json:"persona"`
+	Namespace       string                   `json:"namespace"`
+	Revision        int64                    `json:"revision"`
+	ContentHash     string                   `json:"contentHash"`
+	RenderedAt      metav1.Time              `json:"renderedAt"`
+	Cause           v1alpha1.RevisionInput   `json:"cause"`
+	Inputs          []v1alpha1.RevisionInput `json:"inputs"`
+	OperatorVersion string                   `json:"operatorVersion"`
+}
+
+func (rec *revisionRecord) entry() v1alpha1.RevisionHistoryEntry {
+	return v1alpha1.RevisionHistoryEntry{Revision: rec.Revision, ContentHash: rec.ContentHash, Time: rec.RenderedAt, Cause: rec.Cause}
+}
+
+// encodeRecord is the revision.json of entry, rendered from read.
+func encodeRecord(p *v1alpha1.Persona, e v1alpha1.RevisionHistoryEntry, read []v1alpha1.RevisionInput) []byte {
+	rec := revisionRecord{Persona: p.Name, Namespace: p.Namespace, Revision: e.Revision, ContentHash: e.ContentHash,
+		RenderedAt: e.Time, Cause: e.Cause, Inputs: read, OperatorVersion: version.Version}
+	if rec.Inputs == nil {
+		rec.Inputs = []v1alpha1.RevisionInput{}
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		panic(err) // strings and numbers always encode
+	}
+	return append(b, '\n')
+}
+
+// decodeRecord reads revision.json; ok is false when it does not read.
+func decodeRecord(text string) (*revisionRecord, bool) {
+	var rec revisionRecord
+	if text == "" || json.Unmarshal([]byte(text), &rec) != nil || rec.Revision <= 0 {
+		return nil, false
+	}
+	return &rec, true
+}
+
+// stamp is the revision of the render attempt delivers into the ConfigMap
+// current (nil when there is none yet), whose content hash is currentHash:
+//   - the one current holds, when it holds this content;
+//   - the latest in status, when it is of this content (a hand edit or a
+//     deleted ConfigMap undone);
+//   - else a new one, numbered 1 past the highest this Persona's objects
+//     know, caused by the input that changed since the previous revision.
+func (r *PersonaReconciler) stamp(ctx context.Context, p *v1alpha1.Persona, attempt outcome, current *corev1.ConfigMap, currentHash string) (*revision, error) {
+	hash := attempt.output.Hash
+	if current != nil && currentHash == hash {
+		if n := delivery.Revision(current.Annotations); n > 0 {
+			if e, ok := historyEntry(p.Status.History, n); ok && e.ContentHash == hash {
+				return &revision{entry: e}, nil
+			}
+			data, err := r.configMapData(ctx, current)
+			if err != nil {
+				return nil, err
+			}
+			if rec, ok := decodeRecord(data[render.RevisionKey]); ok && rec.Revision == n && rec.ContentHash == hash {
+				return &revision{entry: rec.entry()}, nil
+			}
+		}
+	}
+	if e, ok := latestEntry(&p.Status); ok && e.ContentHash == hash {
+		return &revision{entry: e, record: encodeRecord(p, e, attempt.read)}, nil
+	}
+	n, err := r.highestRevision(ctx, p, current)
+	if err != nil {
+		return nil, err
+	}
+	cause, err := r.cause(ctx, p, attempt.read, current)
+	if err != nil {
+		return nil, err
+	}
+	e := v1alpha1.RevisionHistoryEntry{Revision: n + 1, ContentHash: hash, Time: metav1.Now().Rfc3339Copy(), Cause: cause}
+	return &revision{entry: e, record: encodeRecord(p, e, attempt.read)}, nil
+}
+
+// highestRevision is the highest revision number this Persona's own
+// objects know: its live ConfigMap, its status and its snapshots.
+func (r *PersonaReconciler) highestRevision(ctx context.Context, p *v1alpha1.Persona, current *corev1.ConfigMap) (int64, error) {
+	n := max(p.Status.CurrentRevision, p.Status.LatestRevision)
+	for _, e := range p.Status.History {
+		n = max(n, e.Revision)
+	}
+	if current != nil && controls(p, current) {
+		n = max(n, delivery.Revision(current.Annotations))
+	}
+	snapshots, err := r.snapshots(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	for _, s := range snapshots {
+		n = max(n, s.number)
+	}
+	return n, nil
+}
+
+// cause is the input whose change makes a new revision: the first of read
+// that the previous revision (the revision.json current holds) did not read
+// at this version, the Persona itself first; else the first input that
+// revision read and this render did not; else the operator. A first
+// revision is the Persona's, unless its ConfigMap was there before: then
+// the operator's.
+func (r *PersonaReconciler) cause(ctx context.Context, p *v1alpha1.Persona, read []v1alpha1.RevisionInput, current *corev1.ConfigMap) (v1alpha1.RevisionInput, error) {
+	operator := v1alpha1.RevisionInput{Kind: v1alpha1.RevisionCauseOperator}
+	self := inputOf(p)
+	self.Kind = v1alpha1.PersonaKind
+	if current == nil {
+		return self, nil
+	}
+	var previous *revisionRecord
+	if controls(p, current) {
+		data, err := r.configMapData(ctx, current)
+		if err != nil {
+			return v1alpha1.RevisionInput{}, err
+		}
+		previous, _ = decodeRecord(data[render.RevisionKey])
+	}
+	if previous == nil {
+		return operator, nil
+	}
+	if !slices.Contains(previous.Inputs, self) {
+		return self, nil
+	}
+	for _, in := range read {
+		if !slices.Contains(previous.Inputs, in) {
+			return in, nil
+		}
+	}
+	for _, in := range previous.Inputs {
+		if !slices.Contains(read, in) {
+			return in, nil
+		}
+	}
+	return operator, nil
+}
+
+// historyEntry is revision n's entry in history.
+func historyEntry(history []v1alpha1.RevisionHistoryEntry, n int64) (v1alpha1.RevisionHistoryEntry, bool) {
+	for _, e := range history {
+		if e.Revision == n {
+			return e, true
+		}
+	}
+	return v1alpha1.RevisionHistoryEntry{}, false
+}
+
+// latestEntry is the entry of the status's latest revision.
+func latestEntry(st *v1alpha1.PersonaStatus) (v1alpha1.RevisionHistoryEntry, bool) {
+	if st.LatestRevision == 0 {
+		return v1alpha1.RevisionHistoryEntry{}, false
+	}
+	return historyEntry(st.History, st.LatestRevision)
+}
+
+// setRevision makes the status name e as the delivered and latest
+// revision, and keeps it in the history's last MaxStatusHistory.
+func setRevision(st *v1alpha1.PersonaStatus, e v1alpha1.RevisionHistoryEntry) {
+	st.CurrentRevision, st.LatestRevision = e.Revision, e.Revision
+	if _, ok := historyEntry(st.History, e.Revision); ok {
+		return
+	}
+	st.History = append(slices.Clone(st.History), e)
+	slices.SortFunc(st.History, func(a, b v1alpha1.RevisionHistoryEntry) int { return int(a.Revision - b.Revision) })
+	if over := len(st.History) - v1alpha1.MaxStatusHistory; over > 0 {
+		st.History = st.History[over:]
+	}
+}
+
+// applyRevision sets rev on the desired ConfigMap: its annotation, and its
+// revision.json unless it keeps the one current holds (read from current).
+func (r *PersonaReconciler) applyRevision(ctx context.Context, rev *revision, desired, current *corev1.ConfigMap) error {
+	desired.Annotations[delivery.RevisionAnnotation] = strconv.FormatInt(rev.entry.Revision, 10)
+	if rev.record != nil {
+		desired.Data[render.RevisionKey] = string(rev.record)
+		return nil
+	}
+	data, err := r.configMapData(ctx, current)
+	if err != nil {
+		return err
+	}
+	desired.Data[render.RevisionKey] = data[render.RevisionKey]
+	return nil
+}

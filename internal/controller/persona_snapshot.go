@@ -1,0 +1,244 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+)
+
+// DefaultSnapshotBytesPerNamespace is --snapshot-bytes-per-namespace's
+// default: what the snapshots of one namespace may hold, keys and values.
+const DefaultSnapshotBytesPerNamespace = 64 << 20
+
+// SnapshotBytesAnnotation on a snapshot is the size of its data, which the
+// byte cap adds up from the metadata cache.
+const SnapshotBytesAnnotation = "prompts.persona-operator.dev/snapshot-bytes"
+
+// snapshotRef is a snapshot of this Persona's as the metadata cache has it.
+type snapshotRef struct {
+	meta   *metav1.PartialObjectMetadata
+	number int64
+}
+
+// snapshots are p's snapshots the metadata cache holds, controlled by p,
+// oldest first.
+func (r *PersonaReconciler) snapshots(ctx context.Context, p *v1alpha1.Persona) ([]snapshotRef, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	if err := r.configMapMetadata.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingLabels{delivery.PersonaLabel: p.Name}); err != nil {
+		return nil, fmt.Errorf("list the snapshots of persona %s: %w", p.Name, err)
+	}
+	var out []snapshotRef
+	for i := range list.Items {
+		m := &list.Items[i]
+		if persona, n, ok := delivery.SnapshotOf(m.Name); ok && persona == p.Name && controls(p, m) {
+			out = append(out, snapshotRef{meta: m, number: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b snapshotRef) int { return int(a.number - b.number) })
+	return out, nil
+}
+
+// snapshot makes sure the delivered revision rev has its snapshot: the
+// data the delivery wrote (written, nil when it wrote none, with the
+// identity of the guardrails it was rendered with) or, read from the live
+// ConfigMap, the data it holds while that is still rev. A failure
+// to write it is the SnapshotFailed condition, never a failed reconcile:
+// the live ConfigMap is delivered whatever becomes of its snapshot.
+func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, rev v1alpha1.RevisionHistoryEntry, written map[string]string, guardrails string) (*snapshotFailure, error) {
+	key := client.ObjectKey{Namespace: p.Namespace, Name: delivery.SnapshotName(p.Name, rev.Revision)}
+	held := configMapMetadata()
+	switch err := r.configMapMetadata.Get(ctx, key, held); {
+	case err == nil:
+		return heldSnapshot(p, held), nil
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("get snapshot %s: %w", key.Name, err)
+	}
+	data := written
+	if data == nil {
+		live, _, err := r.readConfigMap(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.ConfigMapName(p.Name)})
+		if err != nil {
+			return nil, fmt.Errorf("read ConfigMap %s for its snapshot: %w", delivery.ConfigMapName(p.Name), client.IgnoreNotFound(err))
+		}
+		if !controls(p, live) || delivery.Revision(live.Annotations) != rev.Revision {
+			return nil, nil // the live ConfigMap moved on: its own revision's snapshot follows
+		}
+		data, guardrails = live.Data, live.Annotations[delivery.GuardrailsAnnotation]
+	}
+	size := dataSize(data)
+	used, err := r.snapshotBytes(ctx, p.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if limit := r.snapshotBytesLimit(); used+size > limit {
+		return &snapshotFailure{reason: v1alpha1.SnapshotBytesExceededReason, message: fmt.Sprintf(
+			"snapshot %s not written: the snapshots of namespace %s would hold %d bytes, over the operator's cap of %d (--snapshot-bytes-per-namespace); retrying",
+			key.Name, p.Namespace, used+size, limit)}, nil
+	}
+	snap := &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: delivery.SnapshotLabels(p.Name, rev.Revision),
+			Annotations: map[string]string{
+				delivery.ContentHashAnnotation: rev.ContentHash,
+				SnapshotBytesAnnotation:        strconv.Itoa(size),
+			}},
+		Data:      data,
+		Immutable: new(true),
+	}
+	// The guardrails it was rendered with, which a pin compares with the current ones.
+	setIfNotEmpty(snap.Annotations, delivery.GuardrailsAnnotation, guardrails)
+	if err := controllerutil.SetControllerReference(p, snap, r.Scheme); err != nil {
+		return nil, fmt.Errorf("own snapshot: %w", err)
+	}
+	switch _, err := r.configMapWriter.create(ctx, snap); {
+	case err == nil:
+		return nil, nil
+	case !apierrors.IsAlreadyExists(err):
+		return nil, fmt.Errorf("create snapshot %s: %w", key.Name, err)
+	}
+	// Created since the cache last heard of it, by this Persona or another owner.
+	var existing corev1.ConfigMap
+	if err := r.APIReader.Get(ctx, key, &existing); err != nil {
+		return nil, fmt.Errorf("get snapshot %s: %w", key.Name, err)
+	}
+	return heldSnapshot(p, &existing), nil
+}
+
+// keepSnapshot makes sure the revision attempt delivered has its snapshot,
+// after the delivery and before the status, and reports a failure in the
+// status (SnapshotFailed); it returns when to reconcile again, sooner than
+// retryAfter when the snapshot is to be tried again.
+func (r *PersonaReconciler) keepSnapshot(ctx context.Context, p *v1alpha1.Persona, attempt outcome, retryAfter time.Duration) (time.Duration, error) {
+	if attempt.revision == nil {
+		return retryAfter, nil
+	}
+	failure, err := r.snapshot(ctx, p, *attempt.revision, attempt.written, attempt.guardrails)
+	if err != nil {
+		return retryAfter, err
+	}
+	r.setSnapshotFailed(p, failure)
+	if failure != nil && (retryAfter == 0 || retryAfter > snapshotRetry) {
+		return snapshotRetry, nil
+	}
+	return retryAfter, nil
+}
+
+// snapshotRetry is how soon a revision whose snapshot failed is tried again.
+const snapshotRetry = 30 * time.Second
+
+// snapshotFailure is why a revision has no snapshot (SnapshotFailed).
+type snapshotFailure struct{ reason, message string }
+
+// heldSnapshot is the failure when the snapshot's name is held by an
+// object that is not p's, nil when it is p's.
+func heldSnapshot(p *v1alpha1.Persona, held client.Object) *snapshotFailure {
+	if controls(p, held) {
+		return nil
+	}
+	return &snapshotFailure{reason: v1alpha1.SnapshotNameTakenReason, message: fmt.Sprintf(
+		"ConfigMap %s exists and is not this Persona's (an older Persona of this name not yet deleted?); retrying", held.GetName())}
+}
+
+// snapshotBytes is what the snapshots of namespace hold, as their
+// SnapshotBytesAnnotation says.
+func (r *PersonaReconciler) snapshotBytes(ctx context.Context, namespace string) (int, error) {
+	hasRevision, err := labels.NewRequirement(delivery.RevisionLabel, selection.Exists, nil)
+	if err != nil {
+		return 0, err
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	if err := r.configMapMetadata.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*hasRevision)}); err != nil {
+		return 0, fmt.Errorf("list the snapshots of namespace %s: %w", namespace, err)
+	}
+	total := 0
+	for _, m := range list.Items {
+		if _, _, ok := delivery.SnapshotOf(m.Name); ok {
+			n, _ := strconv.Atoi(m.Annotations[SnapshotBytesAnnotation])
+			total += n
+		}
+	}
+	return total, nil
+}
+
+func (r *PersonaReconciler) snapshotBytesLimit() int {
+	if r.SnapshotBytesPerNamespace > 0 {
+		return r.SnapshotBytesPerNamespace
+	}
+	return DefaultSnapshotBytesPerNamespace
+}
+
+// dataSize is the size of data: every key and value.
+func dataSize(data map[string]string) int {
+	size := 0
+	for k, v := range data {
+		size += len(k) + len(v)
+	}
+	return size
+}
+
+// retained reports whether a snapshot is kept beyond the history limit (a
+// pinned revision, or one an injected pod names); none is yet.
+type retained func(snapshotRef) bool
+
+func keepNone(snapshotRef) bool { return false }
+
+// prune deletes p's snapshots past spec.revisionHistoryLimit, oldest first,
+// besides the current revision's and those keep retains. It runs only once
+// the status names the current revision.
+func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona, keep retained) error {
+	current := p.Status.CurrentRevision
+	// p's snapshots are of revisions 1 to current at most: while those are
+	// within the limit, there is nothing to list.
+	if current <= int64(p.Spec.HistoryLimit())+1 {
+		return nil
+	}
+	snapshots, err := r.snapshots(ctx, p)
+	if err != nil {
+		return err
+	}
+	older := slices.DeleteFunc(snapshots, func(s snapshotRef) bool { return s.number == current || keep(s) })
+	over := len(older) - p.Spec.HistoryLimit()
+	for _, s := range older[:max(over, 0)] {
+		key := client.ObjectKeyFromObject(s.meta)
+		r.pruned.add(key)
+		err := r.Delete(ctx, s.meta, client.Preconditions{UID: &s.meta.UID})
+		switch {
+		case apierrors.IsNotFound(err):
+			r.pruned.remove(key) // deleted before: its event came or comes as anyone's
+		case err != nil:
+			r.pruned.remove(key)
+			return fmt.Errorf("delete snapshot %s: %w", s.meta.Name, err)
+		}
+	}
+	return nil
+}
+
+// setSnapshotFailed sets the SnapshotFailed condition, with an Event when
+// it is set anew or says something else, or clears it when f is nil.
+func (r *PersonaReconciler) setSnapshotFailed(p *v1alpha1.Persona, f *snapshotFailure) {
+	if f == nil {
+		meta.RemoveStatusCondition(&p.Status.Conditions, v1alpha1.SnapshotFailedCondition)
+		return
+	}
+	previous := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.SnapshotFailedCondition)
+	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: v1alpha1.SnapshotFailedCondition, Status: metav1.ConditionTrue,
+		Reason: f.reason, Message: f.message, ObservedGeneration: p.Generation})
+	if previous == nil || previous.Message != f.message {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, v1alpha1.SnapshotFailedCondition, "Snapshot", "%s", f.message)
+	}
+}

@@ -1,0 +1,64 @@
+package delivery
+
+import (
+	"strconv"
+	"strings"
+)
+
+// RevisionAnnotation on a Persona's live ConfigMap is the number of the
+// revision it delivers; RevisionLabel on a snapshot the number of the
+// revision it keeps (personas.md#revisions).
+const (
+	RevisionAnnotation = "prompts.persona-operator.dev/revision"
+	RevisionLabel      = "prompts.persona-operator.dev/revision"
+)
+
+// snapshotInfix separates a snapshot's revision from its Persona's
+// ConfigMap name: a Persona's name has no dot, so no live ConfigMap has a
+// snapshot's name.
+const snapshotInfix = ".r"
+
+// SnapshotName is the name of the snapshot of revision n of the Persona
+// named persona: persona-<name>.r<n>.
+func SnapshotName(persona string, n int64) string {
+	return ConfigMapName(persona) + snapshotInfix + strconv.FormatInt(n, 10)
+}
+
+// SnapshotOf is the Persona and revision of a snapshot's name; ok is false
+// for any other name.
+func SnapshotOf(name string) (persona string, n int64, ok bool) {
+	rest, found := strings.CutPrefix(name, ConfigMapPrefix)
+	if !found {
+		return "", 0, false
+	}
+	persona, number, found := strings.Cut(rest, snapshotInfix)
+	if !found || persona == "" || strings.Contains(persona, ".") {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(number, 10, 64)
+	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != number {
+		return "", 0, false
+	}
+	return persona, n, true
+}
+
+// SnapshotLabels are the labels of a snapshot of revision n of the Persona
+// named persona. It is no template source: templateFrom reads the live
+// ConfigMap.
+func SnapshotLabels(persona string, n int64) map[string]string {
+	return map[string]string{
+		ManagedByLabel: ManagedBy,
+		PersonaLabel:   persona,
+		RevisionLabel:  strconv.FormatInt(n, 10),
+	}
+}
+
+// Revision is the revision number a ConfigMap's RevisionAnnotation holds;
+// 0 when it holds none.
+func Revision(annotations map[string]string) int64 {
+	n, err := strconv.ParseInt(annotations[RevisionAnnotation], 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
