@@ -78,7 +78,12 @@ var _ = Describe("kubectl-persona parity on the sample PromptPlatform", Serial, 
 			if strings.Contains(offline.Data["bundle.json"], `"origin":"platform/default"`) {
 				onPlatform++
 			}
-			Eventually(func() map[string]string { return without(suite.ConfigMap(ns, name).Data, render.RevisionKey) }).Should(Equal(offline.Data), name)
+			Eventually(func() map[string]string {
+				if cm := suite.ConfigMap(ns, name); cm != nil {
+					return without(cm.Data, render.RevisionKey)
+				}
+				return nil
+			}).Should(Equal(offline.Data), name)
 			Eventually(suite.Ready(ns, name)).Should(Equal("Rendered"), name)
 			Expect(without(suite.ConfigMap(ns, name).Annotations, delivery.RevisionAnnotation)).To(Equal(offline.Annotations), name)
 		}

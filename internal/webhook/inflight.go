@@ -138,10 +138,11 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 
 // The longest a request waits to be let in (half the API server's default
 // timeout), and the slowest its body may arrive once it is: the API server
-// sends the body at once, from memory.
+// sends the body at once, from memory, and the grace is for a node whose
+// CPU is starved, where a read of bytes already sent can wait its turn.
 const (
 	maxWait         = 5 * time.Second
-	bodyGrace       = 500 * time.Millisecond
+	bodyGrace       = 2 * time.Second
 	minBodyByteRate = 4 << 20 // bytes a second
 )
 
