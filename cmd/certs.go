@@ -23,7 +23,8 @@ import (
 )
 
 // managedCertDir is where the Deployment mounts the certificate Secret the
-// manager manages: controller-runtime's default webhook certificate directory.
+// manager manages (--webhook-secret-mount-path): controller-runtime's
+// default webhook certificate directory.
 const managedCertDir = "/tmp/k8s-webhook-server/serving-certs"
 
 // certificateSource gives the webhook server its certificate; the manager runs it.
@@ -37,7 +38,7 @@ type certificateSource interface {
 // start, or else those of the Secret the manager manages, once mounted.
 func webhookCertificate(f *managerFlags) (certificateSource, error) {
 	if f.webhookCertPath == "" {
-		return &mountedCertificate{cert: filepath.Join(managedCertDir, f.webhookCertName), key: filepath.Join(managedCertDir, f.webhookCertKey)}, nil
+		return &mountedCertificate{cert: filepath.Join(f.webhookSecretMountPath, f.webhookCertName), key: filepath.Join(f.webhookSecretMountPath, f.webhookCertKey)}, nil
 	}
 	w, err := certwatcher.New(filepath.Join(f.webhookCertPath, f.webhookCertName), filepath.Join(f.webhookCertPath, f.webhookCertKey))
 	if err != nil {
@@ -99,7 +100,7 @@ func manageWebhookCertificate(mgr ctrl.Manager, f *managerFlags) (<-chan struct{
 	}
 	err := rotator.AddRotator(namedObjectsManager{mgr, selectByName(mgr.GetConfig(), names)}, &rotator.CertRotator{
 		SecretKey:      types.NamespacedName{Namespace: namespace, Name: f.webhookSecretName},
-		CertDir:        managedCertDir,
+		CertDir:        f.webhookSecretMountPath,
 		CertName:       f.webhookCertName,
 		KeyName:        f.webhookCertKey,
 		CAName:         "persona-operator-webhook-ca",

@@ -20,6 +20,7 @@ type managerFlags struct {
 	leaderElect                       bool
 
 	webhookCertPath, webhookCertName, webhookCertKey         string
+	webhookSecretMountPath                                   string
 	webhookPort                                              int
 	webhookSecretName, webhookServiceName, webhookConfigName string
 
@@ -49,7 +50,8 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one manager replica is active.")
 	fs.BoolVar(&f.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
-	fs.StringVar(&f.webhookCertPath, "webhook-cert-path", "", "The directory holding a webhook certificate to serve, e.g. cert-manager's; empty: the manager makes, injects and rotates its own, in the Secret --webhook-secret-name of its namespace (POD_NAMESPACE), mounted at "+managedCertDir+".")
+	fs.StringVar(&f.webhookCertPath, "webhook-cert-path", "", "The directory holding a webhook certificate to serve, e.g. cert-manager's; empty: the manager makes, injects and rotates its own, in the Secret --webhook-secret-name of its namespace (POD_NAMESPACE), mounted at --webhook-secret-mount-path.")
+	fs.StringVar(&f.webhookSecretMountPath, "webhook-secret-mount-path", managedCertDir, "Where the pod mounts the Secret --webhook-secret-name, whose certificate the manager makes (without --webhook-cert-path).")
 	fs.StringVar(&f.webhookCertName, "webhook-cert-name", "tls.crt", "The webhook certificate's file name.")
 	fs.StringVar(&f.webhookCertKey, "webhook-cert-key", "tls.key", "The webhook key's file name.")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "The port the webhook server listens on.")

@@ -82,6 +82,9 @@ func TestManagerRBACIsWhatItUses(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.ManageCertificate = true
+	// The kubelet's mount, played by the test, in a directory of its own.
+	mountDir := t.TempDir()
+	m.Extra = append(m.Extra, "--webhook-secret-mount-path="+mountDir)
 	if err := m.Launch(); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +103,7 @@ func TestManagerRBACIsWhatItUses(t *testing.T) {
 		if len(secret.Data["tls.crt"]) == 0 {
 			return false, "no tls.crt"
 		}
-		mountSecret(t, &secret)
+		mountSecret(t, mountDir, &secret)
 		return true, ""
 	})
 	waitFor(ctx, t, 60*time.Second, "the manager injects its CA", func() (bool, string) {
@@ -173,14 +176,11 @@ func TestManagerRBACIsWhatItUses(t *testing.T) {
 }
 
 // mountSecret writes the certificate Secret's files where the manager reads
-// them (--webhook-cert-path's default), as the kubelet mounts it in the pod.
-func mountSecret(t *testing.T, secret *corev1.Secret) {
+// them (--webhook-secret-mount-path), as the kubelet mounts it in the pod.
+func mountSecret(t *testing.T, dir string, secret *corev1.Secret) {
 	t.Helper()
-	if err := os.MkdirAll(certDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	for name, data := range secret.Data {
-		path := filepath.Join(certDir, name)
+		path := filepath.Join(dir, name)
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
