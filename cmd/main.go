@@ -42,7 +42,9 @@ func main() {
 	if err != nil {
 		fail(err, "set up the controllers")
 	}
-	personawebhook.Register(mgr, templateSources)
+	if err := personawebhook.Register(mgr, templateSources); err != nil {
+		fail(err, "register the webhook")
+	}
 	certReady, err := manageWebhookCertificate(mgr, flags)
 	if err != nil {
 		fail(err, "manage the webhook certificate")

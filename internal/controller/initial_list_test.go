@@ -49,3 +49,29 @@ func TestUnobservedFirst(t *testing.T) {
 		t.Errorf("%d left in the queue, want the 3 unchanged", got)
 	}
 }
+
+// An object of the initial list propagates nothing: the For watch queues
+// every Persona already. A creation after it enqueues its dependents.
+func TestInitialListPropagatesNothing(t *testing.T) {
+	parent, layer := barePersona("parent", "Parent"), appendLayer("shared", "Shared")
+	child := inheriting("child", "Child", []string{"parent"}, "shared")
+	s := newSteps(t, parent, layer, child)
+	for _, h := range []handler.TypedEventHandler[client.Object, reconcile.Request]{
+		s.propagating(v1alpha1.PersonaKind), s.propagating(v1alpha1.PromptLayerKind),
+	} {
+		for _, obj := range []client.Object{parent, layer} {
+			q := priorityqueue.New[reconcile.Request]("test")
+			h.Create(context.Background(), event.TypedCreateEvent[client.Object]{Object: obj, IsInInitialList: true}, q)
+			if got := q.Len(); got != 0 {
+				t.Errorf("the initial list's %s queued %d Personas, want none", obj.GetName(), got)
+			}
+			q.ShutDown()
+		}
+	}
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	s.propagating(v1alpha1.PromptLayerKind).Create(context.Background(), event.TypedCreateEvent[client.Object]{Object: layer}, q)
+	if got := q.Len(); got != 1 {
+		t.Errorf("a PromptLayer created later queued %d Personas, want its 1 dependent", got)
+	}
+}

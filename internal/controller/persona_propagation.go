@@ -21,11 +21,17 @@ import (
 // (personas.md#events). For a templateFrom ConfigMap, which is not this
 // API's, the PromptLayers reading it get the Event.
 
+// An object of a controller's initial list propagates nothing: the
+// Persona watch's initial list enqueues every Persona already, and the
+// dependents' lookups (a ClusterPromptLayer's lists every Persona) would
+// only delay, at a restart at N Personas, the first render.
+
 // PropagatedReason is the reason of the Event on a changed object.
 const PropagatedReason = "Propagated"
 
 // propagating enqueues the dependents of a Persona or PromptLayer of kind
-// on every event, and tells the object of its creation or change.
+// on every event but those of the initial list, and tells the object of its
+// creation or change.
 func (r *PersonaReconciler) propagating(kind string) handler.TypedEventHandler[client.Object, reconcile.Request] {
 	enqueue := func(ctx context.Context, obj client.Object, q queue, tell bool) {
 		reqs := dependents(ctx, r.Client, r.waiting, objectRef{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()})
@@ -38,7 +44,9 @@ func (r *PersonaReconciler) propagating(kind string) handler.TypedEventHandler[c
 	}
 	return handler.TypedFuncs[client.Object, reconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-			enqueue(ctx, e.Object, q, !e.IsInInitialList)
+			if !e.IsInInitialList {
+				enqueue(ctx, e.Object, q, true)
+			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
 			enqueue(ctx, e.ObjectNew, q, true)
@@ -87,7 +95,9 @@ func (r *PersonaReconciler) configMapPropagating() handler.TypedEventHandler[*me
 	}
 	return handler.TypedFuncs[*metav1.PartialObjectMetadata, reconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*metav1.PartialObjectMetadata], q queue) {
-			enqueue(ctx, e.Object, q, !e.IsInInitialList)
+			if !e.IsInInitialList {
+				enqueue(ctx, e.Object, q, true)
+			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*metav1.PartialObjectMetadata], q queue) {
 			enqueue(ctx, e.ObjectNew, q, true)
@@ -106,14 +116,13 @@ func (r *PersonaReconciler) configMapPropagating() handler.TypedEventHandler[*me
 // enqueue adds the dependents of the object's change from old to cur (each
 // nil when there is none) and says how many. A creation, except in the
 // initial list, and a change of generation get one Propagated Event with
-// that count; a deletion gets none.
+// that count; a deletion gets none; the initial list, nothing.
 func propagating[T client.Object](r *PersonaReconciler, enqueue func(ctx context.Context, q queue, old, cur T) int) handler.TypedFuncs[T, reconcile.Request] {
 	var none T
 	return handler.TypedFuncs[T, reconcile.Request]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[T], q queue) {
-			n := enqueue(ctx, q, none, e.Object)
 			if !e.IsInInitialList {
-				r.propagated(e.Object, n)
+				r.propagated(e.Object, enqueue(ctx, q, none, e.Object))
 			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[T], q queue) {

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -35,7 +34,7 @@ type Options struct {
 // Setup registers the field indexes and the four controllers with the
 // manager. It returns the cache of the template sources' metadata, which
 // the webhook's warnings read.
-func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources client.Reader, err error) {
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources cache.Cache, err error) {
 	if err := setupIndexes(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("register field indexes: %w", err)
 	}
@@ -52,8 +51,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources
 	if err != nil {
 		return nil, fmt.Errorf("create the cache of the template sources: %w", err)
 	}
+	if err := registerInformers(ctx, mgr.GetCache(), own, sourceMetadata); err != nil {
+		return nil, err
+	}
 	for _, c := range []cache.Cache{own, sourceMetadata} {
-		if err := mgr.Add(c); err != nil {
+		if err := mgr.Add(startedWithCaches{c}); err != nil {
 			return nil, fmt.Errorf("run a ConfigMap metadata cache: %w", err)
 		}
 	}

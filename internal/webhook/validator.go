@@ -55,14 +55,23 @@ type Validator struct {
 // namespace, so the warnings read caches only, never the API server:
 // Personas and PromptLayers from the manager's, ConfigMaps from
 // templateSources, the controllers' cache of the template sources' metadata.
-func Register(mgr ctrl.Manager, templateSources client.Reader) {
-	v := &Validator{Objects: mgr.GetCache(), TemplateSources: templateSources}
+// Until a cache has synced its lookups find nothing and warn of nothing
+// (syncedReader).
+func Register(mgr ctrl.Manager, templateSources syncable) error {
+	objects, sources := newSyncedReader(mgr.GetCache()), newSyncedReader(templateSources)
+	for _, r := range []*syncedReader{objects, sources} {
+		if err := mgr.Add(r); err != nil {
+			return fmt.Errorf("wait for the caches the warnings read: %w", err)
+		}
+	}
+	v := &Validator{Objects: objects, TemplateSources: sources}
 	// One bound for every path: they share the heap.
 	limit := newInflight(LightInflightBytes, HeavyInflightBytes, render.Default().Limits())
 	server := mgr.GetWebhookServer()
 	for _, path := range []string{PersonaPath, PromptLayerPath, ClusterPromptLayerPath, PromptPlatformPath} {
 		server.Register(path, limit.wrap(&webhook.Admission{Handler: v}))
 	}
+	return nil
 }
 
 // Handle implements admission.Handler.

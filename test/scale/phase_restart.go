@@ -115,6 +115,9 @@ func (h *harness) restart(ctx context.Context, ns string, k int) (*restartResult
 	}
 	res.serving = time.Since(start)
 	h.procs.manager = h.manager.PID()
+	// With -profile, the new process's first seconds: its lists, its
+	// caches' sync and the first renders.
+	h.prof.start(ctx, fmt.Sprintf("restart %d", k))
 	if err := <-edited; err != nil {
 		return nil, err
 	}

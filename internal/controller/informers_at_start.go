@@ -1,0 +1,52 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+)
+
+// registerInformers asks each cache, before the manager starts, for every
+// informer the controllers watch, so that the caches list every kind at
+// once when they start. A controller asks for its informers only once the
+// manager's cache has synced (Personas and PromptLayers, which the field
+// indexes ask for first): the ConfigMaps, ClusterPromptLayers, Namespaces
+// and the PromptPlatform would otherwise be listed after them, and a
+// restart at N Personas would wait for two lists in a row before its first
+// render.
+func registerInformers(ctx context.Context, main, own, sources cache.Cache) error {
+	wanted := []struct {
+		cache cache.Cache
+		obj   client.Object
+	}{
+		{main, &v1alpha1.Persona{}},
+		{main, &v1alpha1.PromptLayer{}},
+		{main, &v1alpha1.ClusterPromptLayer{}},
+		{main, &v1alpha1.PromptPlatform{}},
+		{main, &corev1.Namespace{}},
+		{own, configMapMetadata()},
+		{sources, configMapMetadata()},
+	}
+	for _, w := range wanted {
+		// Before the cache starts this only registers the informer; the
+		// cache starts it, and waits for it, with the others.
+		if _, err := w.cache.GetInformer(ctx, w.obj, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("register the informer of %T: %w", w.obj, err)
+		}
+	}
+	return nil
+}
+
+// startedWithCaches runs a cache of its own with the manager's caches: the
+// manager starts these together, before any controller, and waits until
+// all have synced. A cache added as it is would run with the controllers,
+// and its lists would start only once the manager's cache has synced.
+type startedWithCaches struct{ cache.Cache }
+
+// GetCache makes the manager count c among its caches.
+func (c startedWithCaches) GetCache() cache.Cache { return c.Cache }
