@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -200,22 +201,13 @@ func (s *suite) underLoad(t *testing.T, what, prefix string, change func() error
 			if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: namespace, Name: name}, &p); err != nil {
 				return false, err
 			}
-			ready := p.Status.ObservedGeneration == p.Generation && conditionTrue(p.Status.Conditions, v1alpha1.ReadyCondition)
+			ready := p.Status.ObservedGeneration == p.Generation && meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ReadyCondition)
 			return ready, fmt.Errorf("not Ready at generation %d", p.Generation)
 		}); err != nil {
 			t.Error(err)
 		}
 	}
 	t.Logf("during %s: %s; all %d Personas written are Ready", what, load.summary(), len(load.names))
-}
-
-func conditionTrue(conditions []metav1.Condition, t string) bool {
-	for _, c := range conditions {
-		if c.Type == t {
-			return c.Status == metav1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // rolloutRestartUnderLoad restarts the manager's Deployment with kubectl
