@@ -3,6 +3,8 @@ package controller_test
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
 var _ = Describe("The Rendered Event", func() {
@@ -18,7 +20,9 @@ var _ = Describe("The Rendered Event", func() {
 		Eventually(func() string { return prompt(ns, "p")() }).Should(Equal("One\nTwo changed\n\nHouse style.\n"))
 		By("naming the changed extension and the added layer, with the lines of system-prompt.md")
 		// Lines One, Two became One, Two changed, a blank line, House style.
-		hash := getPersona(ns, "p").Status.ContentHash
+		// The Event names the delivered content's hash, which the ConfigMap
+		// carries already; the status may patch it a moment later.
+		hash := configMap(ns, "p").Annotations[delivery.ContentHashAnnotation]
 		Eventually(events(ns, "p")).Should(ContainElement(HaveField("Note", And(
 			ContainSubstring(hash),
 			HaveSuffix(": added layer.house-style; changed extension.text; system-prompt.md +3/-1 lines")))))
