@@ -14,12 +14,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/persona-operator/persona-operator/internal/manifest"
+	"github.com/persona-operator/persona-operator/internal/version"
 )
 
 // Exit statuses.
@@ -143,19 +143,10 @@ func newVersionCommand(s *Streams) *cobra.Command {
 		Short: "Print the version of kubectl-persona",
 		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			fmt.Fprintf(s.Out, "%s %s\n", Name, version())
+			fmt.Fprintf(s.Out, "%s %s\n", Name, version.String())
 			return nil
 		},
 	}
-}
-
-// version is the module version the binary was built from, or "devel".
-func version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok || info.Main.Version == "" || info.Main.Version == "(devel)" {
-		return "devel"
-	}
-	return info.Main.Version
 }
 
 // noArgs rejects positional arguments as a usage error.

@@ -42,7 +42,7 @@ func (rec *revisionRecord) entry() v1alpha1.RevisionHistoryEntry {
 // encodeRecord is the revision.json of entry, rendered from read.
 func encodeRecord(p *v1alpha1.Persona, e v1alpha1.RevisionHistoryEntry, read []v1alpha1.RevisionInput) []byte {
 	rec := revisionRecord{Persona: p.Name, Namespace: p.Namespace, Revision: e.Revision, ContentHash: e.ContentHash,
-		RenderedAt: e.Time, Cause: e.Cause, Inputs: read, OperatorVersion: version.Version}
+		RenderedAt: e.Time, Cause: e.Cause, Inputs: read, OperatorVersion: version.String()}
 	if rec.Inputs == nil {
 		rec.Inputs = []v1alpha1.RevisionInput{}
 	}
