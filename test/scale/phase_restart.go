@@ -200,7 +200,7 @@ func watchDelivery(ctx context.Context, c client.WithWatch, ns, name, marker str
 
 // cachedKindsFloor is the time a bare client takes to list, all at once,
 // every kind the manager caches, the way it caches them: Personas,
-// PromptLayers, ClusterPromptLayers and Namespaces whole, and the metadata
+// PromptLayers, ClusterPromptLayers, PromptPlatforms and Namespaces whole, and the metadata
 // of the operator's ConfigMaps and of the template sources, by their labels.
 func cachedKindsFloor(ctx context.Context, c client.Client) (time.Duration, error) {
 	metadataBy := func(selector labels.Selector) func() (client.ObjectList, []client.ListOption) {
@@ -212,6 +212,7 @@ func cachedKindsFloor(ctx context.Context, c client.Client) (time.Duration, erro
 		func() (client.ObjectList, []client.ListOption) { return &v1alpha1.PersonaList{}, nil },
 		func() (client.ObjectList, []client.ListOption) { return &v1alpha1.PromptLayerList{}, nil },
 		func() (client.ObjectList, []client.ListOption) { return &v1alpha1.ClusterPromptLayerList{}, nil },
+		func() (client.ObjectList, []client.ListOption) { return &v1alpha1.PromptPlatformList{}, nil },
 		func() (client.ObjectList, []client.ListOption) { return &corev1.NamespaceList{}, nil },
 		metadataBy(labels.SelectorFromSet(labels.Set{delivery.ManagedByLabel: delivery.ManagedBy})),
 		metadataBy(labels.SelectorFromSet(labels.Set{v1alpha1.TemplateSourceLabel: "true"})),
