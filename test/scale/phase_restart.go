@@ -308,14 +308,16 @@ func (cw *changeWatch) follow(kind string, w watch.Interface) {
 	}
 }
 
-// edited reports whether obj is the edited Persona, its ConfigMap or an
-// Event about it: what the edit is expected to write.
+// edited reports whether obj is the edited Persona, its ConfigMap, one of
+// its snapshots (the edit's, and the one it prunes) or an Event about it:
+// what the edit is expected to write.
 func (cw *changeWatch) edited(kind string, obj client.Object) bool {
 	switch kind {
 	case "Persona":
 		return obj.GetName() == restartEdited
 	case "ConfigMap":
-		return obj.GetName() == delivery.ConfigMapName(restartEdited)
+		persona, _, snapshot := delivery.SnapshotOf(obj.GetName())
+		return obj.GetName() == delivery.ConfigMapName(restartEdited) || snapshot && persona == restartEdited
 	case "Event":
 		ev := obj.(*eventsv1.Event)
 		return ev.Regarding.Kind == v1alpha1.PersonaKind && ev.Regarding.Name == restartEdited
