@@ -291,7 +291,9 @@ func (r *webhookCertificateReconciler) dropPreviousCAs(ctx context.Context, secr
 	}
 	secret = secret.DeepCopy()
 	secret.Data[caCertKey] = pem.EncodeToMemory(own)
-	if err := r.writer.Update(ctx, secret); err != nil {
+	if err := r.writer.Update(ctx, secret); apierrors.IsConflict(err) {
+		return 0, nil // another replica dropped them, or the rotator wrote: its event brings the Secret back here
+	} else if err != nil {
 		return 0, fmt.Errorf("drop the previous CAs from the Secret %s: %w", r.key, err)
 	}
 	logf.FromContext(ctx).Info("dropped the previous CAs from the webhook certificate's bundle", "secret", r.key)
