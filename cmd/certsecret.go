@@ -256,6 +256,11 @@ func (r *webhookCertificateReconciler) serve(ctx context.Context, secret *corev1
 		return 0 // not filled yet: the rotator fills it
 	}
 	current := r.served.current()
+	if current != nil && r.served.served.Load() == nil {
+		// From now on the Secret decides, not the mount: the kubelet may
+		// update the mount before the new CA is injected.
+		r.served.served.Store(current)
+	}
 	if current != nil && bytes.Equal(current.Certificate[0], candidate.Certificate[0]) {
 		r.pending = nil
 		return 0

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"os"
 	"testing"
 	"time"
 
@@ -211,5 +212,45 @@ func TestPreviousCAsAreBounded(t *testing.T) {
 	}
 	if n := len(certificatesOf(t, previousCAs([][]byte{bundle}, time.Now().Add(cr.CaCertDuration+time.Hour)))); n != 0 {
 		t.Errorf("%d expired CAs kept", n)
+	}
+}
+
+func TestAMountUpdatedBeforeTheCAIsInjectedIsNotServed(t *testing.T) {
+	cr := testRotator()
+	old, next := issued(t, cr), issued(t, cr)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSecret.Namespace, Name: testSecret.Name}, Data: next}
+	r, _ := newTestReconciler(t, secret, configurationTrusting(old[caCertKey]))
+	mount := func(data map[string][]byte) {
+		for _, f := range []struct{ path, key string }{{r.served.mounted.cert, "tls.crt"}, {r.served.mounted.key, "tls.key"}} {
+			if err := os.WriteFile(f.path, data[f.key], 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	leaf := func(data map[string][]byte) []byte { b, _ := pem.Decode(data["tls.crt"]); return b.Bytes }
+	waitMounted := func(data map[string][]byte) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if c, err := r.served.mounted.GetCertificate(nil); err == nil && bytes.Equal(c.Certificate[0], leaf(data)) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the mounted files were not loaded within 10s")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	mount(old)
+	go func() { _ = r.served.Start(ctx) }()
+	waitMounted(old)
+
+	reconcileOnce(t, r)
+	// The kubelet projects the new Secret; the configuration still trusts the old CA only.
+	mount(next)
+	waitMounted(next)
+	if c, _ := r.served.GetCertificate(nil); !bytes.Equal(c.Certificate[0], leaf(old)) {
+		t.Error("serves the newly mounted certificate, which the webhook configuration does not trust yet")
 	}
 }
