@@ -35,7 +35,7 @@ type certificateSource interface {
 
 // webhookCertificate is the webhook server's certificate, reloaded when its
 // files change: the files --webhook-cert-path names, which must exist at
-// start, or else those of the Secret the manager manages, once mounted.
+// start, or else the Secret the manager manages (certsecret.go).
 func webhookCertificate(f *managerFlags) (certificateSource, error) {
 	if f.webhookCertPath == "" {
 		return &secretCertificate{mounted: &mountedCertificate{cert: filepath.Join(f.webhookSecretMountPath, f.webhookCertName), key: filepath.Join(f.webhookSecretMountPath, f.webhookCertKey)}}, nil
