@@ -27,7 +27,11 @@ func main() {
 	}
 
 	shutdown := &drain{delay: flags.shutdownDelay}
-	mgr, err := newManager(flags, shutdown)
+	certs, err := webhookCertificate(flags)
+	if err != nil {
+		fail(err, "the webhook certificate")
+	}
+	mgr, err := newManager(flags, shutdown, certs)
 	if err != nil {
 		fail(err, "create the manager")
 	}
@@ -45,7 +49,7 @@ func main() {
 	if err := personawebhook.Register(mgr, templateSources); err != nil {
 		fail(err, "register the webhook")
 	}
-	certReady, err := manageWebhookCertificate(mgr, flags)
+	certReady, err := manageWebhookCertificate(mgr, flags, certs)
 	if err != nil {
 		fail(err, "manage the webhook certificate")
 	}
