@@ -242,8 +242,9 @@ func (r *PersonaReconciler) reportPinned(p *v1alpha1.Persona, before *v1alpha1.P
 	if latest.reason != v1alpha1.RenderedReason {
 		latestNote = fmt.Sprintf("the latest revision is %d; the latest render fails (%s: %s)", st.LatestRevision, latest.reason, latest.message)
 	}
-	status.MarkReady(&st.Conditions, p.Generation, v1alpha1.PinnedReason,
-		fmt.Sprintf("pinned to revision %d: ConfigMap %s holds %s; %s", pn.revision, delivery.ConfigMapName(p.Name), what, latestNote))
+	// The latest render's failure may quote a template at length: cut as a failure's condition is.
+	status.MarkReady(&st.Conditions, p.Generation, v1alpha1.PinnedReason, status.Cut(
+		fmt.Sprintf("pinned to revision %d: ConfigMap %s holds %s; %s", pn.revision, delivery.ConfigMapName(p.Name), what, latestNote), status.MaxConditionMessage))
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.PinnedCondition, Status: metav1.ConditionTrue,
 		Reason: v1alpha1.PinnedReason, Message: fmt.Sprintf("ConfigMap %s holds %s", delivery.ConfigMapName(p.Name), what), ObservedGeneration: p.Generation})
 	if before.PinnedRevision != pn.revision {

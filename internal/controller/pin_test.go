@@ -172,6 +172,25 @@ var _ = Describe("Pinning a revision", func() {
 		Expect(prompt(ns, "p")()).To(Equal("One\n"))
 	})
 
+	It("keeps the pinned revision delivered and Ready while the latest render fails", func() {
+		ns := newNamespace()
+		apply(ns, barePersona("p", "One", "layers: [{name: l}]"))
+		apply(ns, layerManifest("l", "app", "append", "Layer"))
+		Eventually(currentRevision(ns, "p")).Should(Equal(int64(1)))
+		Expect(setPin(ns, "p", "1")).To(Succeed())
+		Eventually(pinnedRevision(ns, "p")).Should(Equal(int64(1)))
+		version := resourceVersion(ns, "p")
+
+		By("breaking the Persona: a layer it names is missing")
+		apply(ns, pinned(barePersona("p", "Two", "layers: [{name: l}, {name: missing}]"), 1))
+		Eventually(func() string { return readyMessage(ns, "p") }).Should(HavePrefix("pinned to revision 1: ConfigMap persona-p holds revision 1; the latest revision is 1; the latest render fails (ReferenceNotFound: "))
+		Expect(ready(ns, "p")()).To(Equal("Pinned"))
+		Expect(condition(ns, "p", "Reconciling")).To(BeEmpty())
+		Expect(resourceVersion(ns, "p")).To(Equal(version))
+		Expect(prompt(ns, "p")()).To(Equal("One\n\nLayer\n"))
+		Expect(liveHealth(ns, "Persona", "p")()).To(HavePrefix("Current Suspended: pinned to revision 1"))
+	})
+
 	It("refuses at admission a pin that is not a positive integer, naming the field", func() {
 		ns := newNamespace()
 		apply(ns, barePersona("p", "One"))
