@@ -266,9 +266,10 @@ func (r *PersonaReconciler) reportUnpinned(p *v1alpha1.Persona, before *v1alpha1
 		return
 	}
 	previous := meta.FindStatusCondition(before.Conditions, v1alpha1.PinnedCondition)
+	message := status.Cut(pn.message, status.MaxConditionMessage)
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.PinnedCondition, Status: metav1.ConditionFalse,
-		Reason: pn.failure, Message: pn.message, ObservedGeneration: p.Generation})
-	if previous == nil || previous.Reason != pn.failure || previous.Message != pn.message {
+		Reason: pn.failure, Message: message, ObservedGeneration: p.Generation})
+	if previous == nil || previous.Reason != pn.failure || previous.Message != message {
 		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, pn.failure, "Pin", "%s", pn.message)
 	}
 }
