@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -33,6 +34,35 @@ func TestInvalidPinDeliversTheLatest(t *testing.T) {
 		}
 		if ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ReadyCondition); ready == nil || ready.Reason != v1alpha1.RenderedReason {
 			t.Errorf("pin %q: Ready %+v, want Rendered", value, ready)
+		}
+	}
+}
+
+// A rebase's inputs are the pinned revision's, with the current
+// guardrails instead of its own; its cause is the guardrail that changed.
+func TestRebaseInputsAndCause(t *testing.T) {
+	persona := v1alpha1.RevisionInput{Kind: v1alpha1.PersonaKind, Namespace: ns, Name: "p", Generation: 1}
+	old := v1alpha1.RevisionInput{Kind: v1alpha1.ClusterPromptLayerKind, Name: "a", Generation: 1}
+	edited := v1alpha1.RevisionInput{Kind: v1alpha1.ClusterPromptLayerKind, Name: "a", Generation: 2}
+	added := v1alpha1.RevisionInput{Kind: v1alpha1.ClusterPromptLayerKind, Name: "b", Generation: 1}
+	later := v1alpha1.RevisionInput{Kind: v1alpha1.PersonaKind, Namespace: ns, Name: "p", Generation: 5}
+	base := []v1alpha1.RevisionInput{persona, old}
+	current := []v1alpha1.RevisionInput{later, edited, added}
+	if got, want := rebasedInputs(base, current), []v1alpha1.RevisionInput{persona, edited, added}; !slices.Equal(got, want) {
+		t.Errorf("rebasedInputs = %v, want %v", got, want)
+	}
+	for _, tc := range []struct {
+		name          string
+		base, current []v1alpha1.RevisionInput
+		want          v1alpha1.RevisionInput
+	}{
+		{"an edited guardrail", base, []v1alpha1.RevisionInput{later, edited}, edited},
+		{"an added guardrail", base, []v1alpha1.RevisionInput{later, old, added}, added},
+		{"a removed guardrail", base, []v1alpha1.RevisionInput{later}, old},
+		{"the same guardrails", base, []v1alpha1.RevisionInput{later, old}, v1alpha1.RevisionInput{Kind: v1alpha1.RevisionCauseOperator}},
+	} {
+		if got := guardrailChange(tc.base, tc.current); got != tc.want {
+			t.Errorf("%s: guardrailChange = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
