@@ -241,6 +241,11 @@ type PersonaStatus struct {
 	// +kubebuilder:validation:MaxItems=10
 	// +optional
 	History []RevisionHistoryEntry `json:"history,omitempty"`
+	// PinnedRevision is the revision the pin-revision annotation names
+	// while the pin is honoured. The ConfigMap then delivers it, or, when
+	// the guardrails changed since, a revision based on it.
+	// +optional
+	PinnedRevision int64 `json:"pinnedRevision,omitempty"`
 }
 
 // MaxStatusHistory is how many revisions status.history holds.
