@@ -25,10 +25,6 @@ import (
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
-// snapshotBytesAnnotation on a snapshot is the size of its data (the
-// operator's SnapshotBytesAnnotation).
-const snapshotBytesAnnotation = "prompts.persona-operator.dev/snapshot-bytes"
-
 type historyOptions struct {
 	kube     *genericclioptions.ConfigFlags
 	revision int64
@@ -209,14 +205,6 @@ type historyRevision struct {
 	Pinned    bool   `json:"pinned,omitempty"`
 }
 
-// revisionRecord is what history reads of a snapshot's revision.json.
-type revisionRecord struct {
-	Revision    int64                  `json:"revision"`
-	ContentHash string                 `json:"contentHash"`
-	RenderedAt  metav1.Time            `json:"renderedAt"`
-	Cause       v1alpha1.RevisionInput `json:"cause"`
-}
-
 // historyOf is p's revisions: those of status.history, and those of the
 // snapshots left, which status.history (the last 10) may no longer name.
 func historyOf(p *v1alpha1.Persona, snapshots map[int64]*corev1.ConfigMap) history {
@@ -228,14 +216,14 @@ func historyOf(p *v1alpha1.Persona, snapshots map[int64]*corev1.ConfigMap) histo
 		r, ok := byNumber[n]
 		if !ok {
 			r = &historyRevision{Revision: n, ContentHash: cm.Annotations[delivery.ContentHashAnnotation], Time: cm.CreationTimestamp}
-			var rec revisionRecord
+			var rec delivery.Record
 			if json.Unmarshal([]byte(cm.Data[render.RevisionKey]), &rec) == nil && rec.Revision == n {
 				r.Time, r.Cause = rec.RenderedAt, rec.Cause
 			}
 			byNumber[n] = r
 		}
 		r.Snapshot = cm.Name
-		r.Bytes, _ = strconv.Atoi(cm.Annotations[snapshotBytesAnnotation])
+		r.Bytes, _ = strconv.Atoi(cm.Annotations[delivery.SnapshotBytesAnnotation])
 	}
 	st := p.Status
 	h := history{Namespace: p.Namespace, Persona: p.Name, CurrentRevision: st.CurrentRevision, LatestRevision: st.LatestRevision,

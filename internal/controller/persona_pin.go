@@ -102,7 +102,7 @@ func (r *PersonaReconciler) deliverPinned(ctx context.Context, p *v1alpha1.Perso
 		// The snapshot's content, byte for byte, and its revision.json.
 		out := &render.Output{Data: data, Hash: render.ContentHash(data), Bytes: dataSize(data)}
 		pinned.output, pinned.render = out, status.Render{Hash: out.Hash, Bytes: out.Bytes}
-		pinned.pinned = &revision{entry: rec.entry(), record: []byte(src.Data[render.RevisionKey])}
+		pinned.pinned = &revision{entry: rec.Entry(), record: []byte(src.Data[render.RevisionKey])}
 	} else {
 		// n's inputs with the current guardrails: a new revision based on n.
 		bundle, err := render.UnmarshalBundle([]byte(data[render.BundleKey]))
@@ -154,7 +154,7 @@ func (r *PersonaReconciler) keepLatest(ctx context.Context, p *v1alpha1.Persona,
 				var cm corev1.ConfigMap
 				if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(newest.meta), &cm); err == nil {
 					if rec, ok := decodeRecord(cm.Data[render.RevisionKey]); ok {
-						return rec.entry(), nil, nil
+						return rec.Entry(), nil, nil
 					}
 				}
 			}
@@ -182,7 +182,7 @@ func withoutRevisionKey(data map[string]string) map[string]string {
 	return out
 }
 
-func recordInputs(rec *revisionRecord) []v1alpha1.RevisionInput {
+func recordInputs(rec *delivery.Record) []v1alpha1.RevisionInput {
 	if rec == nil {
 		return nil
 	}

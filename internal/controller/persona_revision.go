@@ -23,29 +23,10 @@ type revision struct {
 	record []byte
 }
 
-// revisionRecord is revision.json.
-type revisionRecord struct {
-	Persona     string                 `json:"persona"`
-	Namespace   string                 `json:"namespace"`
-	Revision    int64                  `json:"revision"`
-	ContentHash string                 `json:"contentHash"`
-	RenderedAt  metav1.Time            `json:"renderedAt"`
-	Cause       v1alpha1.RevisionInput `json:"cause"`
-	// Base is the revision whose inputs were re-rendered with the current
-	// guardrails for a pin (personas.md#pinning); 0 for a render of the latest inputs.
-	Base            int64                    `json:"base,omitempty"`
-	Inputs          []v1alpha1.RevisionInput `json:"inputs"`
-	OperatorVersion string                   `json:"operatorVersion"`
-}
-
-func (rec *revisionRecord) entry() v1alpha1.RevisionHistoryEntry {
-	return v1alpha1.RevisionHistoryEntry{Revision: rec.Revision, ContentHash: rec.ContentHash, Time: rec.RenderedAt, Cause: rec.Cause}
-}
-
 // encodeRecord is the revision.json of entry, rendered from read, based on
 // revision base (0 for none).
 func encodeRecord(p *v1alpha1.Persona, e v1alpha1.RevisionHistoryEntry, read []v1alpha1.RevisionInput, base int64) []byte {
-	rec := revisionRecord{Persona: p.Name, Namespace: p.Namespace, Revision: e.Revision, ContentHash: e.ContentHash,
+	rec := delivery.Record{Persona: p.Name, Namespace: p.Namespace, Revision: e.Revision, ContentHash: e.ContentHash,
 		RenderedAt: e.Time, Cause: e.Cause, Base: base, Inputs: read, OperatorVersion: version.String()}
 	if rec.Inputs == nil {
 		rec.Inputs = []v1alpha1.RevisionInput{}
@@ -58,8 +39,8 @@ func encodeRecord(p *v1alpha1.Persona, e v1alpha1.RevisionHistoryEntry, read []v
 }
 
 // decodeRecord reads revision.json; ok is false when it does not read.
-func decodeRecord(text string) (*revisionRecord, bool) {
-	var rec revisionRecord
+func decodeRecord(text string) (*delivery.Record, bool) {
+	var rec delivery.Record
 	if text == "" || json.Unmarshal([]byte(text), &rec) != nil || rec.Revision <= 0 {
 		return nil, false
 	}
@@ -90,7 +71,7 @@ func (r *PersonaReconciler) stamp(ctx context.Context, p *v1alpha1.Persona, atte
 				return nil, err
 			}
 			if rec, ok := decodeRecord(data[render.RevisionKey]); ok && rec.Revision == n && rec.ContentHash == hash {
-				return &revision{entry: rec.entry()}, nil
+				return &revision{entry: rec.Entry()}, nil
 			}
 		}
 	}
@@ -153,7 +134,7 @@ func (r *PersonaReconciler) cause(ctx context.Context, p *v1alpha1.Persona, read
 	if current == nil {
 		return self, nil
 	}
-	var previous *revisionRecord
+	var previous *delivery.Record
 	if controls(p, current) {
 		data, err := r.configMapData(ctx, current)
 		if err != nil {

@@ -24,10 +24,6 @@ import (
 // default: what the snapshots of one namespace may hold, keys and values.
 const DefaultSnapshotBytesPerNamespace = 64 << 20
 
-// SnapshotBytesAnnotation on a snapshot is the size of its data, which the
-// byte cap adds up from the metadata cache.
-const SnapshotBytesAnnotation = "prompts.persona-operator.dev/snapshot-bytes"
-
 // snapshotRef is a snapshot of this Persona's as the metadata cache has it.
 type snapshotRef struct {
 	meta   *metav1.PartialObjectMetadata
@@ -100,8 +96,8 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: delivery.SnapshotLabels(p.Name, rev.Revision),
 			Annotations: map[string]string{
-				delivery.ContentHashAnnotation: rev.ContentHash,
-				SnapshotBytesAnnotation:        strconv.Itoa(size),
+				delivery.ContentHashAnnotation:   rev.ContentHash,
+				delivery.SnapshotBytesAnnotation: strconv.Itoa(size),
 			}},
 		Data:      data,
 		Immutable: new(true),
@@ -161,7 +157,7 @@ func heldSnapshot(p *v1alpha1.Persona, held client.Object) *snapshotFailure {
 }
 
 // snapshotBytes is what the snapshots of namespace hold, as their
-// SnapshotBytesAnnotation says.
+// delivery.SnapshotBytesAnnotation says.
 func (r *PersonaReconciler) snapshotBytes(ctx context.Context, namespace string) (int, error) {
 	all, err := r.namespaceSnapshots(ctx, namespace)
 	if err != nil {
@@ -195,9 +191,9 @@ func (r *PersonaReconciler) namespaceSnapshots(ctx context.Context, namespace st
 	return out, nil
 }
 
-// snapshotSize is the size of a snapshot's data, as its SnapshotBytesAnnotation says.
+// snapshotSize is the size of a snapshot's data, as its delivery.SnapshotBytesAnnotation says.
 func snapshotSize(m *metav1.PartialObjectMetadata) int {
-	n, _ := strconv.Atoi(m.Annotations[SnapshotBytesAnnotation])
+	n, _ := strconv.Atoi(m.Annotations[delivery.SnapshotBytesAnnotation])
 	return n
 }
 

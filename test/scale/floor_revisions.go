@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
-	"github.com/persona-operator/persona-operator/internal/controller"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -47,8 +46,8 @@ func createSnapshot(ctx context.Context, c client.Client, owner *v1alpha1.Person
 		ObjectMeta: metav1.ObjectMeta{Name: delivery.SnapshotName(owner.Name, n), Namespace: owner.Namespace,
 			Labels: delivery.SnapshotLabels(owner.Name, n),
 			Annotations: map[string]string{
-				delivery.ContentHashAnnotation:     live.Annotations[delivery.ContentHashAnnotation],
-				controller.SnapshotBytesAnnotation: strconv.Itoa(size),
+				delivery.ContentHashAnnotation:   live.Annotations[delivery.ContentHashAnnotation],
+				delivery.SnapshotBytesAnnotation: strconv.Itoa(size),
 			},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, v1alpha1.GroupVersion.WithKind("Persona"))}},
 		Data:      live.Data,
