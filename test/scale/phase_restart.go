@@ -8,13 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,6 +37,9 @@ type restartResult struct {
 	// floor is how long a bare client takes to list, at once, every kind
 	// the manager caches, as its informers do when it starts.
 	floor time.Duration
+	// informerFloor is how long caches of the harness's own take to start
+	// and sync an informer of each of those kinds, as the manager's do.
+	informerFloor time.Duration
 	// edit is from the new process's start until an edit of one Persona
 	// made at that moment (retried while the webhook is down, as a GitOps
 	// agent retries) is in its ConfigMap.
@@ -102,6 +103,9 @@ func (h *harness) restart(ctx context.Context, ns string, k int) (*restartResult
 	}
 	h.procs.manager = 0
 	if res.floor, err = cachedKindsFloor(ctx, h.c); err != nil {
+		return nil, err
+	}
+	if res.informerFloor, err = cachedKindsInformerFloor(ctx, h.cfg, h.c); err != nil {
 		return nil, err
 	}
 
@@ -196,42 +200,6 @@ func watchDelivery(ctx context.Context, c client.WithWatch, ns, name, marker str
 		}
 	}()
 	return at, nil
-}
-
-// cachedKindsFloor is the time a bare client takes to list, all at once,
-// every kind the manager caches, the way it caches them: Personas,
-// PromptLayers, ClusterPromptLayers, PromptPlatforms and Namespaces whole, and the metadata
-// of the operator's ConfigMaps and of the template sources, by their labels.
-func cachedKindsFloor(ctx context.Context, c client.Client) (time.Duration, error) {
-	metadataBy := func(selector labels.Selector) func() (client.ObjectList, []client.ListOption) {
-		return func() (client.ObjectList, []client.ListOption) {
-			return configMapMetadataList(), []client.ListOption{client.MatchingLabelsSelector{Selector: selector}}
-		}
-	}
-	lists := []func() (client.ObjectList, []client.ListOption){
-		func() (client.ObjectList, []client.ListOption) { return &v1alpha1.PersonaList{}, nil },
-		func() (client.ObjectList, []client.ListOption) { return &v1alpha1.PromptLayerList{}, nil },
-		func() (client.ObjectList, []client.ListOption) { return &v1alpha1.ClusterPromptLayerList{}, nil },
-		func() (client.ObjectList, []client.ListOption) { return &v1alpha1.PromptPlatformList{}, nil },
-		func() (client.ObjectList, []client.ListOption) { return &corev1.NamespaceList{}, nil },
-		metadataBy(labels.SelectorFromSet(labels.Set{delivery.ManagedByLabel: delivery.ManagedBy})),
-		metadataBy(labels.SelectorFromSet(labels.Set{v1alpha1.TemplateSourceLabel: "true"})),
-	}
-	start := time.Now()
-	var g errgroup.Group
-	for _, l := range lists {
-		g.Go(func() error {
-			list, opts := l()
-			if err := c.List(ctx, list, opts...); err != nil {
-				return fmt.Errorf("floor: list %T: %w", list, err)
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return 0, err
-	}
-	return time.Since(start), nil
 }
 
 // changeWatch follows, from before the kill, every object of the measured

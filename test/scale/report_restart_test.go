@@ -14,10 +14,10 @@ func TestRestartFigures(t *testing.T) {
 	ms := time.Millisecond
 	r := testReport(10)
 	r.restarts = []*restartResult{
-		{floor: 100 * ms, edit: 120 * ms, managerWrites: map[string]float64{"PUT": 1, "PATCH": 1, "POST": 1}},
-		{floor: 200 * ms, edit: 500 * ms, changed: []string{"ConfigMap/persona-agent-00007"}, flips: []string{"agent-00007"},
+		{floor: 100 * ms, informerFloor: 60 * ms, edit: 120 * ms, managerWrites: map[string]float64{"PUT": 1, "PATCH": 1, "POST": 1}},
+		{floor: 200 * ms, informerFloor: 250 * ms, edit: 500 * ms, changed: []string{"ConfigMap/persona-agent-00007"}, flips: []string{"agent-00007"},
 			managerWrites: map[string]float64{"PUT": 2, "PATCH": 2, "POST": 1}},
-		{floor: 150 * ms, edit: 150 * ms, managerWrites: map[string]float64{"PUT": 1, "PATCH": 1, "POST": 1}},
+		{floor: 150 * ms, informerFloor: 100 * ms, edit: 150 * ms, managerWrites: map[string]float64{"PUT": 1, "PATCH": 1, "POST": 1}},
 	}
 	f := r.restartFigures()
 	// Ratios 1.2, 2.5 and 1.0: median 1.2. Times' medians 150 ms and 150 ms.
@@ -25,7 +25,14 @@ func TestRestartFigures(t *testing.T) {
 		*f.RestartUnchangedWrites != 1 || *f.RestartReadyFlips != 1 || *f.RestartManagerWrites != 3 {
 		t.Errorf("restart figures %+v", f)
 	}
+	// Against the informer floor: ratios 2.0, 2.0 and 1.5, median 2.0; floors' median 100 ms.
+	if *f.RestartInformerFloorS != 0.1 || *f.RestartInformerRatio != 2.0 {
+		t.Errorf("informer floor %v, ratio %v", *f.RestartInformerFloorS, *f.RestartInformerRatio)
+	}
 	rows := r.restartRows()
+	if rows[3][3] != "2.00× (1.50–2.00)" {
+		t.Errorf("the informer floor's row %q", rows[3])
+	}
 	if rows[0][1] != "1 (e.g. ConfigMap/persona-agent-00007, agent-00007)" || rows[0][5] != "**no**" || rows[2][3] != "1.20× (1.00–2.50)" || rows[2][5] != "yes" {
 		t.Errorf("restart rows %q", rows)
 	}
