@@ -90,7 +90,8 @@ func (c *cluster) personaNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// snapshots are p's snapshots persona-<name>.r<n>, by number.
+// snapshots are p's snapshots persona-<name>.r<n>, by number: those p
+// controls that carry a snapshot's labels.
 func (c *cluster) snapshots(ctx context.Context, p *v1alpha1.Persona) (map[int64]*corev1.ConfigMap, error) {
 	list, err := c.core.ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: delivery.PersonaLabel + "=" + p.Name})
 	if err != nil {
@@ -99,7 +100,7 @@ func (c *cluster) snapshots(ctx context.Context, p *v1alpha1.Persona) (map[int64
 	out := map[int64]*corev1.ConfigMap{}
 	for i := range list.Items {
 		cm := &list.Items[i]
-		if name, n, ok := delivery.SnapshotOf(cm.Name); ok && name == p.Name && metav1.IsControlledBy(cm, p) {
+		if name, n, ok := delivery.LabelledSnapshot(cm); ok && name == p.Name && metav1.IsControlledBy(cm, p) {
 			out[n] = cm
 		}
 	}
@@ -115,8 +116,9 @@ func (c *cluster) snapshot(ctx context.Context, p *v1alpha1.Persona, n int64) (*
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("get snapshot %s/%s: %w", c.namespace, name, err)
-	case !metav1.IsControlledBy(cm, p):
-		return nil, nil
+	}
+	if persona, m, ok := delivery.LabelledSnapshot(cm); !ok || persona != p.Name || m != n || !metav1.IsControlledBy(cm, p) {
+		return nil, nil // not the operator's snapshot: another owner's, or without a snapshot's labels
 	}
 	return cm, nil
 }

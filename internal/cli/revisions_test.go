@@ -10,6 +10,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/internal/cli"
@@ -72,6 +74,21 @@ var _ = Describe("kubectl-persona history and rollback", func() {
 			{"1", short(r1), "Persona/p@1", size(r1)},
 			{"2", short(r2), "Persona/p@2", size(r2), "delivered,latest"},
 		}))
+
+		By("listing no ConfigMap of a snapshot's name that p controls without a snapshot's labels")
+		forged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "persona-p.r99",
+			Annotations: map[string]string{"prompts.persona-operator.dev/content-hash": hash(r1)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "prompts.persona-operator.dev/v1alpha1", Kind: "Persona", Name: "p",
+				UID: suite.GetPersona(ns, "p").UID, Controller: ptr.To(true)}}},
+			Data: map[string]string{"system-prompt.md": "Forged\n", "revision.json": `{"revision":99}`}}
+		Expect(suite.K8s.Create(suite.Ctx, forged)).To(Succeed())
+		code, out, errOut = persona("history", "p")
+		Expect(code).To(Equal(0), errOut)
+		Expect(table(out)).To(HaveLen(2))
+		code, _, errOut = persona("history", "p", "--revision", "99")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(errOut).To(ContainSubstring("revision 99 has no snapshot"))
+		Expect(suite.K8s.Delete(suite.Ctx, forged)).To(Succeed())
 
 		By("listing them as JSON")
 		code, out, _ = persona("history", "p", "-o", "json")

@@ -56,7 +56,7 @@ func pinOf(p *v1alpha1.Persona) pin {
 func (r *PersonaReconciler) pinnedSource(ctx context.Context, p *v1alpha1.Persona, n int64) (*corev1.ConfigMap, error) {
 	var snap corev1.ConfigMap
 	switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.SnapshotName(p.Name, n)}, &snap); {
-	case err == nil && controls(p, &snap):
+	case err == nil && ownSnapshot(p, &snap, n):
 		return &snap, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get snapshot %s: %w", delivery.SnapshotName(p.Name, n), err)
@@ -97,6 +97,10 @@ func (r *PersonaReconciler) deliverPinned(ctx context.Context, p *v1alpha1.Perso
 	identity := resolve.GuardrailsIdentity(guardrails)
 	data := withoutRevisionKey(src.Data)
 	rec, _ := decodeRecord(src.Data[render.RevisionKey])
+	if why := unfaithful(p, pn.revision, src, data, rec); why != "" {
+		pn.failure, pn.message = v1alpha1.RevisionNotFoundReason, fmt.Sprintf("revision %d: ConfigMap %s %s; the latest render is delivered", pn.revision, src.Name, why)
+		return outcome{}, latestFailure, nil
+	}
 	pinned := outcome{reason: v1alpha1.RenderedReason, read: attempt.read, guardrails: identity}
 	if src.Annotations[delivery.GuardrailsAnnotation] == identity && rec != nil {
 		// The snapshot's content, byte for byte, and its revision.json.
@@ -122,6 +126,24 @@ func (r *PersonaReconciler) deliverPinned(ctx context.Context, p *v1alpha1.Perso
 	}
 	delivered, err := r.deliver(ctx, p, pinned, false)
 	return delivered, latestFailure, err
+}
+
+// unfaithful says why src does not hold revision n as the operator wrote
+// it, "" when it does: its data (less revision.json) must have the content
+// hash its annotation names, which its revision.json and p's history, where
+// they name revision n, name too.
+func unfaithful(p *v1alpha1.Persona, n int64, src *corev1.ConfigMap, data map[string]string, rec *delivery.Record) string {
+	hash := render.ContentHash(data)
+	if annotated := src.Annotations[delivery.ContentHashAnnotation]; annotated != hash {
+		return fmt.Sprintf("holds data of content hash %s, not the %q its annotation %s names", hash, annotated, delivery.ContentHashAnnotation)
+	}
+	if rec != nil && (rec.Revision != n || rec.ContentHash != hash) {
+		return fmt.Sprintf("holds a revision.json of revision %d, content hash %s, not of revision %d, %s", rec.Revision, rec.ContentHash, n, hash)
+	}
+	if e, ok := historyEntry(p.Status.History, n); ok && e.ContentHash != hash {
+		return fmt.Sprintf("holds data of content hash %s, not the %s status.history names for it", hash, e.ContentHash)
+	}
+	return ""
 }
 
 // rebase is what a revision re-rendered from another's inputs records.
@@ -152,15 +174,15 @@ func (r *PersonaReconciler) keepLatest(ctx context.Context, p *v1alpha1.Persona,
 			newest := snapshots[len(snapshots)-1]
 			if newest.meta.Annotations[delivery.ContentHashAnnotation] == out.Hash && newest.number > p.Status.CurrentRevision {
 				var cm corev1.ConfigMap
-				if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(newest.meta), &cm); err == nil {
-					if rec, ok := decodeRecord(cm.Data[render.RevisionKey]); ok {
+				if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(newest.meta), &cm); err == nil && ownSnapshot(p, &cm, newest.number) {
+					if rec, ok := decodeRecord(cm.Data[render.RevisionKey]); ok && rec.Revision == newest.number && rec.ContentHash == out.Hash {
 						return rec.Entry(), nil, nil
 					}
 				}
 			}
 			if e, ok := latestEntry(&p.Status); ok {
 				previous = &corev1.ConfigMap{}
-				if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.SnapshotName(p.Name, e.Revision)}, previous); err != nil {
+				if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.SnapshotName(p.Name, e.Revision)}, previous); err != nil || !ownSnapshot(p, previous, e.Revision) {
 					previous = nil
 				}
 			}

@@ -41,7 +41,7 @@ func (r *PersonaReconciler) snapshots(ctx context.Context, p *v1alpha1.Persona) 
 	var out []snapshotRef
 	for i := range list.Items {
 		m := &list.Items[i]
-		if persona, n, ok := delivery.SnapshotOf(m.Name); ok && persona == p.Name && controls(p, m) {
+		if _, n, ok := delivery.LabelledSnapshot(m); ok && ownSnapshot(p, m, n) {
 			out = append(out, snapshotRef{meta: m, number: n})
 		}
 	}
@@ -60,7 +60,7 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 	held := configMapMetadata()
 	switch err := r.configMapMetadata.Get(ctx, key, held); {
 	case err == nil:
-		return heldSnapshot(p, held), nil
+		return heldSnapshot(p, held, rev.Revision), nil
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get snapshot %s: %w", key.Name, err)
 	}
@@ -118,7 +118,7 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 	if err := r.APIReader.Get(ctx, key, &existing); err != nil {
 		return nil, fmt.Errorf("get snapshot %s: %w", key.Name, err)
 	}
-	return heldSnapshot(p, &existing), nil
+	return heldSnapshot(p, &existing, rev.Revision), nil
 }
 
 // keepSnapshot makes sure the revision attempt delivered has its snapshot,
@@ -146,14 +146,15 @@ const snapshotRetry = 30 * time.Second
 // snapshotFailure is why a revision has no snapshot (SnapshotFailed).
 type snapshotFailure struct{ reason, message string }
 
-// heldSnapshot is the failure when the snapshot's name is held by an
-// object that is not p's, nil when it is p's.
-func heldSnapshot(p *v1alpha1.Persona, held client.Object) *snapshotFailure {
-	if controls(p, held) {
+// heldSnapshot is the failure when the name of p's snapshot of revision n
+// is held by an object that is not that snapshot (another owner's, or one
+// without a snapshot's labels), nil when it is.
+func heldSnapshot(p *v1alpha1.Persona, held client.Object, n int64) *snapshotFailure {
+	if ownSnapshot(p, held, n) {
 		return nil
 	}
 	return &snapshotFailure{reason: v1alpha1.SnapshotNameTakenReason, message: fmt.Sprintf(
-		"ConfigMap %s exists and is not this Persona's (an older Persona of this name not yet deleted?); retrying", held.GetName())}
+		"ConfigMap %s exists and is not this Persona's snapshot (an older Persona of this name not yet deleted, or a ConfigMap without a snapshot's labels?); retrying", held.GetName())}
 }
 
 // snapshotBytes is what the snapshots of namespace hold, as their
@@ -184,7 +185,7 @@ func (r *PersonaReconciler) namespaceSnapshots(ctx context.Context, namespace st
 	}
 	var out []*metav1.PartialObjectMetadata
 	for i := range list.Items {
-		if _, _, ok := delivery.SnapshotOf(list.Items[i].Name); ok {
+		if _, _, ok := delivery.LabelledSnapshot(&list.Items[i]); ok {
 			out = append(out, &list.Items[i])
 		}
 	}
