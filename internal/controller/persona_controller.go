@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,8 @@ type PersonaReconciler struct {
 	configMaps *sourceReader
 	// pruned are the snapshots pruned whose deletion is not yet watched.
 	pruned *prunedSnapshots
+	// snapshotBytes is what each namespace's snapshots hold.
+	snapshotBytes *snapshotBytes
 	// keepers name further revisions whose snapshots are kept
 	// (keptRevisions): the revisions injected pods name plug in here.
 	keepers []revisionKeeper
@@ -121,6 +124,7 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 		overruns:                  newOverruns(),
 		configMaps:                sources,
 	}
+	r.snapshotBytes = newSnapshotBytes(r.namespaceSnapshots)
 	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns}
 	return r
 }
@@ -305,6 +309,13 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 		DeleteFunc: func(e event.TypedDeleteEvent[*metav1.PartialObjectMetadata]) bool {
 			return !isSnapshot(e.Object) || !r.pruned.take(client.ObjectKeyFromObject(e.Object))
 		},
+	}
+	informer, err := own.GetInformer(context.Background(), configMapMetadata(), cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("the informer of the operator's ConfigMaps: %w", err)
+	}
+	if err := r.snapshotBytes.watch(informer); err != nil {
+		return fmt.Errorf("count the snapshots' bytes: %w", err)
 	}
 	owner := handler.TypedEnqueueRequestForOwner[*metav1.PartialObjectMetadata](mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Persona{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).

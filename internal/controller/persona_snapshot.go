@@ -76,21 +76,8 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 		data, guardrails = live.Data, live.Annotations[delivery.GuardrailsAnnotation]
 	}
 	size := dataSize(data)
-	used, err := r.snapshotBytes(ctx, p.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	limit := r.snapshotBytesLimit()
-	if used+size > limit {
-		// The oldest snapshots no Persona keeps make room, if they can.
-		if used, err = r.evict(ctx, p, used, used+size-limit); err != nil {
-			return nil, err
-		}
-	}
-	if used+size > limit {
-		return &snapshotFailure{reason: v1alpha1.SnapshotBytesExceededReason, message: fmt.Sprintf(
-			"snapshot %s not written: the snapshots of namespace %s would hold %d bytes, over the operator's cap of %d (--snapshot-bytes-per-namespace), even without those no Persona keeps; retrying",
-			key.Name, p.Namespace, used+size, limit)}, nil
+	if failure, err := r.reserveSnapshotBytes(ctx, p, key.Name, size); failure != nil || err != nil {
+		return failure, err
 	}
 	snap := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -107,7 +94,11 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 	if err := controllerutil.SetControllerReference(p, snap, r.Scheme); err != nil {
 		return nil, fmt.Errorf("own snapshot: %w", err)
 	}
-	switch _, err := r.configMapWriter.create(ctx, snap); {
+	_, err := r.configMapWriter.create(ctx, snap)
+	if err != nil {
+		r.snapshotBytes.namespace(p.Namespace).release(key.Name)
+	}
+	switch {
 	case err == nil:
 		return nil, nil
 	case !apierrors.IsAlreadyExists(err):
@@ -157,22 +148,36 @@ func heldSnapshot(p *v1alpha1.Persona, held client.Object, n int64) *snapshotFai
 		"ConfigMap %s exists and is not this Persona's snapshot (an older Persona of this name not yet deleted, or a ConfigMap without a snapshot's labels?); retrying", held.GetName())}
 }
 
-// snapshotBytes is what the snapshots of namespace hold, as their
-// delivery.SnapshotBytesAnnotation says.
-func (r *PersonaReconciler) snapshotBytes(ctx context.Context, namespace string) (int, error) {
-	all, err := r.namespaceSnapshots(ctx, namespace)
+// reserveSnapshotBytes counts size bytes for the snapshot name of p's
+// namespace, about to be created, when they fit under the cap, the oldest
+// snapshots no Persona keeps evicted to make room if they can; else it is
+// the SnapshotBytesExceeded failure. The check, the evictions and the
+// reservation hold the namespace's lock, so the cap holds however many
+// workers write at once.
+func (r *PersonaReconciler) reserveSnapshotBytes(ctx context.Context, p *v1alpha1.Persona, name string, size int) (*snapshotFailure, error) {
+	ledger, err := r.snapshotBytes.lock(ctx, p.Namespace)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	total := 0
-	for _, m := range all {
-		total += snapshotSize(m)
+	defer ledger.unlock()
+	used, limit := ledger.used(), r.snapshotBytesLimit()
+	if used+size > limit {
+		if err := r.evict(ctx, p, ledger, used+size-limit); err != nil {
+			return nil, err
+		}
+		used = ledger.used()
 	}
-	return total, nil
+	if used+size > limit {
+		return &snapshotFailure{reason: v1alpha1.SnapshotBytesExceededReason, message: fmt.Sprintf(
+			"snapshot %s not written: the snapshots of namespace %s would hold %d bytes, over the operator's cap of %d (--snapshot-bytes-per-namespace), even without those no Persona keeps; retrying",
+			name, p.Namespace, used+size, limit)}, nil
+	}
+	ledger.reserve(name, size)
+	return nil, nil
 }
 
 // namespaceSnapshots are the snapshots of every Persona of namespace, as
-// the metadata cache has them.
+// the metadata cache has them: shared with the cache, not to be changed.
 func (r *PersonaReconciler) namespaceSnapshots(ctx context.Context, namespace string) ([]*metav1.PartialObjectMetadata, error) {
 	hasRevision, err := labels.NewRequirement(delivery.RevisionLabel, selection.Exists, nil)
 	if err != nil {
@@ -180,7 +185,8 @@ func (r *PersonaReconciler) namespaceSnapshots(ctx context.Context, namespace st
 	}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-	if err := r.configMapMetadata.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*hasRevision)}); err != nil {
+	if err := r.configMapMetadata.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*hasRevision)},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list the snapshots of namespace %s: %w", namespace, err)
 	}
 	var out []*metav1.PartialObjectMetadata
@@ -242,18 +248,24 @@ func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona) erro
 }
 
 // deleteSnapshot deletes the snapshot m, noting that the controller did:
-// its deletion's event needs no reconcile.
+// its deletion's event needs no reconcile, and its bytes are freed before
+// the cache sees it go. One gone already frees nothing here: whoever
+// deleted it, the cache's event counts its bytes off.
 func (r *PersonaReconciler) deleteSnapshot(ctx context.Context, m *metav1.PartialObjectMetadata) error {
 	key := client.ObjectKeyFromObject(m)
 	r.pruned.add(key)
-	err := r.Delete(ctx, m, client.Preconditions{UID: &m.UID})
+	target := configMapMetadata() // m may be the cache's own
+	target.Namespace, target.Name = m.Namespace, m.Name
+	err := r.Delete(ctx, target, client.Preconditions{UID: &m.UID})
 	switch {
-	case apierrors.IsNotFound(err):
-		r.pruned.remove(key) // deleted before: its event came or comes as anyone's
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		r.pruned.remove(key) // deleted before (or another of its name): its event came or comes as anyone's
+		return nil
 	case err != nil:
 		r.pruned.remove(key)
 		return fmt.Errorf("delete snapshot %s: %w", m.Name, err)
 	}
+	r.snapshotBytes.deletedHere(m)
 	return nil
 }
 
