@@ -239,12 +239,41 @@ func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona) erro
 	}
 	older := slices.DeleteFunc(snapshots, func(s snapshotRef) bool { return kept[s.number] })
 	over := len(older) - p.Spec.HistoryLimit()
-	for _, s := range older[:max(over, 0)] {
+	if over <= 0 {
+		return nil
+	}
+	// p was read at the start of the reconcile: a pin set since may name one of these.
+	pinned, err := r.pinNow(ctx, p)
+	if err != nil {
+		return err
+	}
+	for _, s := range older[:over] {
+		if s.number == pinned {
+			continue
+		}
 		if err := r.deleteSnapshot(ctx, s.meta); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// pinNow is the revision p's pin annotation names as the API server has
+// it now, 0 when none (or p is gone). It lists p's metadata by name: the
+// manager's rights on Personas are list and watch.
+func (r *PersonaReconciler) pinNow(ctx context.Context, p *v1alpha1.Persona) (int64, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("PersonaList"))
+	if err := r.APIReader.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingFields{"metadata.name": p.Name}); err != nil {
+		return 0, fmt.Errorf("read the pin of persona %s: %w", p.Name, err)
+	}
+	for _, now := range list.Items {
+		if now.Name == p.Name {
+			n, _, _ := v1alpha1.PinnedRevisionOf(now.Annotations)
+			return n, nil
+		}
+	}
+	return 0, nil
 }
 
 // deleteSnapshot deletes the snapshot m, noting that the controller did:
