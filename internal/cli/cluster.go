@@ -136,20 +136,22 @@ func (c *cluster) live(ctx context.Context, name string) (*corev1.ConfigMap, err
 }
 
 // setPin sets the pin-revision annotation of the Persona name to value, or
-// removes it when value is "", by a merge patch that touches nothing else.
-func (c *cluster) setPin(ctx context.Context, name, value string) error {
+// removes it when value is "", by a merge patch that touches nothing else,
+// and returns the resourceVersion it wrote.
+func (c *cluster) setPin(ctx context.Context, name, value string) (string, error) {
 	v := any(value)
 	if value == "" {
 		v = nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{v1alpha1.PinRevisionAnnotation: v}}})
 	if err != nil {
-		return err
+		return "", err
 	}
-	if _, err := c.personas.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("annotate persona %s/%s: %w", c.namespace, name, err)
+	patched, err := c.personas.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return "", fmt.Errorf("annotate persona %s/%s: %w", c.namespace, name, err)
 	}
-	return nil
+	return patched.GetResourceVersion(), nil
 }
 
 // completePersonas completes the Persona names of the namespace of kube's flags.

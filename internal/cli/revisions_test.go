@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -156,6 +157,19 @@ var _ = Describe("kubectl-persona history and rollback", func() {
 		Expect(code).To(Equal(cli.ExitInvalid))
 		Expect(errOut).To(Equal("error: persona " + ns + "/p: revision 9 has no snapshot persona-p.r9 (never kept, or pruned); 'kubectl persona history p' lists those left\n"))
 		Expect(suite.GetPersona(ns, "p").Annotations).NotTo(HaveKey("prompts.persona-operator.dev/pin-revision"))
+
+		By("failing at once, not at --timeout, when the operator refuses the pin: a snapshot that does not hold what it wrote")
+		tampered := r1.DeepCopy()
+		tampered.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "persona-p.r77", Labels: map[string]string{
+			"app.kubernetes.io/managed-by": "persona-operator", "prompts.persona-operator.dev/persona": "p", "prompts.persona-operator.dev/revision": "77"},
+			Annotations: map[string]string{"prompts.persona-operator.dev/content-hash": "sha256:0"}, OwnerReferences: r1.OwnerReferences}
+		Expect(suite.K8s.Create(suite.Ctx, tampered)).To(Succeed())
+		start := time.Now()
+		code, _, errOut = persona("rollback", "p", "--to-revision", "77", "--timeout", "5m")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(errOut).To(ContainSubstring("Pinned=False RevisionNotFound: revision 77"))
+		Expect(time.Since(start)).To(BeNumerically("<", time.Minute))
+		Expect(suite.K8s.Delete(suite.Ctx, tampered)).To(Succeed())
 
 		By("rolling back to revision 1: the pin is set, waited for, and its diff printed")
 		code, out, errOut = persona("rollback", "p", "--to-revision", "1", "--timeout", "30s")
