@@ -105,6 +105,13 @@ func (o *historyOptions) run(ctx context.Context, s *Streams, name string) error
 	if o.diff {
 		fail = func(format string, args ...any) error { return diffFailed(fmt.Errorf(format, args...)) }
 	}
+	// A failed write of the output is a failure, not a usage error.
+	written := func(err error) error {
+		if err != nil {
+			return fail("write the output: %v", err)
+		}
+		return nil
+	}
 	c, err := connect(o.kube)
 	if err != nil {
 		return fail("%v", err)
@@ -120,9 +127,9 @@ func (o *historyOptions) run(ctx context.Context, s *Streams, name string) error
 		}
 		h := historyOf(p, snapshots)
 		if o.output == outputJSON {
-			return writeJSON(s.Out, h)
+			return written(writeJSON(s.Out, h))
 		}
-		return h.writeTable(s.Out, o.now())
+		return written(h.writeTable(s.Out, o.now()))
 	}
 	snap, err := c.snapshot(ctx, p, o.revision)
 	if err != nil {
@@ -152,16 +159,16 @@ func (o *historyOptions) run(ctx context.Context, s *Streams, name string) error
 			return fail("%v", err)
 		}
 		_, err = s.Out.Write(raw)
-		return err
+		return written(err)
 	case outputJSON:
 		var rec any
 		if err := json.Unmarshal([]byte(snap.Data[render.RevisionKey]), &rec); err != nil {
 			return fail("snapshot %s: revision.json: %v", snap.Name, err)
 		}
-		return writeJSON(s.Out, rec)
+		return written(writeJSON(s.Out, rec))
 	}
 	_, err = io.WriteString(s.Out, snap.Data[render.SystemPromptKey])
-	return err
+	return written(err)
 }
 
 // writeRevisionDiff prints the unified diff of each prompt key from the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -90,6 +91,14 @@ var _ = Describe("kubectl-persona history and rollback", func() {
 		Expect(code).To(Equal(cli.ExitInvalid))
 		Expect(errOut).To(ContainSubstring("revision 99 has no snapshot"))
 		Expect(suite.K8s.Delete(suite.Ctx, forged)).To(Succeed())
+
+		By("failing with status 1, not 2, when the output cannot be written")
+		for _, args := range [][]string{{"history", "p"}, {"history", "p", "-o", "json"}, {"history", "p", "--revision", "1"}} {
+			var errOut bytes.Buffer
+			code := cli.Run(append(args, "--kubeconfig", kubeconfig, "--context", "envtest"), nil, closedPipe{}, &errOut)
+			Expect(code).To(Equal(cli.ExitInvalid), "%q: %s", args, errOut.String())
+			Expect(errOut.String()).To(ContainSubstring("write the output"), "%q", args)
+		}
 
 		By("listing them as JSON")
 		code, out, _ = persona("history", "p", "-o", "json")
@@ -218,3 +227,8 @@ var _ = Describe("kubectl-persona history and rollback", func() {
 		}
 	})
 })
+
+// closedPipe is standard output whose reader is gone.
+type closedPipe struct{}
+
+func (closedPipe) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }

@@ -128,7 +128,7 @@ func (o *rollbackOptions) run(ctx context.Context, s *Streams, name string) erro
 		return failed("%v", err)
 	}
 	if _, err := writeRevisionDiff(s.Out, c.namespace, name, "before", dataOf(before), "after", dataOf(after)); err != nil {
-		return err
+		return failed("write the output: %v", err)
 	}
 	if o.clear {
 		fmt.Fprintf(s.Err, "persona %s/%s unpinned: revision %d is delivered\n", c.namespace, name, p.Status.CurrentRevision)
