@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
@@ -32,7 +33,9 @@ var personasResource = v1alpha1.GroupVersion.WithResource("personas")
 type cluster struct {
 	namespace string
 	core      corev1client.CoreV1Interface
-	personas  dynamic.ResourceInterface
+	// configMapMetadata lists ConfigMaps without their data.
+	configMapMetadata metadata.ResourceInterface
+	personas          dynamic.ResourceInterface
 }
 
 // addKubeFlags adds kubectl's connection flags (--kubeconfig, --context,
@@ -61,7 +64,12 @@ func connect(kube *genericclioptions.ConfigFlags) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cluster{namespace: ns, core: core, personas: dyn.Resource(personasResource).Namespace(ns)}, nil
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &cluster{namespace: ns, core: core, personas: dyn.Resource(personasResource).Namespace(ns),
+		configMapMetadata: meta.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace(ns)}, nil
 }
 
 // persona reads the Persona name.
@@ -90,21 +98,30 @@ func (c *cluster) personaNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// snapshots are p's snapshots persona-<name>.r<n>, by number: those p
-// controls that carry a snapshot's labels.
-func (c *cluster) snapshots(ctx context.Context, p *v1alpha1.Persona) (map[int64]*corev1.ConfigMap, error) {
-	list, err := c.core.ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: delivery.PersonaLabel + "=" + p.Name})
-	if err != nil {
-		return nil, fmt.Errorf("list the snapshots of persona %s/%s: %w", c.namespace, p.Name, err)
-	}
-	out := map[int64]*corev1.ConfigMap{}
-	for i := range list.Items {
-		cm := &list.Items[i]
-		if name, n, ok := delivery.LabelledSnapshot(cm); ok && name == p.Name && metav1.IsControlledBy(cm, p) {
-			out[n] = cm
+// snapshotsPage is how many ConfigMaps' metadata one list request reads.
+const snapshotsPage = 500
+
+// snapshots are the metadata of p's snapshots persona-<name>.r<n>, by
+// number: those p controls that carry a snapshot's labels. Their data is
+// read only for what is printed (snapshot).
+func (c *cluster) snapshots(ctx context.Context, p *v1alpha1.Persona) (map[int64]*metav1.PartialObjectMetadata, error) {
+	out := map[int64]*metav1.PartialObjectMetadata{}
+	opts := metav1.ListOptions{LabelSelector: delivery.PersonaLabel + "=" + p.Name + "," + delivery.RevisionLabel, Limit: snapshotsPage}
+	for {
+		list, err := c.configMapMetadata.List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list the snapshots of persona %s/%s: %w", c.namespace, p.Name, err)
+		}
+		for i := range list.Items {
+			m := &list.Items[i]
+			if name, n, ok := delivery.LabelledSnapshot(m); ok && name == p.Name && metav1.IsControlledBy(m, p) {
+				out[n] = m
+			}
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return out, nil
 		}
 	}
-	return out, nil
 }
 
 // snapshot is p's snapshot of revision n; nil when there is none.
