@@ -167,6 +167,10 @@ type outcome struct {
 	// retryAfter is set for a render that ran out of wall time and is
 	// tried again by itself.
 	retryAfter time.Duration
+	// budgetEnd is when the reconcile's render budget (MaxPersonaDuration
+	// from the render's start) ends: a pinned revision's re-render is
+	// charged to what is left of it.
+	budgetEnd time.Time
 	// wrote is set when the ConfigMap was created or updated.
 	wrote bool
 	// previous is the data an update replaced, for the Rendered Event to
@@ -217,12 +221,16 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 	}()
 
+	renderStart := time.Now()
 	attempt, err := r.render(ctx, &p)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	pn := pinOf(&p)
 	if pn.revision > 0 {
+		if budget := render.Default().Limits().MaxPersonaDuration; budget > 0 {
+			attempt.budgetEnd = renderStart.Add(budget)
+		}
 		if result, done, err := r.reconcilePinned(ctx, &p, before, &pn, attempt); done || err != nil {
 			return result, err
 		}
@@ -250,6 +258,9 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	}
 	if retryAfter, err = r.keepSnapshot(ctx, &p, attempt, retryAfter); err != nil {
 		return ctrl.Result{}, err
+	}
+	if pn.retryAfter > 0 && (retryAfter == 0 || pn.retryAfter < retryAfter) {
+		retryAfter = pn.retryAfter
 	}
 	// Other than a retried render or an awaited reference, a failure waits
 	// for a change to the persona or what it reads: the watches bring it back.

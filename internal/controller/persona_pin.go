@@ -3,9 +3,11 @@ package controller
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +41,9 @@ type pin struct {
 	// failure is why the pin is not honoured: InvalidPin, RevisionNotFound,
 	// or the reason a re-render with the current guardrails failed.
 	failure, message string
+	// retryAfter is set when that re-render ran out of the time the latest
+	// render left it: the pin is tried again by itself.
+	retryAfter time.Duration
 }
 
 func pinOf(p *v1alpha1.Persona) pin {
@@ -102,7 +107,10 @@ func (r *PersonaReconciler) deliverPinned(ctx context.Context, p *v1alpha1.Perso
 		return outcome{}, latestFailure, nil
 	}
 	pinned := outcome{reason: v1alpha1.RenderedReason, read: attempt.read, guardrails: identity}
-	if src.Annotations[delivery.GuardrailsAnnotation] == identity && rec != nil {
+	if live, ok := r.rebasedLive(ctx, p, pn.revision, identity); ok {
+		// Delivered already, re-rendered with these guardrails: as it is, not rendered again.
+		pinned.output, pinned.render, pinned.pinned = live.output, live.render, live.pinned
+	} else if src.Annotations[delivery.GuardrailsAnnotation] == identity && rec != nil {
 		// The snapshot's content, byte for byte, and its revision.json.
 		out := &render.Output{Data: data, Hash: render.ContentHash(data), Bytes: dataSize(data)}
 		pinned.output, pinned.render = out, status.Render{Hash: out.Hash, Bytes: out.Bytes}
@@ -115,9 +123,15 @@ func (r *PersonaReconciler) deliverPinned(ctx context.Context, p *v1alpha1.Perso
 			return outcome{}, latestFailure, nil
 		}
 		bundle.ClusterLayers = resolve.Layers(guardrails)
-		out, err := render.Default().ConfigMap(bundle)
+		// Charged to what the latest render left of the Persona's budget.
+		out, err := render.Default().ConfigMapBy(bundle, attempt.budgetEnd)
 		if err != nil {
 			pn.failure, pn.message = status.RenderReason(err), fmt.Sprintf("revision %d with the current ClusterPromptLayers does not render: %v; the latest render is delivered", pn.revision, err)
+			// Out of what the latest render left, the time may be there next time.
+			var limit *render.LimitError
+			if errors.As(err, &limit) && (limit.Limit == render.LimitTime || limit.Limit == render.LimitPersonaTime) {
+				pn.retryAfter = overrunRetry
+			}
 			return outcome{}, latestFailure, nil
 		}
 		pinned.output, pinned.render = out, status.RenderOf(out)
@@ -126,6 +140,33 @@ func (r *PersonaReconciler) deliverPinned(ctx context.Context, p *v1alpha1.Perso
 	}
 	delivered, err := r.deliver(ctx, p, pinned, false)
 	return delivered, latestFailure, err
+}
+
+// rebasedLive is the delivery of p's live ConfigMap when it holds the
+// revision based on n, re-rendered with the guardrails of identity, as the
+// operator wrote it (the status's delivered revision): a pin delivers it as
+// it is rather than render n's inputs again at every reconcile.
+func (r *PersonaReconciler) rebasedLive(ctx context.Context, p *v1alpha1.Persona, n int64, identity string) (outcome, bool) {
+	if p.Status.PinnedRevision != n || p.Status.CurrentRevision == n {
+		return outcome{}, false
+	}
+	live, _, err := r.readConfigMap(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.ConfigMapName(p.Name)})
+	if err != nil || !controls(p, live) || live.Annotations[delivery.GuardrailsAnnotation] != identity ||
+		delivery.Revision(live.Annotations) != p.Status.CurrentRevision {
+		return outcome{}, false
+	}
+	rec, ok := decodeRecord(live.Data[render.RevisionKey])
+	data := withoutRevisionKey(live.Data)
+	if !ok || rec.Base != n || unfaithful(p, p.Status.CurrentRevision, live, data, rec) != "" {
+		return outcome{}, false
+	}
+	out := &render.Output{Data: data, Hash: render.ContentHash(data), Bytes: dataSize(data)}
+	delivered := status.Render{Hash: out.Hash, Bytes: out.Bytes}
+	if p.Status.ContentHash == out.Hash {
+		delivered.Sections = p.Status.Sections // what the render that wrote it told
+	}
+	return outcome{output: out, render: delivered,
+		pinned: &revision{entry: rec.Entry(), record: []byte(live.Data[render.RevisionKey])}}, true
 }
 
 // unfaithful says why src does not hold revision n as the operator wrote
