@@ -23,6 +23,7 @@ type managerFlags struct {
 	webhookSecretMountPath                                   string
 	webhookPort                                              int
 	webhookSecretName, webhookServiceName, webhookConfigName string
+	injectWebhookConfigName                                  string
 
 	watchNamespaces      []string
 	personaWorkers       int
@@ -58,6 +59,7 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 	fs.StringVar(&f.webhookSecretName, "webhook-secret-name", "persona-operator-webhook-server-cert", "The Secret holding the webhook certificate the manager makes (without --webhook-cert-path).")
 	fs.StringVar(&f.webhookServiceName, "webhook-service-name", "persona-operator-webhook-service", "The webhook's Service, whose DNS name the certificate the manager makes is for.")
 	fs.StringVar(&f.webhookConfigName, "webhook-config-name", "persona-operator-validating-webhook-configuration", "The ValidatingWebhookConfiguration the manager injects its CA into.")
+	fs.StringVar(&f.injectWebhookConfigName, "inject-webhook-config-name", "persona-operator-mutating-webhook-configuration", "The MutatingWebhookConfiguration of the pod injection the manager injects its CA into.")
 	fs.Func("watch-namespaces", "Comma-separated namespaces whose Personas, PromptLayers and ConfigMaps the manager reads, caches and writes; empty: all.",
 		func(v string) error { f.watchNamespaces = splitList(v); return nil })
 	fs.IntVar(&f.personaWorkers, "persona-workers", 16, "Concurrent Persona reconciles.")

@@ -31,16 +31,25 @@ type Options struct {
 	SnapshotBytesPerNamespace int
 }
 
+// Caches are the controllers' ConfigMap metadata caches the webhooks read.
+type Caches struct {
+	// TemplateSources holds the template sources' metadata, which the
+	// validating webhook's warnings read.
+	TemplateSources cache.Cache
+	// Delivered holds the metadata of the operator's own ConfigMaps, the
+	// snapshots among them, which the pod injection reads.
+	Delivered cache.Cache
+}
+
 // Setup registers the field indexes and the four controllers with the
-// manager. It returns the cache of the template sources' metadata, which
-// the webhook's warnings read.
-func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources cache.Cache, err error) {
+// manager, and returns the caches the webhooks read.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, err error) {
 	if err := setupIndexes(ctx, mgr); err != nil {
-		return nil, fmt.Errorf("register field indexes: %w", err)
+		return Caches{}, fmt.Errorf("register field indexes: %w", err)
 	}
 	own, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, ownSelector, trimConfigMapMetadata)
 	if err != nil {
-		return nil, fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
+		return Caches{}, fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
 	}
 	// With unlabelled sources read, every ConfigMap may be one: all are watched.
 	var sourceSelector labels.Selector = templateSourceSelector
@@ -49,40 +58,40 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources
 	}
 	sourceMetadata, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, sourceSelector, trimSourceMetadata)
 	if err != nil {
-		return nil, fmt.Errorf("create the cache of the template sources: %w", err)
+		return Caches{}, fmt.Errorf("create the cache of the template sources: %w", err)
 	}
 	if err := registerInformers(ctx, mgr.GetCache(), own, sourceMetadata); err != nil {
-		return nil, err
+		return Caches{}, err
 	}
 	for _, c := range []cache.Cache{own, sourceMetadata} {
 		if err := mgr.Add(startedWithCaches{c}); err != nil {
-			return nil, fmt.Errorf("run a ConfigMap metadata cache: %w", err)
+			return Caches{}, fmt.Errorf("run a ConfigMap metadata cache: %w", err)
 		}
 	}
 	sources := newSourceReader(sourceMetadata, mgr.GetAPIReader(), opts.ReadUnlabelledSources)
 	if err := metrics.Registry.Register(readyReasons{cache: mgr.GetCache()}); err != nil {
-		return nil, fmt.Errorf("register the Personas by Ready reason: %w", err)
+		return Caches{}, fmt.Errorf("register the Personas by Ready reason: %w", err)
 	}
 	recorder := cuttingRecorder{mgr.GetEventRecorder("persona-operator")}
 	writer, err := newConfigMapWriter(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
-		return nil, fmt.Errorf("create the ConfigMap writer: %w", err)
+		return Caches{}, fmt.Errorf("create the ConfigMap writer: %w", err)
 	}
 	personas := newPersonaReconciler(mgr.GetClient(), mgr.GetScheme(), recorder, mgr.GetAPIReader(), own, sources, writer,
 		personaOptions{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod,
 			SnapshotBytesPerNamespace: opts.SnapshotBytesPerNamespace})
 	if err := personas.SetupWithManager(mgr, own, sourceMetadata); err != nil {
-		return nil, fmt.Errorf("set up the Persona controller: %w", err)
+		return Caches{}, fmt.Errorf("set up the Persona controller: %w", err)
 	}
 	layers := newPromptLayerReconciler(mgr.GetClient(), recorder, sources, opts.ReferenceGracePeriod)
 	if err := layers.SetupWithManager(mgr, sourceMetadata); err != nil {
-		return nil, fmt.Errorf("set up the PromptLayer controller: %w", err)
+		return Caches{}, fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
 	if err := (&ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
+		return Caches{}, fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
 	}
 	if err := (&PromptPlatformReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up the PromptPlatform controller: %w", err)
+		return Caches{}, fmt.Errorf("set up the PromptPlatform controller: %w", err)
 	}
-	return sourceMetadata, nil
+	return Caches{TemplateSources: sourceMetadata, Delivered: own}, nil
 }
