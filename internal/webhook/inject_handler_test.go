@@ -21,7 +21,9 @@ func (failing) Get(context.Context, client.ObjectKey, client.Object, ...client.G
 	return errNotSynced
 }
 
-func (failing) List(context.Context, client.ObjectList, ...client.ListOption) error { return errNotSynced }
+func (failing) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errNotSynced
+}
 
 func podCreate(t *testing.T, namespace string, labels map[string]string) admission.Request {
 	t.Helper()
