@@ -38,7 +38,7 @@ func main() {
 	caches, err := controller.Setup(ctx, mgr, controller.Options{
 		PersonaWorkers: flags.personaWorkers, ReferenceGracePeriod: flags.referenceGracePeriod,
 		WatchNamespaces: flags.watchNamespaces, ReadUnlabelledSources: flags.readUnlabelledSources,
-		SnapshotBytesPerNamespace: flags.snapshotBytesPerNamespace,
+		SnapshotBytesPerNamespace: flags.snapshotBytesPerNamespace, AgentsInterval: flags.agentsInterval,
 	})
 	if err != nil {
 		fail(err, "set up the controllers")

@@ -213,6 +213,16 @@ func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona, keep
 	}
 	older := slices.DeleteFunc(snapshots, func(s snapshotRef) bool { return s.number == current || keep(s) })
 	over := len(older) - p.Spec.HistoryLimit()
+	if over > 0 {
+		// A snapshot an injected pod names is kept: the pods are listed
+		// afresh, so that one admitted just now counts (agents.go).
+		inUse, err := revisionsInUse(ctx, r.APIReader, p)
+		if err != nil {
+			return err
+		}
+		older = slices.DeleteFunc(older, func(s snapshotRef) bool { return inUse[s.number] })
+		over = len(older) - p.Spec.HistoryLimit()
+	}
 	for _, s := range older[:max(over, 0)] {
 		key := client.ObjectKeyFromObject(s.meta)
 		r.pruned.add(key)

@@ -29,6 +29,9 @@ type Options struct {
 	// SnapshotBytesPerNamespace caps the bytes of one namespace's revision
 	// snapshots (--snapshot-bytes-per-namespace); 0 means DefaultSnapshotBytesPerNamespace.
 	SnapshotBytesPerNamespace int
+	// AgentsInterval is the shortest time between two writes of a
+	// Persona's status.agents; 0 means DefaultAgentsInterval.
+	AgentsInterval time.Duration
 }
 
 // Caches are the controllers' ConfigMap metadata caches the webhooks read.
@@ -87,6 +90,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 	if err := layers.SetupWithManager(mgr, sourceMetadata); err != nil {
 		return Caches{}, fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
+	if err := setupAgents(ctx, mgr, opts); err != nil {
+		return Caches{}, err
+	}
 	if err := (&ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return Caches{}, fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
 	}
@@ -94,4 +100,23 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 		return Caches{}, fmt.Errorf("set up the PromptPlatform controller: %w", err)
 	}
 	return Caches{TemplateSources: sourceMetadata, Delivered: own}, nil
+}
+
+// setupAgents runs the cache of the agent pods' metadata and the controller
+// of status.agents.
+func setupAgents(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	pods, err := newPodMetadataCache(mgr, opts.WatchNamespaces)
+	if err != nil {
+		return fmt.Errorf("create the cache of the agent pods: %w", err)
+	}
+	if _, err := pods.GetInformer(ctx, podMetadata(), cache.BlockUntilSynced(false)); err != nil {
+		return fmt.Errorf("register the informer of the agent pods: %w", err)
+	}
+	if err := mgr.Add(startedWithCaches{pods}); err != nil {
+		return fmt.Errorf("run the cache of the agent pods: %w", err)
+	}
+	if err := newAgentsReconciler(mgr.GetClient(), pods, opts.AgentsInterval).SetupWithManager(mgr, pods); err != nil {
+		return fmt.Errorf("set up the agents controller: %w", err)
+	}
+	return nil
 }

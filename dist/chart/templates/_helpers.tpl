@@ -85,6 +85,13 @@ ClusterRole, or with rbac.namespaced in a Role in each watched namespace.
   - update
   - watch
 - apiGroups:
+  - ""
+  resources:
+  - pods
+  verbs:
+  - list
+  - watch
+- apiGroups:
   - events.k8s.io
   resources:
   - events
