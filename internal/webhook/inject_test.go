@@ -216,6 +216,57 @@ spec:
 		Expect(named("3")).To(Equal([]string{"persona-prompt=persona-reviewer.r3"}))
 	})
 
+	It("counts the injected snapshot pods by revision in status.agents as pods come and go", func() {
+		persona("reviewer", "m1")
+		atRevision("reviewer", 1)
+		agents := func() *v1alpha1.AgentsStatus { return suite.GetPersona(ns, "reviewer").Status.Agents }
+		onFirst := []*corev1.Pod{create(podOf("reviewer", nil)), create(podOf("reviewer", nil))}
+		create(podOf("reviewer", map[string]string{"prompts.persona-operator.dev/delivery": "live"})) // not counted
+		Eventually(agents).Should(Equal(&v1alpha1.AgentsStatus{Current: 2, Revisions: []v1alpha1.RevisionAgents{{Revision: 1, Pods: 2}}}))
+
+		persona("reviewer", "m2")
+		atRevision("reviewer", 2)
+		create(podOf("reviewer", nil))
+		Eventually(agents).Should(Equal(&v1alpha1.AgentsStatus{Current: 1, Revisions: []v1alpha1.RevisionAgents{{Revision: 2, Pods: 1}, {Revision: 1, Pods: 2}}}))
+
+		for _, pod := range onFirst {
+			Expect(suite.K8s.Delete(suite.Ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
+		}
+		Eventually(agents).Should(Equal(&v1alpha1.AgentsStatus{Current: 1, Revisions: []v1alpha1.RevisionAgents{{Revision: 2, Pods: 1}}}))
+	})
+
+	It("keeps a snapshot a pod names beyond revisionHistoryLimit, and prunes it once the pod is gone", func() {
+		suite.Apply(ns, `apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: Persona
+metadata: {name: reviewer}
+spec: {model: m1, revisionHistoryLimit: 0}
+`)
+		atRevision("reviewer", 1)
+		pinned := create(podOf("reviewer", nil))
+		Expect(promptVolumes(pinned)).To(Equal([]string{"persona-prompt=persona-reviewer.r1"}))
+		snapshots := func() []string {
+			var list corev1.ConfigMapList
+			Expect(suite.K8s.List(suite.Ctx, &list, client.InNamespace(ns), client.HasLabels{"prompts.persona-operator.dev/revision"})).To(Succeed())
+			var out []string
+			for _, cm := range list.Items {
+				out = append(out, cm.Name)
+			}
+			return out
+		}
+		for i, model := range []string{"m2", "m3"} {
+			suite.Apply(ns, fmt.Sprintf("apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Persona\nmetadata: {name: reviewer}\nspec: {model: %s, revisionHistoryLimit: 0}\n", model))
+			atRevision("reviewer", int64(i+2))
+		}
+		// Revision 2 is pruned (limit 0); 1 stays while the pod names it.
+		Eventually(snapshots).Should(ConsistOf("persona-reviewer.r1", "persona-reviewer.r3"))
+		Consistently(snapshots).Should(ConsistOf("persona-reviewer.r1", "persona-reviewer.r3"))
+
+		Expect(suite.K8s.Delete(suite.Ctx, pinned, client.GracePeriodSeconds(0))).To(Succeed())
+		suite.Apply(ns, "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Persona\nmetadata: {name: reviewer}\nspec: {model: m4, revisionHistoryLimit: 0}\n")
+		atRevision("reviewer", 4)
+		Eventually(snapshots).Should(ConsistOf("persona-reviewer.r4"))
+	})
+
 	It("gives each of 200 pods created at once exactly one volume, of the right revision", func() {
 		persona("reviewer", "m1")
 		atRevision("reviewer", 1)
