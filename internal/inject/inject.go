@@ -116,20 +116,31 @@ func Pod(pod *corev1.Pod, persona *Persona) (Result, field.ErrorList) {
 	if len(errs) > 0 {
 		return Result{}, errs
 	}
-	if !own {
+	// On reinvocation the choice stands, unless the volume names a
+	// revision the pod may not have: a pod written with the webhook's
+	// volume by hand gets no older guardrails than any other.
+	rechoose := own && revision > 0 && (opts.live || !allowed(persona, revision))
+	if !own || rechoose {
 		revision = chooseRevision(persona, opts)
 	}
 	if errs := shadows(pod, targets, opts.mountPath); len(errs) > 0 {
 		return Result{}, errs
 	}
-	if !own {
-		configMap := delivery.ConfigMapName(name)
-		if revision > 0 {
-			configMap = delivery.SnapshotName(name, revision)
-		}
+	configMap := delivery.ConfigMapName(name)
+	if revision > 0 {
+		configMap = delivery.SnapshotName(name, revision)
+	}
+	switch {
+	case !own:
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: VolumeName, VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: configMap}},
 		}})
+	case rechoose:
+		for i := range pod.Spec.Volumes {
+			if pod.Spec.Volumes[i].Name == VolumeName {
+				pod.Spec.Volumes[i].ConfigMap.Name = configMap
+			}
+		}
 	}
 	env := environment(name, opts, revision)
 	for _, c := range targets {
@@ -275,14 +286,24 @@ func chooseRevision(p *Persona, opts options) int64 {
 	if opts.live || p == nil || p.CurrentRevision <= 0 {
 		return 0
 	}
-	current, ok := p.Snapshots[p.CurrentRevision]
-	if !ok {
+	if _, ok := p.Snapshots[p.CurrentRevision]; !ok {
 		return 0
 	}
-	if named, ok := p.Snapshots[opts.revision]; ok && opts.revision > 0 && named == current {
+	if opts.revision > 0 && allowed(p, opts.revision) {
 		return opts.revision
 	}
 	return p.CurrentRevision
+}
+
+// allowed reports whether a pod may mount revision n: its snapshot is in
+// the cache, rendered with the current revision's guardrails.
+func allowed(p *Persona, n int64) bool {
+	if p == nil || p.CurrentRevision <= 0 {
+		return false
+	}
+	current, ok := p.Snapshots[p.CurrentRevision]
+	named, found := p.Snapshots[n]
+	return ok && found && named == current
 }
 
 // targetContainers are the containers that get the mount: every container,

@@ -109,6 +109,35 @@ func TestReinvocationMountsAContainerAddedSince(t *testing.T) {
 	}
 }
 
+// A pod that comes with the webhook's volume written by hand, naming a
+// revision that predates a guardrail, gets the current revision: the
+// reinvocation rule is no way around the guardrails.
+func TestForgedVolumeGetsNoOlderGuardrails(t *testing.T) {
+	for _, annotations := range []map[string]string{nil, {"prompts.persona-operator.dev/delivery": "live"}} {
+		pod := agentPod(annotations)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "persona-prompt", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "persona-reviewer.r1"}}}})
+		res, errs := Pod(pod, reviewer())
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		want, revision := "persona-reviewer.r3", int64(3)
+		if annotations != nil {
+			want, revision = "persona-reviewer", 0
+		}
+		if got := pod.Spec.Volumes[1].ConfigMap.Name; got != want || res.Revision != revision || len(pod.Spec.Volumes) != 2 {
+			t.Errorf("%v: volume of %s, revision %d; want %s, %d", annotations, got, res.Revision, want, revision)
+		}
+	}
+	// Revision 2 has the current guardrails: it stands.
+	pod := agentPod(nil)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "persona-prompt", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "persona-reviewer.r2"}}}})
+	if res, _ := Pod(pod, reviewer()); res.Revision != 2 {
+		t.Errorf("revision %d, want 2", res.Revision)
+	}
+}
+
 func TestRevisionChoice(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
