@@ -1,7 +1,9 @@
 package webhook_test
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"math/rand/v2"
 	"sync"
 
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/test/controlplane"
 	"github.com/persona-operator/persona-operator/test/suite"
 )
 
@@ -265,6 +268,36 @@ spec: {model: m1, revisionHistoryLimit: 0}
 		suite.Apply(ns, "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Persona\nmetadata: {name: reviewer}\nspec: {model: m4, revisionHistoryLimit: 0}\n")
 		atRevision("reviewer", 4)
 		Eventually(snapshots).Should(ConsistOf("persona-reviewer.r4"))
+	})
+
+	It("with the sample policy, admits in a guarded namespace only pods that get the operator's prompt", func() {
+		raw, err := os.ReadFile("../../config/samples/policy_agent_pods.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		objects, err := controlplane.DecodeManifest(bytes.NewReader(raw))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(objects).To(HaveLen(2))
+		for _, u := range objects {
+			Expect(suite.K8s.Create(suite.Ctx, u)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(suite.K8s.Delete(suite.Ctx, u))).To(Succeed()) })
+		}
+		var namespace corev1.Namespace
+		Expect(suite.K8s.Get(suite.Ctx, client.ObjectKey{Name: ns}, &namespace)).To(Succeed())
+		namespace.Labels["prompts.persona-operator.dev/agents"] = "guarded"
+		Expect(suite.K8s.Update(suite.Ctx, &namespace)).To(Succeed())
+		persona("reviewer", "m1")
+		atRevision("reviewer", 1)
+
+		unlabelled := func() error {
+			pod := podOf("reviewer", nil)
+			pod.Labels = nil
+			return suite.K8s.Create(suite.Ctx, pod)
+		}
+		Eventually(unlabelled).Should(MatchError(ContainSubstring("label the pod (its template) prompts.persona-operator.dev/persona: <name>")))
+		handMounted := podOf("reviewer", nil)
+		handMounted.Spec.Volumes = []corev1.Volume{{Name: "prompt", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "persona-reviewer"}}}}}}}}
+		Expect(suite.K8s.Create(suite.Ctx, handMounted)).To(MatchError(ContainSubstring("may not mount a persona-* ConfigMap by hand (volumes prompt)")))
+		Expect(promptVolumes(create(podOf("reviewer", nil)))).To(Equal([]string{"persona-prompt=persona-reviewer.r1"}))
 	})
 
 	It("gives each of 200 pods created at once exactly one volume, of the right revision", func() {
