@@ -74,10 +74,18 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	}
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	persona, err := i.persona(ctx, req.Namespace, name)
+	persona, lookupErr := i.persona(ctx, req.Namespace, name)
 	var warnings []string
-	if err != nil {
+	if err := lookupErr; err != nil {
 		warnings = append(warnings, fmt.Sprintf("the live ConfigMap %s is mounted: %v", delivery.ConfigMapName(name), err))
+	}
+	// The patch is computed from the pod as decoded, not from the raw
+	// request: it then holds the injection alone, never a field this
+	// client's types do not know (which a round trip would drop) nor a
+	// value they encode otherwise.
+	original, err := json.Marshal(pod)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode the pod: %w", err))
 	}
 	res, errs := inject.Pod(pod, persona)
 	if len(errs) > 0 {
@@ -95,7 +103,7 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode the pod: %w", err))
 	}
-	resp := admission.PatchResponseFromRaw(req.Object.Raw, mutated)
+	resp := admission.PatchResponseFromRaw(original, mutated)
 	resp.Warnings = warnings
 	return resp
 }

@@ -25,7 +25,7 @@ func (failing) List(context.Context, client.ObjectList, ...client.ListOption) er
 	return errNotSynced
 }
 
-func podCreate(t *testing.T, namespace string, labels map[string]string) admission.Request {
+func podCreate(t testing.TB, namespace string, labels map[string]string) admission.Request {
 	t.Helper()
 	raw, err := json.Marshal(&corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: namespace, Labels: labels},
@@ -70,5 +70,27 @@ func TestInjectorWithoutCachesMountsTheLiveConfigMap(t *testing.T) {
 	patch, _ := json.Marshal(resp.Patches)
 	if !strings.Contains(string(patch), `"name":"persona-reviewer"`) || strings.Contains(string(patch), "PERSONA_REVISION") {
 		t.Errorf("patch %s", patch)
+	}
+}
+
+// The patch holds the injection alone: a field the operator's types do not
+// know, and a quantity written otherwise than they would encode it, stay as
+// the pod has them.
+func TestInjectorPatchesOnlyWhatItAdds(t *testing.T) {
+	raw := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"agent","namespace":"team-a","labels":{"prompts.persona-operator.dev/persona":"reviewer"}},
+"spec":{"futureField":{"x":1},"containers":[{"name":"agent","image":"busybox","resources":{"limits":{"cpu":"1000m"}}}]}}`
+	req := podCreate(t, "team-a", nil)
+	req.Object.Raw = []byte(raw)
+	resp := (&Injector{Personas: failing{}, ConfigMaps: failing{}}).Handle(context.Background(), req)
+	if !resp.Allowed {
+		t.Fatalf("%+v", resp)
+	}
+	for _, op := range resp.Patches {
+		if op.Operation != "add" || strings.Contains(op.Path, "futureField") || strings.Contains(op.Path, "resources") {
+			t.Errorf("patch operation %s %s: the injection only adds", op.Operation, op.Path)
+		}
+	}
+	if len(resp.Patches) == 0 {
+		t.Error("no patch")
 	}
 }
