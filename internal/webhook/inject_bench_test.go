@@ -50,4 +50,3 @@ func BenchmarkInjectorHandle(b *testing.B) {
 		}
 	}
 }
-

@@ -3,8 +3,8 @@ package webhook_test
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"math/rand/v2"
+	"os"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
