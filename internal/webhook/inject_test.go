@@ -168,6 +168,16 @@ spec:
 		}, "metadata.annotations[prompts.persona-operator.dev/containers]", "agnet"),
 	)
 
+	It("leaves a pod without the label as it is", func() {
+		persona("reviewer", "m1")
+		atRevision("reviewer", 1)
+		pod := podOf("reviewer", map[string]string{"prompts.persona-operator.dev/delivery": "bogus"})
+		pod.Labels = map[string]string{"app": "agent"}
+		create(pod)
+		Expect(pod.Spec.Volumes).To(BeEmpty())
+		Expect(envOf(pod.Spec.Containers[0])).To(Equal(map[string]string{"PERSONA_PROMPT_FILE": "/elsewhere"}))
+	})
+
 	It("leaves a pod that mounts its Persona's ConfigMap by hand as it is", func() {
 		persona("reviewer", "m1")
 		atRevision("reviewer", 1)
