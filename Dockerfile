@@ -26,14 +26,16 @@ COPY . .
 # the docker BUILDPLATFORM arg will be linux/arm64 when for Apple x86 it will be linux/amd64. Therefore,
 # by leaving it empty we can ensure that the container and binary shipped on it will have the same platform.
 FROM builder AS build-manager
+ARG VERSION=dev
 ARG TARGETOS
 ARG TARGETARCH
-RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -a -trimpath -ldflags="-s -w" -o manager ./cmd
+RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -a -trimpath -ldflags="-s -w -X github.com/persona-operator/persona-operator/internal/version.Version=${VERSION}" -o manager ./cmd
 
 FROM builder AS build-kubectl-persona
+ARG VERSION=dev
 ARG TARGETOS
 ARG TARGETARCH
-RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -a -trimpath -ldflags="-s -w" -o kubectl-persona ./cmd/kubectl-persona
+RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -a -trimpath -ldflags="-s -w -X github.com/persona-operator/persona-operator/internal/version.Version=${VERSION}" -o kubectl-persona ./cmd/kubectl-persona
 
 # kubectl-persona, alone: a static binary in an otherwise empty image.
 FROM scratch AS kubectl-persona

@@ -108,14 +108,14 @@ build: manifests generate fmt vet ## Build the manager and the kubectl-persona C
 IMAGE_ARCH ?= $(shell go env GOARCH)
 .PHONY: image
 image: ## Build the manager's image IMG and the image CLI_IMG as OCI tarballs in bin/images, without a container engine.
-	go run ./hack/image -manager $(IMG) -kubectl-persona $(CLI_IMG) -arch $(IMAGE_ARCH) -out $(LOCALBIN)/images
+	go run ./hack/image -manager $(IMG) -kubectl-persona $(CLI_IMG) -version v$(VERSION) -arch $(IMAGE_ARCH) -out $(LOCALBIN)/images
 
 # The Dockerfile's default target is the manager's image; its target
 # kubectl-persona is an image that holds only /kubectl-persona. To build for
 # another platform: make docker-build CONTAINER_BUILD_ARGS=--platform=linux/arm64
 .PHONY: docker-build
 docker-build: ## Build the manager's image IMG.
-	$(CONTAINER_TOOL) build $(CONTAINER_BUILD_ARGS) -t $(IMG) .
+	$(CONTAINER_TOOL) build $(CONTAINER_BUILD_ARGS) --build-arg VERSION=v$(VERSION) -t $(IMG) .
 
 .PHONY: docker-push
 docker-push: ## Push the manager's image IMG.
@@ -123,7 +123,7 @@ docker-push: ## Push the manager's image IMG.
 
 .PHONY: docker-build-cli
 docker-build-cli: ## Build the image CLI_IMG that holds only /kubectl-persona (for COPY --from in agent images).
-	$(CONTAINER_TOOL) build $(CONTAINER_BUILD_ARGS) --target kubectl-persona -t $(CLI_IMG) .
+	$(CONTAINER_TOOL) build $(CONTAINER_BUILD_ARGS) --build-arg VERSION=v$(VERSION) --target kubectl-persona -t $(CLI_IMG) .
 
 .PHONY: docker-push-cli
 docker-push-cli: ## Push the image CLI_IMG.
@@ -138,8 +138,8 @@ docker-buildx: ## Build and push IMG and CLI_IMG for PLATFORMS with docker build
 	sed -e '1 s/\(^FROM\)/FROM --platform=\$$\{BUILDPLATFORM\}/; t' -e ' 1,// s//FROM --platform=\$$\{BUILDPLATFORM\}/' Dockerfile > Dockerfile.cross
 	- $(CONTAINER_TOOL) buildx create --name persona-operator-builder
 	$(CONTAINER_TOOL) buildx use persona-operator-builder
-	- $(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) --tag $(IMG) -f Dockerfile.cross . && \
-	  $(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) --target kubectl-persona --tag $(CLI_IMG) -f Dockerfile.cross .
+	- $(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) --build-arg VERSION=v$(VERSION) --tag $(IMG) -f Dockerfile.cross . && \
+	  $(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) --build-arg VERSION=v$(VERSION) --target kubectl-persona --tag $(CLI_IMG) -f Dockerfile.cross .
 	- $(CONTAINER_TOOL) buildx rm persona-operator-builder
 	rm Dockerfile.cross
 

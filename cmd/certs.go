@@ -35,10 +35,10 @@ type certificateSource interface {
 
 // webhookCertificate is the webhook server's certificate, reloaded when its
 // files change: the files --webhook-cert-path names, which must exist at
-// start, or else those of the Secret the manager manages, once mounted.
+// start, or else the Secret the manager manages (certsecret.go).
 func webhookCertificate(f *managerFlags) (certificateSource, error) {
 	if f.webhookCertPath == "" {
-		return &mountedCertificate{cert: filepath.Join(f.webhookSecretMountPath, f.webhookCertName), key: filepath.Join(f.webhookSecretMountPath, f.webhookCertKey)}, nil
+		return &secretCertificate{mounted: &mountedCertificate{cert: filepath.Join(f.webhookSecretMountPath, f.webhookCertName), key: filepath.Join(f.webhookSecretMountPath, f.webhookCertKey)}}, nil
 	}
 	w, err := certwatcher.New(filepath.Join(f.webhookCertPath, f.webhookCertName), filepath.Join(f.webhookCertPath, f.webhookCertKey))
 	if err != nil {
@@ -83,8 +83,9 @@ func (m *mountedCertificate) NeedLeaderElection() bool { return false }
 // the CA into the webhook configuration and rotate both before they expire,
 // unless --webhook-cert-path gives a certificate. The channel closes once the
 // certificate is in place: at once when given (it was loaded at start), else
-// when mounted and its CA injected.
-func manageWebhookCertificate(mgr ctrl.Manager, f *managerFlags) (<-chan struct{}, error) {
+// when mounted and its CA injected. served, the certificate the webhook
+// server serves, follows the Secret (certsecret.go).
+func manageWebhookCertificate(mgr ctrl.Manager, f *managerFlags, served certificateSource) (<-chan struct{}, error) {
 	ready := make(chan struct{})
 	if f.webhookCertPath != "" {
 		close(ready)
@@ -99,7 +100,7 @@ func manageWebhookCertificate(mgr ctrl.Manager, f *managerFlags) (<-chan struct{
 		"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations": f.webhookConfigName,
 		"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations":   f.injectWebhookConfigName,
 	}
-	err := rotator.AddRotator(namedObjectsManager{mgr, selectByName(mgr.GetConfig(), names)}, &rotator.CertRotator{
+	cr := &rotator.CertRotator{
 		SecretKey:      types.NamespacedName{Namespace: namespace, Name: f.webhookSecretName},
 		CertDir:        f.webhookSecretMountPath,
 		CertName:       f.webhookCertName,
@@ -116,9 +117,14 @@ func manageWebhookCertificate(mgr ctrl.Manager, f *managerFlags) (<-chan struct{
 		// the rotator and waits for the certificate to be mounted in its pod.
 		RequireLeaderElection: false,
 		EnableReadinessCheck:  true,
-	})
-	if err != nil {
+	}
+	if err := rotator.AddRotator(namedObjectsManager{mgr, selectByName(mgr.GetConfig(), names)}, cr); err != nil {
 		return nil, fmt.Errorf("add the certificate rotator: %w", err)
+	}
+	if s, ok := served.(*secretCertificate); ok {
+		if err := watchCertificateSecret(mgr, cr, s); err != nil {
+			return nil, fmt.Errorf("watch the webhook certificate Secret: %w", err)
+		}
 	}
 	return ready, nil
 }

@@ -54,7 +54,7 @@ func TestGivenCertificateIsManagedByNobody(t *testing.T) {
 	f := defaultFlags(t)
 	f.webhookCertPath = t.TempDir()
 	// A nil manager: nothing may be added to it.
-	ready, err := manageWebhookCertificate(nil, f)
+	ready, err := manageWebhookCertificate(nil, f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestGivenCertificateIsManagedByNobody(t *testing.T) {
 
 func TestManagedCertificateNeedsTheNamespace(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", "")
-	if _, err := manageWebhookCertificate(nil, defaultFlags(t)); err == nil {
+	if _, err := manageWebhookCertificate(nil, defaultFlags(t), nil); err == nil {
 		t.Error("no error without POD_NAMESPACE")
 	}
 }

@@ -28,7 +28,11 @@ func main() {
 	}
 
 	shutdown := &drain{delay: flags.shutdownDelay}
-	mgr, err := newManager(flags, shutdown)
+	certs, err := webhookCertificate(flags)
+	if err != nil {
+		fail(err, "the webhook certificate")
+	}
+	mgr, err := newManager(flags, shutdown, certs)
 	if err != nil {
 		fail(err, "create the manager")
 	}
@@ -47,7 +51,7 @@ func main() {
 		fail(err, "register the webhook")
 	}
 	personawebhook.RegisterInjection(mgr, caches.Delivered, flags.watchNamespaces)
-	certReady, err := manageWebhookCertificate(mgr, flags)
+	certReady, err := manageWebhookCertificate(mgr, flags, certs)
 	if err != nil {
 		fail(err, "manage the webhook certificate")
 	}

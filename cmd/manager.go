@@ -19,19 +19,15 @@ import (
 )
 
 // newManager creates the manager: its API client, cache, metrics and
-// webhook servers, and the watch of the webhook certificate (certs.go). The
-// webhook's handlers are behind shutdown's (shutdown.go).
-func newManager(f *managerFlags, shutdown *drain) (ctrl.Manager, error) {
+// webhook servers, serving certs (certs.go), which it runs. The webhook's
+// handlers are behind shutdown's (shutdown.go).
+func newManager(f *managerFlags, shutdown *drain, certs certificateSource) (ctrl.Manager, error) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 
 	tlsOpts := serverTLS(f)
 	webhookOpts := webhook.Options{Port: f.webhookPort, TLSOpts: tlsOpts}
-	certs, err := webhookCertificate(f)
-	if err != nil {
-		return nil, err
-	}
 	if certs != nil {
 		webhookOpts.TLSOpts = append(webhookOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate })
 	}

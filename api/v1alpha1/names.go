@@ -71,3 +71,22 @@ const (
 	// TemplateInvalidReason: the template does not parse or names an unknown field.
 	TemplateInvalidReason = "TemplateInvalid"
 )
+
+// PinRevisionAnnotation on a Persona makes the operator deliver the
+// revision it names, a positive integer, instead of the latest render
+// (personas.md#pinning). An annotation, so that a GitOps sync that does not
+// manage it leaves an emergency pin alone.
+const PinRevisionAnnotation = "prompts.persona-operator.dev/pin-revision"
+
+// PinnedCondition is True on a Persona while its pin is honoured, False
+// while it cannot be (reason RevisionNotFound or InvalidPin: the latest
+// render is delivered), and absent without a pin. PinnedReason is then
+// also Ready's reason.
+const (
+	PinnedCondition        = "Pinned"
+	PinnedReason           = "Pinned"
+	RevisionNotFoundReason = "RevisionNotFound"
+	InvalidPinReason       = "InvalidPin"
+	// UnpinnedReason is the Event of a pin removed.
+	UnpinnedReason = "Unpinned"
+)

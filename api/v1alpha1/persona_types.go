@@ -241,6 +241,11 @@ type PersonaStatus struct {
 	// +kubebuilder:validation:MaxItems=10
 	// +optional
 	History []RevisionHistoryEntry `json:"history,omitempty"`
+	// PinnedRevision is the revision the pin-revision annotation names
+	// while the pin is honoured. The ConfigMap then delivers it, or, when
+	// the guardrails changed since, a revision based on it.
+	// +optional
+	PinnedRevision int64 `json:"pinnedRevision,omitempty"`
 	// Agents counts the running pods the webhook injected with a snapshot
 	// of this Persona, by revision; pods that mount the live ConfigMap are
 	// not counted, their revision changes under them.

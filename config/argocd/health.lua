@@ -1,5 +1,7 @@
 -- Argo CD health of every kind of prompts.persona-operator.dev, read from
--- the kstatus conditions Ready, Reconciling and Stalled.
+-- the kstatus conditions Ready, Reconciling and Stalled; a Persona whose
+-- pin is honoured (Pinned=True) is Suspended: it delivers an earlier
+-- revision on purpose.
 local hs = {}
 
 local generation = obj.metadata.generation
@@ -17,6 +19,7 @@ end
 local ready = conditions["Ready"]
 local reconciling = conditions["Reconciling"]
 local stalled = conditions["Stalled"]
+local pinned = conditions["Pinned"]
 
 local function waitForGeneration()
   hs.status = "Progressing"
@@ -54,7 +57,9 @@ end
 if ready.observedGeneration ~= generation then
   return waitForGeneration()
 end
-if ready.status == "True" then
+if ready.status == "True" and pinned ~= nil and pinned.status == "True" then
+  hs.status = "Suspended"
+elseif ready.status == "True" then
   hs.status = "Healthy"
 elseif ready.status == "False" then
   -- The controller pairs Ready=False with Reconciling or Stalled; alone it

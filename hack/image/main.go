@@ -19,18 +19,19 @@ func main() {
 	cliRef := flag.String("kubectl-persona", "", "the kubectl-persona image's name")
 	out := flag.String("out", "bin/images", "the directory the tarballs are written to")
 	arch := flag.String("arch", runtime.GOARCH, "the architecture (GOARCH) of the images")
+	version := flag.String("version", "dev", "the release's version, which the binaries report, e.g. v0.1.0")
 	flag.Parse()
 	if *managerRef == "" || *cliRef == "" {
 		fmt.Fprintln(os.Stderr, "image: -manager and -kubectl-persona name the images")
 		os.Exit(2)
 	}
-	if err := build(*managerRef, *cliRef, *out, *arch); err != nil {
+	if err := build(*managerRef, *cliRef, *out, *arch, *version); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func build(managerRef, cliRef, out, arch string) error {
+func build(managerRef, cliRef, out, arch, version string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func build(managerRef, cliRef, out, arch string) error {
 	for _, im := range images {
 		binary := filepath.Join(bin, im.binary)
 		// The Dockerfile's flags, but -a: a fresh build there, a cached one here.
-		args := append(append([]string{"build"}, image.GoBuildFlags...), "-o", binary, im.pkg)
+		args := append(append([]string{"build"}, image.GoBuildFlags(version)...), "-o", binary, im.pkg)
 		cmd := exec.Command("go", args...)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

@@ -30,6 +30,7 @@ var personaSpecType = reflect.TypeFor[v1alpha1.PersonaSpec]()
 // map) against personas.md#writing-a-persona-spec and personas.md#validating-before-apply, and returns every problem found.
 func ValidatePersona(obj map[string]any) field.ErrorList {
 	_, errs := validateEnvelope(obj, validatePersonaName)
+	errs = append(errs, validatePin(obj)...)
 	specPath := field.NewPath("spec")
 	errs = append(errs, checkShape(specPath, obj["spec"], personaSpecType)...)
 	spec, _ := obj["spec"].(map[string]any)
@@ -225,6 +226,26 @@ func validateHistoryLimit(p *field.Path, spec map[string]any) field.ErrorList {
 	}
 	if n < 0 || n > v1alpha1.MaxRevisionHistoryLimit {
 		return field.ErrorList{field.Invalid(p, v, fmt.Sprintf("must be between 0 and %d", v1alpha1.MaxRevisionHistoryLimit))}
+	}
+	return nil
+}
+
+// validatePin refuses a pin-revision annotation that is not a positive
+// integer (personas.md#pinning); a CRD's CEL rules cannot read annotations.
+func validatePin(obj map[string]any) field.ErrorList {
+	md, _ := obj["metadata"].(map[string]any)
+	annotations, _ := md["annotations"].(map[string]any)
+	v, ok := annotations[v1alpha1.PinRevisionAnnotation]
+	if !ok {
+		return nil
+	}
+	p := field.NewPath("metadata", "annotations").Key(v1alpha1.PinRevisionAnnotation)
+	text, isString := v.(string)
+	if !isString {
+		return field.ErrorList{field.Invalid(p, v, "must be a positive integer, as a string")}
+	}
+	if _, _, err := v1alpha1.PinnedRevisionOf(map[string]string{v1alpha1.PinRevisionAnnotation: text}); err != nil {
+		return field.ErrorList{field.Invalid(p, text, "must be a positive integer: the revision to deliver")}
 	}
 	return nil
 }

@@ -375,3 +375,25 @@ func TestPersonaRevisionHistoryLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestPersonaPinRevision(t *testing.T) {
+	doc := func(value string) map[string]any {
+		var obj map[string]any
+		text := "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Persona\nmetadata:\n  name: p\n  annotations:\n    prompts.persona-operator.dev/pin-revision: " + value + "\nspec:\n  description: d\n"
+		if err := yaml.Unmarshal([]byte(text), &obj); err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	for _, ok := range []string{`"1"`, `"37"`} {
+		if errs := ValidatePersona(doc(ok)); len(errs) != 0 {
+			t.Errorf("pin %s: %v, want none", ok, errs)
+		}
+	}
+	for _, bad := range []string{`"0"`, `"-3"`, `"two"`, `""`, `"1.5"`, `"+2"`} {
+		errs := ValidatePersona(doc(bad))
+		if len(errs) != 1 || errs[0].Field != "metadata.annotations[prompts.persona-operator.dev/pin-revision]" {
+			t.Errorf("pin %s: errors %v, want one on metadata.annotations[prompts.persona-operator.dev/pin-revision]", bad, errs)
+		}
+	}
+}

@@ -1,7 +1,8 @@
 // Package cli implements kubectl-persona (docs/cli.md): rendering,
 // validating, diffing and importing personas offline, with the operator's
 // own packages so that its output equals the operator's byte for byte. Only
-// diff --live reads a cluster, and only the personas' ConfigMaps.
+// diff --live reads a cluster, and only the personas' ConfigMaps; history
+// and rollback work on a Persona's revisions in the cluster.
 //
 // Run executes a command line in-process against the given streams and
 // returns the exit status: 0 success, 1 invalid input or render failure, 2
@@ -14,12 +15,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/persona-operator/persona-operator/internal/manifest"
+	"github.com/persona-operator/persona-operator/internal/version"
 )
 
 // Exit statuses.
@@ -115,7 +116,10 @@ byte for byte what the operator writes to a persona's ConfigMap.
 Installed on the PATH it is also a kubectl plugin: 'kubectl persona ...'.
 
 Exit status: 0 success, 1 invalid input or render failure, 2 usage error;
-diff exits 0 without differences, 1 with differences, 2 on any error.`,
+diff exits 0 without differences, 1 with differences, 2 on any error.
+
+history and rollback work on a Persona's revisions in the cluster of the
+kubeconfig context: list them, print one, and pin one or remove the pin.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Run gives the suggestion on the error's line (unknownCommand).
@@ -133,7 +137,7 @@ diff exits 0 without differences, 1 with differences, 2 on any error.`,
 		return usageError("%v", err)
 	})
 	root.AddCommand(newRenderCommand(s), newValidateCommand(s), newDiffCommand(s), newImportCommand(s),
-		newCompletionCommand(s), newVersionCommand(s))
+		newHistoryCommand(s), newRollbackCommand(s), newCompletionCommand(s), newVersionCommand(s))
 	return root
 }
 
@@ -143,19 +147,10 @@ func newVersionCommand(s *Streams) *cobra.Command {
 		Short: "Print the version of kubectl-persona",
 		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			fmt.Fprintf(s.Out, "%s %s\n", Name, version())
+			fmt.Fprintf(s.Out, "%s %s\n", Name, version.String())
 			return nil
 		},
 	}
-}
-
-// version is the module version the binary was built from, or "devel".
-func version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok || info.Main.Version == "" || info.Main.Version == "(devel)" {
-		return "devel"
-	}
-	return info.Main.Version
 }
 
 // noArgs rejects positional arguments as a usage error.

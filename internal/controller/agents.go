@@ -220,9 +220,26 @@ func (r *agentsReconciler) SetupWithManager(mgr ctrl.Manager, pods cache.Cache) 
 		Complete(r)
 }
 
-// revisionsInUse are the revisions the injected pods of p name, from a fresh
-// list of the API server's: pruning keeps their snapshots, and a pod
-// admitted an instant ago is in it.
+// revisionsNamedByPods is the revisionKeeper of the injected pods: the
+// revisions p's pods name, as the cache of the agent pods has them.
+// Pruning asks the API server as well (prune), for a pod admitted an
+// instant ago.
+func revisionsNamedByPods(pods client.Reader) revisionKeeper {
+	return func(ctx context.Context, p *v1alpha1.Persona) ([]int64, error) {
+		inUse, err := revisionsInUse(ctx, pods, p)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]int64, 0, len(inUse))
+		for n := range inUse {
+			out = append(out, n)
+		}
+		return out, nil
+	}
+}
+
+// revisionsInUse are the revisions the pods of p name, as from reads:
+// the cache of the agent pods, or the API server for a fresh list.
 func revisionsInUse(ctx context.Context, api client.Reader, p *v1alpha1.Persona) (map[int64]bool, error) {
 	pods := podMetadataList()
 	if err := api.List(ctx, pods, client.InNamespace(p.Namespace), client.MatchingLabels{delivery.PersonaLabel: p.Name}); err != nil {

@@ -106,9 +106,9 @@ func TestAgentsWriteAtMostOncePerInterval(t *testing.T) {
 	}
 }
 
-// Pruning keeps, beyond revisionHistoryLimit, the snapshots that pods of
-// the Persona name, as a fresh list of them shows; a pod of another
-// Persona, or one on the live ConfigMap, keeps nothing.
+// Pruning and eviction keep, beyond revisionHistoryLimit, the snapshots
+// that pods of the Persona name; a pod of another Persona, or one on the
+// live ConfigMap, keeps nothing.
 func TestPruneKeepsTheSnapshotsPodsName(t *testing.T) {
 	limit := int32(1)
 	p := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Name: "reviewer", Namespace: "team-a", UID: "u1"},
@@ -122,7 +122,24 @@ func TestPruneKeepsTheSnapshotsPodsName(t *testing.T) {
 		objs = append(objs, snapshotObject(p, n, true))
 	}
 	s := newSteps(t, objs...)
-	if err := s.prune(context.Background(), p, keepNone); err != nil {
+	// The keeper of the injected pods (here reading the fake cluster as
+	// the cache): what the byte cap's eviction asks too.
+	s.keepers = append(s.keepers, revisionsNamedByPods(s.cluster))
+	kept, err := s.keptRevisions(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !kept[2] || kept[3] {
+		t.Errorf("kept revisions %v: want 2 (a pod of reviewer names it), not 3 (a pod of writer does)", kept)
+	}
+	// Pruning without the keeper: its fresh list of the pods keeps 2 alone.
+	fresh := make([]client.Object, len(objs))
+	for i, o := range objs {
+		fresh[i] = o.DeepCopyObject().(client.Object)
+		fresh[i].SetResourceVersion("")
+	}
+	s = newSteps(t, fresh...)
+	if err := s.prune(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
 	// Kept: 5 (current), 2 (a pod names it), 4 (the limit of 1 older one).

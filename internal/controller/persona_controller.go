@@ -63,6 +63,9 @@ type PersonaReconciler struct {
 	configMaps *sourceReader
 	// pruned are the snapshots pruned whose deletion is not yet watched.
 	pruned *prunedSnapshots
+	// keepers name further revisions whose snapshots are kept
+	// (keptRevisions): the revisions injected pods name plug in here.
+	keepers []revisionKeeper
 	// stores are the stores above that hold an entry per Persona, which
 	// forget drops.
 	stores []personaStore
@@ -177,6 +180,10 @@ type outcome struct {
 	// written the data a write of this reconcile gave it (for the snapshot).
 	revision *v1alpha1.RevisionHistoryEntry
 	written  map[string]string
+	// pinned is the revision a pin delivers from its snapshot, and base
+	// set for a pinned revision re-rendered with the current guardrails.
+	pinned *revision
+	base   *rebase
 }
 
 func failed(reason string, err error) outcome { return outcome{reason: reason, message: err.Error()} }
@@ -202,13 +209,19 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		patchStatus(ctx, r.Client, &p, before, &p.Status, &err)
 		if err == nil {
 			// Pruning waits until the status names the revision kept.
-			err = r.prune(ctx, &p, keepNone)
+			err = r.prune(ctx, &p)
 		}
 	}()
 
 	attempt, err := r.render(ctx, &p)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	pn := pinOf(&p)
+	if pn.revision > 0 {
+		if result, done, err := r.reconcilePinned(ctx, &p, before, &pn, attempt); done || err != nil {
+			return result, err
+		}
 	}
 	own := ownChange(&p, before)
 	switch {
@@ -222,6 +235,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 	}
 	retryAfter := r.report(&p, before, attempt, own)
+	r.reportUnpinned(&p, before, pn)
 	if attempt.wrote && !own && attempt.reason == v1alpha1.RenderedReason {
 		// In a fan-out the new content's status follows in a pass of low
 		// priority, after the ConfigMaps of every dependent; the delay lets
@@ -274,8 +288,9 @@ func (r *PersonaReconciler) forget(key types.NamespacedName) {
 // the operator's ConfigMaps, sourceMetadata that of the template sources.
 func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetadata cache.Cache) error {
 	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
-	// A Persona's labels select ClusterPromptLayers.
-	specOrLabelsChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
+	// A Persona's labels select ClusterPromptLayers; its pin annotation
+	// changes what is delivered.
+	specLabelsOrPinChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, pinChanged))
 	// A ConfigMap event of the controller's own write needs no render; a
 	// deletion always does, even of a ConfigMap that held the last write.
 	// A snapshot is only created by the controller and never changes; its
@@ -293,7 +308,7 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 	}
 	owner := handler.TypedEnqueueRequestForOwner[*metav1.PartialObjectMetadata](mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Persona{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.Persona{}, specOrLabelsChanged).
+		For(&v1alpha1.Persona{}, specLabelsOrPinChanged).
 		WatchesRawSource(source.Kind(own, configMapMetadata(), owner, changedByOthers)).
 		WatchesRawSource(watchConfigMapMetadata(own, handler.TypedEnqueueRequestsFromMapFunc(r.inConflict))).
 		Watches(&v1alpha1.Persona{}, r.propagating(v1alpha1.PersonaKind), specChanged).

@@ -23,26 +23,11 @@ type revision struct {
 	record []byte
 }
 
-// revisionRecord is revision.json.
-type revisionRecord struct {
-	Persona         string                   `json:"persona"`
-	Namespace       string                   `json:"namespace"`
-	Revision        int64                    `json:"revision"`
-	ContentHash     string                   `json:"contentHash"`
-	RenderedAt      metav1.Time              `json:"renderedAt"`
-	Cause           v1alpha1.RevisionInput   `json:"cause"`
-	Inputs          []v1alpha1.RevisionInput `json:"inputs"`
-	OperatorVersion string                   `json:"operatorVersion"`
-}
-
-func (rec *revisionRecord) entry() v1alpha1.RevisionHistoryEntry {
-	return v1alpha1.RevisionHistoryEntry{Revision: rec.Revision, ContentHash: rec.ContentHash, Time: rec.RenderedAt, Cause: rec.Cause}
-}
-
-// encodeRecord is the revision.json of entry, rendered from read.
-func encodeRecord(p *v1alpha1.Persona, e v1alpha1.RevisionHistoryEntry, read []v1alpha1.RevisionInput) []byte {
-	rec := revisionRecord{Persona: p.Name, Namespace: p.Namespace, Revision: e.Revision, ContentHash: e.ContentHash,
-		RenderedAt: e.Time, Cause: e.Cause, Inputs: read, OperatorVersion: version.Version}
+// encodeRecord is the revision.json of entry, rendered from read, based on
+// revision base (0 for none).
+func encodeRecord(p *v1alpha1.Persona, e v1alpha1.RevisionHistoryEntry, read []v1alpha1.RevisionInput, base int64) []byte {
+	rec := delivery.Record{Persona: p.Name, Namespace: p.Namespace, Revision: e.Revision, ContentHash: e.ContentHash,
+		RenderedAt: e.Time, Cause: e.Cause, Base: base, Inputs: read, OperatorVersion: version.String()}
 	if rec.Inputs == nil {
 		rec.Inputs = []v1alpha1.RevisionInput{}
 	}
@@ -54,8 +39,8 @@ func encodeRecord(p *v1alpha1.Persona, e v1alpha1.RevisionHistoryEntry, read []v
 }
 
 // decodeRecord reads revision.json; ok is false when it does not read.
-func decodeRecord(text string) (*revisionRecord, bool) {
-	var rec revisionRecord
+func decodeRecord(text string) (*delivery.Record, bool) {
+	var rec delivery.Record
 	if text == "" || json.Unmarshal([]byte(text), &rec) != nil || rec.Revision <= 0 {
 		return nil, false
 	}
@@ -69,7 +54,12 @@ func decodeRecord(text string) (*revisionRecord, bool) {
 //     deleted ConfigMap undone);
 //   - else a new one, numbered 1 past the highest this Persona's objects
 //     know, caused by the input that changed since the previous revision.
+//
+// A pin's delivery of a snapshot is the snapshot's revision.
 func (r *PersonaReconciler) stamp(ctx context.Context, p *v1alpha1.Persona, attempt outcome, current *corev1.ConfigMap, currentHash string) (*revision, error) {
+	if attempt.pinned != nil {
+		return attempt.pinned, nil
+	}
 	hash := attempt.output.Hash
 	if current != nil && currentHash == hash {
 		if n := delivery.Revision(current.Annotations); n > 0 {
@@ -81,23 +71,34 @@ func (r *PersonaReconciler) stamp(ctx context.Context, p *v1alpha1.Persona, atte
 				return nil, err
 			}
 			if rec, ok := decodeRecord(data[render.RevisionKey]); ok && rec.Revision == n && rec.ContentHash == hash {
-				return &revision{entry: rec.entry()}, nil
+				return &revision{entry: rec.Entry()}, nil
 			}
 		}
 	}
 	if e, ok := latestEntry(&p.Status); ok && e.ContentHash == hash {
-		return &revision{entry: e, record: encodeRecord(p, e, attempt.read)}, nil
+		return &revision{entry: e, record: encodeRecord(p, e, attempt.read, 0)}, nil
 	}
+	return r.newRevision(ctx, p, attempt, current, current)
+}
+
+// newRevision is a new revision of attempt's output, numbered 1 past the
+// highest p's objects know (current is the live ConfigMap, nil for none),
+// caused by the input that changed since the revision previous holds, or
+// by the guardrail change of a rebase.
+func (r *PersonaReconciler) newRevision(ctx context.Context, p *v1alpha1.Persona, attempt outcome, current, previous *corev1.ConfigMap) (*revision, error) {
 	n, err := r.highestRevision(ctx, p, current)
 	if err != nil {
 		return nil, err
 	}
-	cause, err := r.cause(ctx, p, attempt.read, current)
-	if err != nil {
+	var cause v1alpha1.RevisionInput
+	var base int64
+	if attempt.base != nil {
+		cause, base = attempt.base.cause, attempt.base.revision
+	} else if cause, err = r.cause(ctx, p, attempt.read, previous); err != nil {
 		return nil, err
 	}
-	e := v1alpha1.RevisionHistoryEntry{Revision: n + 1, ContentHash: hash, Time: metav1.Now().Rfc3339Copy(), Cause: cause}
-	return &revision{entry: e, record: encodeRecord(p, e, attempt.read)}, nil
+	e := v1alpha1.RevisionHistoryEntry{Revision: n + 1, ContentHash: attempt.output.Hash, Time: metav1.Now().Rfc3339Copy(), Cause: cause}
+	return &revision{entry: e, record: encodeRecord(p, e, attempt.read, base)}, nil
 }
 
 // highestRevision is the highest revision number this Persona's own
@@ -133,7 +134,7 @@ func (r *PersonaReconciler) cause(ctx context.Context, p *v1alpha1.Persona, read
 	if current == nil {
 		return self, nil
 	}
-	var previous *revisionRecord
+	var previous *delivery.Record
 	if controls(p, current) {
 		data, err := r.configMapData(ctx, current)
 		if err != nil {
@@ -182,6 +183,11 @@ func latestEntry(st *v1alpha1.PersonaStatus) (v1alpha1.RevisionHistoryEntry, boo
 // revision, and keeps it in the history's last MaxStatusHistory.
 func setRevision(st *v1alpha1.PersonaStatus, e v1alpha1.RevisionHistoryEntry) {
 	st.CurrentRevision, st.LatestRevision = e.Revision, e.Revision
+	addHistory(st, e)
+}
+
+// addHistory keeps e in the history's last MaxStatusHistory.
+func addHistory(st *v1alpha1.PersonaStatus, e v1alpha1.RevisionHistoryEntry) {
 	if _, ok := historyEntry(st.History, e.Revision); ok {
 		return
 	}

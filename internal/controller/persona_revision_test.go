@@ -127,7 +127,7 @@ func TestRevisionCause(t *testing.T) {
 			}
 			current := ownedBy(p, delivery.ConfigMap(p.Name, p.Namespace, &render.Output{Data: map[string]string{}, Hash: "sha256:old"}))
 			if tc.previous != nil {
-				current.Data[render.RevisionKey] = string(encodeRecord(p, v1alpha1.RevisionHistoryEntry{Revision: 1, ContentHash: "sha256:old"}, tc.previous))
+				current.Data[render.RevisionKey] = string(encodeRecord(p, v1alpha1.RevisionHistoryEntry{Revision: 1, ContentHash: "sha256:old"}, tc.previous, 0))
 			}
 			s := newSteps(t, p)
 			got, err := s.cause(t.Context(), p, tc.read, current)

@@ -24,10 +24,6 @@ import (
 // default: what the snapshots of one namespace may hold, keys and values.
 const DefaultSnapshotBytesPerNamespace = 64 << 20
 
-// SnapshotBytesAnnotation on a snapshot is the size of its data, which the
-// byte cap adds up from the metadata cache.
-const SnapshotBytesAnnotation = "prompts.persona-operator.dev/snapshot-bytes"
-
 // snapshotRef is a snapshot of this Persona's as the metadata cache has it.
 type snapshotRef struct {
 	meta   *metav1.PartialObjectMetadata
@@ -84,17 +80,24 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 	if err != nil {
 		return nil, err
 	}
-	if limit := r.snapshotBytesLimit(); used+size > limit {
+	limit := r.snapshotBytesLimit()
+	if used+size > limit {
+		// The oldest snapshots no Persona keeps make room, if they can.
+		if used, err = r.evict(ctx, p, used, used+size-limit); err != nil {
+			return nil, err
+		}
+	}
+	if used+size > limit {
 		return &snapshotFailure{reason: v1alpha1.SnapshotBytesExceededReason, message: fmt.Sprintf(
-			"snapshot %s not written: the snapshots of namespace %s would hold %d bytes, over the operator's cap of %d (--snapshot-bytes-per-namespace); retrying",
+			"snapshot %s not written: the snapshots of namespace %s would hold %d bytes, over the operator's cap of %d (--snapshot-bytes-per-namespace), even without those no Persona keeps; retrying",
 			key.Name, p.Namespace, used+size, limit)}, nil
 	}
 	snap := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: delivery.SnapshotLabels(p.Name, rev.Revision),
 			Annotations: map[string]string{
-				delivery.ContentHashAnnotation: rev.ContentHash,
-				SnapshotBytesAnnotation:        strconv.Itoa(size),
+				delivery.ContentHashAnnotation:   rev.ContentHash,
+				delivery.SnapshotBytesAnnotation: strconv.Itoa(size),
 			}},
 		Data:      data,
 		Immutable: new(true),
@@ -154,25 +157,44 @@ func heldSnapshot(p *v1alpha1.Persona, held client.Object) *snapshotFailure {
 }
 
 // snapshotBytes is what the snapshots of namespace hold, as their
-// SnapshotBytesAnnotation says.
+// delivery.SnapshotBytesAnnotation says.
 func (r *PersonaReconciler) snapshotBytes(ctx context.Context, namespace string) (int, error) {
-	hasRevision, err := labels.NewRequirement(delivery.RevisionLabel, selection.Exists, nil)
+	all, err := r.namespaceSnapshots(ctx, namespace)
 	if err != nil {
 		return 0, err
+	}
+	total := 0
+	for _, m := range all {
+		total += snapshotSize(m)
+	}
+	return total, nil
+}
+
+// namespaceSnapshots are the snapshots of every Persona of namespace, as
+// the metadata cache has them.
+func (r *PersonaReconciler) namespaceSnapshots(ctx context.Context, namespace string) ([]*metav1.PartialObjectMetadata, error) {
+	hasRevision, err := labels.NewRequirement(delivery.RevisionLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
 	}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
 	if err := r.configMapMetadata.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*hasRevision)}); err != nil {
-		return 0, fmt.Errorf("list the snapshots of namespace %s: %w", namespace, err)
+		return nil, fmt.Errorf("list the snapshots of namespace %s: %w", namespace, err)
 	}
-	total := 0
-	for _, m := range list.Items {
-		if _, _, ok := delivery.SnapshotOf(m.Name); ok {
-			n, _ := strconv.Atoi(m.Annotations[SnapshotBytesAnnotation])
-			total += n
+	var out []*metav1.PartialObjectMetadata
+	for i := range list.Items {
+		if _, _, ok := delivery.SnapshotOf(list.Items[i].Name); ok {
+			out = append(out, &list.Items[i])
 		}
 	}
-	return total, nil
+	return out, nil
+}
+
+// snapshotSize is the size of a snapshot's data, as its delivery.SnapshotBytesAnnotation says.
+func snapshotSize(m *metav1.PartialObjectMetadata) int {
+	n, _ := strconv.Atoi(m.Annotations[delivery.SnapshotBytesAnnotation])
+	return n
 }
 
 func (r *PersonaReconciler) snapshotBytesLimit() int {
@@ -191,31 +213,29 @@ func dataSize(data map[string]string) int {
 	return size
 }
 
-// retained reports whether a snapshot is kept beyond the history limit (a
-// pinned revision, or one an injected pod names); none is yet.
-type retained func(snapshotRef) bool
-
-func keepNone(snapshotRef) bool { return false }
-
-// prune deletes p's snapshots past spec.revisionHistoryLimit, oldest first,
-// besides the current revision's and those keep retains. It runs only once
-// the status names the current revision.
-func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona, keep retained) error {
-	current := p.Status.CurrentRevision
-	// p's snapshots are of revisions 1 to current at most: while those are
-	// within the limit, there is nothing to list.
-	if current <= int64(p.Spec.HistoryLimit())+1 {
+// prune deletes p's snapshots past spec.revisionHistoryLimit, oldest
+// first, besides those keptRevisions keeps. It runs only once the status
+// names the current revision.
+func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona) error {
+	// p's snapshots are of revisions 1 to the latest at most: while those
+	// are within the limit, there is nothing to list.
+	if max(p.Status.CurrentRevision, p.Status.LatestRevision) <= int64(p.Spec.HistoryLimit())+1 {
 		return nil
+	}
+	kept, err := r.keptRevisions(ctx, p)
+	if err != nil {
+		return err
 	}
 	snapshots, err := r.snapshots(ctx, p)
 	if err != nil {
 		return err
 	}
-	older := slices.DeleteFunc(snapshots, func(s snapshotRef) bool { return s.number == current || keep(s) })
+	older := slices.DeleteFunc(snapshots, func(s snapshotRef) bool { return kept[s.number] })
 	over := len(older) - p.Spec.HistoryLimit()
 	if over > 0 {
-		// A snapshot an injected pod names is kept: the pods are listed
-		// afresh, so that one admitted just now counts (agents.go).
+		// A snapshot an injected pod names is kept (revisionsNamedByPods);
+		// before a delete the pods are listed afresh, so that one admitted
+		// an instant ago, which the cache may not hold yet, counts too.
 		inUse, err := revisionsInUse(ctx, r.APIReader, p)
 		if err != nil {
 			return err
@@ -224,16 +244,25 @@ func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona, keep
 		over = len(older) - p.Spec.HistoryLimit()
 	}
 	for _, s := range older[:max(over, 0)] {
-		key := client.ObjectKeyFromObject(s.meta)
-		r.pruned.add(key)
-		err := r.Delete(ctx, s.meta, client.Preconditions{UID: &s.meta.UID})
-		switch {
-		case apierrors.IsNotFound(err):
-			r.pruned.remove(key) // deleted before: its event came or comes as anyone's
-		case err != nil:
-			r.pruned.remove(key)
-			return fmt.Errorf("delete snapshot %s: %w", s.meta.Name, err)
+		if err := r.deleteSnapshot(ctx, s.meta); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// deleteSnapshot deletes the snapshot m, noting that the controller did:
+// its deletion's event needs no reconcile.
+func (r *PersonaReconciler) deleteSnapshot(ctx context.Context, m *metav1.PartialObjectMetadata) error {
+	key := client.ObjectKeyFromObject(m)
+	r.pruned.add(key)
+	err := r.Delete(ctx, m, client.Preconditions{UID: &m.UID})
+	switch {
+	case apierrors.IsNotFound(err):
+		r.pruned.remove(key) // deleted before: its event came or comes as anyone's
+	case err != nil:
+		r.pruned.remove(key)
+		return fmt.Errorf("delete snapshot %s: %w", m.Name, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -258,7 +259,7 @@ func snapshotFailed(ns, name string) func() string {
 }
 
 var _ = Describe("Revisions across a restart", Serial, func() {
-	It("continues the numbers after a restart, and a byte cap gives SnapshotFailed while the ConfigMap is delivered", func() {
+	It("continues the numbers after a restart; a byte cap evicts the oldest snapshots no Persona keeps, else gives SnapshotFailed while the ConfigMap is delivered", func() {
 		ns := newNamespace()
 		apply(ns, barePersona("p", "One"))
 		// Two edits before a reconcile are one revision: each waits for its own.
@@ -267,7 +268,7 @@ var _ = Describe("Revisions across a restart", Serial, func() {
 		Eventually(currentRevision(ns, "p")).Should(Equal(int64(2)))
 		Eventually(snapshotNames(ns, "p")).Should(HaveLen(2))
 
-		By("restarting the manager with a cap of 2000 bytes of snapshots per namespace")
+		By("restarting the manager with a cap of 6000 bytes of snapshots per namespace")
 		extra := manager.Extra
 		DeferCleanup(func() {
 			Expect(manager.Kill()).To(Succeed())
@@ -275,7 +276,7 @@ var _ = Describe("Revisions across a restart", Serial, func() {
 			Expect(manager.Start(ctx)).To(Succeed())
 		})
 		Expect(manager.Kill()).To(Succeed())
-		manager.Extra = append(slices.Clone(extra), "--snapshot-bytes-per-namespace=2000")
+		manager.Extra = append(slices.Clone(extra), "--snapshot-bytes-per-namespace=6000")
 		Expect(manager.Start(ctx)).To(Succeed())
 
 		By("numbering the next edit 3")
@@ -285,12 +286,64 @@ var _ = Describe("Revisions across a restart", Serial, func() {
 
 		By("delivering a Persona whose snapshot would pass the cap, with SnapshotFailed")
 		big := newNamespace()
-		apply(big, barePersona("big", strings.Repeat("x", 2500)))
-		Eventually(prompt(big, "big")).Should(Equal(strings.Repeat("x", 2500) + "\n"))
+		apply(big, barePersona("big", strings.Repeat("x", 6500)))
+		Eventually(prompt(big, "big")).Should(Equal(strings.Repeat("x", 6500) + "\n"))
 		Eventually(snapshotFailed(big, "big")).Should(Equal("SnapshotBytesExceeded"))
 		Expect(snapshotNames(big, "big")()).To(BeEmpty())
 		Expect(ready(big, "big")()).To(Equal("Rendered"))
 		Expect(configMap(big, "big").Annotations).To(HaveKeyWithValue("prompts.persona-operator.dev/revision", "1"))
 		Expect(getPersona(big, "big").Status.CurrentRevision).To(Equal(int64(1)))
+
+		By("evicting the oldest snapshots no Persona keeps, the pinned one kept")
+		evict := newNamespace()
+		text := func(i int) string { return fmt.Sprintf("Revision %d %s", i, strings.Repeat("y", 300)) }
+		apply(evict, barePersona("e", text(1), "revisionHistoryLimit: 20"))
+		Eventually(snapshotNames(evict, "e")).Should(Equal([]string{"persona-e.r1"}))
+		size := snapshotBytes(snapshotOf(evict, "e", 1))
+		fits := 6000 / size
+		Expect(fits).To(BeNumerically(">=", 2), "the cap holds the pinned snapshot and at least one more")
+		Expect(fits).To(BeNumerically("<", 7), "the cap evicts before revision 8")
+		Expect(setPin(evict, "e", "1")).To(Succeed())
+		Eventually(pinnedRevision(evict, "e")).Should(Equal(int64(1)))
+		for i := 2; i <= 8; i++ {
+			apply(evict, pinned(barePersona("e", text(i), "revisionHistoryLimit: 20"), 1))
+			Eventually(func() int64 { return getPersona(evict, "e").Status.LatestRevision }).Should(Equal(int64(i)))
+			Eventually(snapshotNames(evict, "e")).Should(ContainElement(fmt.Sprintf("persona-e.r%d", i)))
+		}
+		// Every revision's snapshot is of the same size (texts of one
+		// length, single-digit numbers): kept are the pinned revision 1 and
+		// the newest fits-1, up to revision 8.
+		want := []string{"persona-e.r1"}
+		for n := 8 - fits + 2; n <= 8; n++ {
+			want = append(want, fmt.Sprintf("persona-e.r%d", n))
+		}
+		Eventually(snapshotNames(evict, "e")).Should(Equal(want))
+		total := 0
+		for _, name := range want {
+			var n int64
+			_, err := fmt.Sscanf(name, "persona-e.r%d", &n)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(snapshotBytes(snapshotOf(evict, "e", n))).To(Equal(size))
+			total += size
+		}
+		Expect(total).To(BeNumerically("<=", 6000))
+		Expect(snapshotFailed(evict, "e")()).To(BeEmpty())
+		Expect(prompt(evict, "e")()).To(Equal(text(1) + "\n"))
 	})
 })
+
+// snapshotBytes is the size of a snapshot's data its annotation records.
+func snapshotBytes(cm *corev1.ConfigMap) int {
+	n, err := strconv.Atoi(cm.Annotations["prompts.persona-operator.dev/snapshot-bytes"])
+	Expect(err).NotTo(HaveOccurred())
+	Expect(n).To(Equal(dataBytes(cm.Data)), "the annotation is the size of the data, keys and values")
+	return n
+}
+
+func dataBytes(data map[string]string) int {
+	n := 0
+	for k, v := range data {
+		n += len(k) + len(v)
+	}
+	return n
+}

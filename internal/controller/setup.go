@@ -80,9 +80,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 	if err != nil {
 		return Caches{}, fmt.Errorf("create the ConfigMap writer: %w", err)
 	}
+	pods, err := newAgentPodsCache(ctx, mgr, opts.WatchNamespaces)
+	if err != nil {
+		return Caches{}, err
+	}
 	personas := newPersonaReconciler(mgr.GetClient(), mgr.GetScheme(), recorder, mgr.GetAPIReader(), own, sources, writer,
 		personaOptions{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod,
 			SnapshotBytesPerNamespace: opts.SnapshotBytesPerNamespace})
+	personas.keepers = append(personas.keepers, revisionsNamedByPods(pods))
 	if err := personas.SetupWithManager(mgr, own, sourceMetadata); err != nil {
 		return Caches{}, fmt.Errorf("set up the Persona controller: %w", err)
 	}
@@ -90,8 +95,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 	if err := layers.SetupWithManager(mgr, sourceMetadata); err != nil {
 		return Caches{}, fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
-	if err := setupAgents(ctx, mgr, opts); err != nil {
-		return Caches{}, err
+	if err := newAgentsReconciler(mgr.GetClient(), pods, opts.AgentsInterval).SetupWithManager(mgr, pods); err != nil {
+		return Caches{}, fmt.Errorf("set up the agents controller: %w", err)
 	}
 	if err := (&ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return Caches{}, fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
@@ -102,21 +107,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 	return Caches{TemplateSources: sourceMetadata, Delivered: own}, nil
 }
 
-// setupAgents runs the cache of the agent pods' metadata and the controller
-// of status.agents.
-func setupAgents(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	pods, err := newPodMetadataCache(mgr, opts.WatchNamespaces)
+// newAgentPodsCache is the cache of the agent pods' metadata, run with the
+// manager's caches: status.agents and the snapshots' retention read it.
+func newAgentPodsCache(ctx context.Context, mgr ctrl.Manager, namespaces []string) (cache.Cache, error) {
+	pods, err := newPodMetadataCache(mgr, namespaces)
 	if err != nil {
-		return fmt.Errorf("create the cache of the agent pods: %w", err)
+		return nil, fmt.Errorf("create the cache of the agent pods: %w", err)
 	}
 	if _, err := pods.GetInformer(ctx, podMetadata(), cache.BlockUntilSynced(false)); err != nil {
-		return fmt.Errorf("register the informer of the agent pods: %w", err)
+		return nil, fmt.Errorf("register the informer of the agent pods: %w", err)
 	}
 	if err := mgr.Add(startedWithCaches{pods}); err != nil {
-		return fmt.Errorf("run the cache of the agent pods: %w", err)
+		return nil, fmt.Errorf("run the cache of the agent pods: %w", err)
 	}
-	if err := newAgentsReconciler(mgr.GetClient(), pods, opts.AgentsInterval).SetupWithManager(mgr, pods); err != nil {
-		return fmt.Errorf("set up the agents controller: %w", err)
-	}
-	return nil
+	return pods, nil
 }

@@ -3,6 +3,10 @@ package delivery
 import (
 	"strconv"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
 
 // RevisionAnnotation on a Persona's live ConfigMap is the number of the
@@ -12,6 +16,31 @@ const (
 	RevisionAnnotation = "prompts.persona-operator.dev/revision"
 	RevisionLabel      = "prompts.persona-operator.dev/revision"
 )
+
+// SnapshotBytesAnnotation on a snapshot is the size of its data, keys and
+// values, which the byte cap adds up from the metadata alone.
+const SnapshotBytesAnnotation = "prompts.persona-operator.dev/snapshot-bytes"
+
+// Record is revision.json, the provenance of a revision, which the live
+// ConfigMap and each snapshot hold (personas.md#revisions).
+type Record struct {
+	Persona     string                 `json:"persona"`
+	Namespace   string                 `json:"namespace"`
+	Revision    int64                  `json:"revision"`
+	ContentHash string                 `json:"contentHash"`
+	RenderedAt  metav1.Time            `json:"renderedAt"`
+	Cause       v1alpha1.RevisionInput `json:"cause"`
+	// Base is the revision whose inputs were re-rendered with the current
+	// guardrails for a pin (personas.md#pinning); 0 for a render of the latest inputs.
+	Base            int64                    `json:"base,omitempty"`
+	Inputs          []v1alpha1.RevisionInput `json:"inputs"`
+	OperatorVersion string                   `json:"operatorVersion"`
+}
+
+// Entry is the status.history entry of the revision.
+func (rec *Record) Entry() v1alpha1.RevisionHistoryEntry {
+	return v1alpha1.RevisionHistoryEntry{Revision: rec.Revision, ContentHash: rec.ContentHash, Time: rec.RenderedAt, Cause: rec.Cause}
+}
 
 // snapshotInfix separates a snapshot's revision from its Persona's
 // ConfigMap name: a Persona's name has no dot, so no live ConfigMap has a

@@ -4,9 +4,14 @@ package image
 // at /manager on a distroless-like base, and kubectl-persona alone at
 // /kubectl-persona. release_test.go holds them to the Dockerfile.
 
+// VersionVariable is the variable the build sets to the release's version.
+const VersionVariable = "github.com/persona-operator/persona-operator/internal/version.Version"
+
 // GoBuildFlags are the flags of the Dockerfile's go build, beside
-// CGO_ENABLED=0, that make image builds the binaries with.
-var GoBuildFlags = []string{"-trimpath", "-ldflags=-s -w"}
+// CGO_ENABLED=0, that make image builds the binaries of a version with.
+func GoBuildFlags(version string) []string {
+	return []string{"-trimpath", "-ldflags=-s -w -X " + VersionVariable + "=" + version}
+}
 
 // nonroot is the user both images run as (distroless's nonroot).
 const nonroot = "65532:65532"

@@ -124,7 +124,7 @@ func TestReleaseImagesAsTheDockerfileDeclares(t *testing.T) {
 				t.Errorf("%s is not an executable file of the image: %+v", declared.copied[0], bin)
 			}
 			for _, run := range declared.builds {
-				for _, flag := range append([]string{"CGO_ENABLED=0"}, GoBuildFlags...) {
+				for _, flag := range append([]string{"CGO_ENABLED=0"}, GoBuildFlags("${VERSION}")...) {
 					if !strings.Contains(strings.ReplaceAll(run, `"`, ""), flag) {
 						t.Errorf("the Dockerfile's build %q lacks %s, which make image uses", run, flag)
 					}

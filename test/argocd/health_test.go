@@ -92,6 +92,22 @@ conditions:
 - {type: Reconciling, status: "False", observedGeneration: 3, reason: Rendered, message: ""}`,
 		wantStatus: "Healthy", wantMsg: "ConfigMap persona-assistant holds the render",
 	}, {
+		name: "pinned",
+		status: `
+observedGeneration: 3
+conditions:
+- {type: Ready, status: "True", observedGeneration: 3, reason: Pinned, message: pinned to revision 2}
+- {type: Pinned, status: "True", observedGeneration: 3, reason: Pinned, message: ConfigMap persona-assistant holds revision 2}`,
+		wantStatus: "Suspended", wantMsg: "pinned to revision 2",
+	}, {
+		name: "a pin not honoured",
+		status: `
+observedGeneration: 3
+conditions:
+- {type: Ready, status: "True", observedGeneration: 3, reason: Rendered, message: ConfigMap persona-assistant holds the render}
+- {type: Pinned, status: "False", observedGeneration: 3, reason: RevisionNotFound, message: revision 9 has no snapshot}`,
+		wantStatus: "Healthy", wantMsg: "ConfigMap persona-assistant holds the render",
+	}, {
 		name: "ready for a stale generation",
 		status: `
 conditions:

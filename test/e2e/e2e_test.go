@@ -71,6 +71,7 @@ func TestDelivery(t *testing.T) {
 		{"MetricsNeedAToken", s.metricsNeedAToken},
 		{"LeaderFailover", s.leaderFailover},
 		{"RolloutRestartUnderLoad", s.rolloutRestartUnderLoad},
+		{"CertificateRotationUnderLoad", s.certificateRotationUnderLoad},
 		{"DeletedPersona", s.deletedPersona},
 	}
 	for _, c := range checks {

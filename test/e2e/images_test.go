@@ -22,7 +22,7 @@ const (
 // and pause into bin, static and as make image builds them, so that images
 // need nothing beside them.
 func buildBinaries(root, bin string) error {
-	args := append(append([]string{"build"}, image.GoBuildFlags...), "-o", bin+string(filepath.Separator),
+	args := append(append([]string{"build"}, image.GoBuildFlags("e2e")...), "-o", bin+string(filepath.Separator),
 		"./cmd", "./cmd/kubectl-persona", "./test/e2e/agent", "./test/e2e/pause")
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root

@@ -2,6 +2,7 @@ package install
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -41,7 +42,8 @@ var notRequested = map[string]string{
 // The manager's RBAC is exactly what it uses. dist/install.yaml is
 // installed on an API server that writes an audit log, and the manager runs
 // as its ServiceAccount through all of its paths: it makes and injects its
-// webhook certificate (a first run, without --webhook-cert-path), then, with
+// webhook certificate (a first run, without --webhook-cert-path), and again
+// once its Secret is deleted, then, with
 // the test's certificate, elects a leader, renders Personas with
 // PromptLayers, a templateFrom ConfigMap, a ClusterPromptLayer and a
 // PromptPlatform, reports a conflict, repeats an Event (a series), follows
@@ -117,6 +119,27 @@ func TestManagerRBACIsWhatItUses(t *testing.T) {
 		}
 		injected := string(vwc.Webhooks[0].ClientConfig.CABundle) == string(secret.Data["ca.crt"])
 		return len(secret.Data["tls.crt"]) > 0 && injected, fmt.Sprintf("secret keys %d, CA injected %v", len(secret.Data), injected)
+	})
+	// Its Secret deleted: it creates it again, with a new CA, and injects that.
+	var deleted corev1.Secret
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: webhookSecret}, &deleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Delete(ctx, &deleted); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, 60*time.Second, "the manager creates its deleted Secret again and injects its new CA", func() (bool, string) {
+		var secret corev1.Secret
+		var vwc admissionv1.ValidatingWebhookConfiguration
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: webhookSecret}, &secret); err != nil {
+			return false, err.Error()
+		}
+		if err := admin.Get(ctx, client.ObjectKey{Name: webhookConfig}, &vwc); err != nil {
+			return false, err.Error()
+		}
+		newCA := secret.UID != deleted.UID && !bytes.HasPrefix(secret.Data["ca.crt"], deleted.Data["ca.crt"])
+		injected := string(vwc.Webhooks[0].ClientConfig.CABundle) == string(secret.Data["ca.crt"])
+		return newCA && injected, fmt.Sprintf("a new CA %v, injected %v", newCA, injected)
 	})
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)

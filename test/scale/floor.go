@@ -102,7 +102,8 @@ func (h *harness) floors(ctx context.Context, i int, turn floorTurn, rr *roundRe
 
 // convergenceFloor does with a bare client what the operator has to do for
 // the world at the least: create every object (as the users do), and for
-// each persona create its ConfigMap and patch its status; PromptLayers get
+// each persona create its ConfigMap and its first revision's snapshot, and
+// patch its status; PromptLayers get
 // their Ready status too. withEvents adds the Rendered Event per persona
 // that personas.md#conditions requires. It returns the time from the first create to the
 // last write, and keeps the objects it wrote in w for fanOutFloor.
@@ -127,12 +128,15 @@ func convergenceFloor(ctx context.Context, c client.Client, w *world, workers in
 		if err := c.Create(ctx, obj); err != nil {
 			return nil, nil, fmt.Errorf("floor: create Persona %s: %w", p.Name, err)
 		}
-		cm := r.configMap.DeepCopy()
+		cm, st := numberRevision(r, obj, 1, v1alpha1.RevisionInput{Kind: "Persona", Namespace: obj.Namespace, Name: obj.Name, Generation: 1})
 		cm.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(obj, v1alpha1.GroupVersion.WithKind("Persona"))}
 		if err := c.Create(ctx, cm); err != nil {
 			return nil, nil, fmt.Errorf("floor: create ConfigMap %s: %w", cm.Name, err)
 		}
-		if err := patchStatus(ctx, c, obj, r); err != nil {
+		if err := createSnapshot(ctx, c, obj, cm, 1); err != nil {
+			return nil, nil, err
+		}
+		if err := patchStatus(ctx, c, obj, st); err != nil {
 			return nil, nil, err
 		}
 		if withEvents {
@@ -156,11 +160,11 @@ func convergenceFloor(ctx context.Context, c client.Client, w *world, workers in
 	return time.Since(start), nil
 }
 
-// patchStatus patches the persona's status to the render's, as the
-// controller does: one merge patch of the status subresource.
-func patchStatus(ctx context.Context, c client.Client, p *v1alpha1.Persona, r *rendered) error {
+// patchStatus patches the persona's status to st, as the controller does:
+// one merge patch of the status subresource.
+func patchStatus(ctx context.Context, c client.Client, p *v1alpha1.Persona, st v1alpha1.PersonaStatus) error {
 	original := p.DeepCopy()
-	p.Status = *r.status.DeepCopy()
+	p.Status = st
 	p.Status.ObservedGeneration = p.Generation
 	for i := range p.Status.Conditions {
 		p.Status.Conditions[i].ObservedGeneration = p.Generation
@@ -194,24 +198,33 @@ func createEvent(ctx context.Context, c client.Client, p *v1alpha1.Persona, r *r
 }
 
 // fanOutFloor rewrites, with a bare client, the ConfigMaps convergenceFloor
-// wrote in w to the renders of to: only the ConfigMap updates, or with spec,
-// also each status patch the controller must write (a fan-out has no Event
-// per dependent, only one Propagated Event on the changed object, a single
-// write the floor leaves out). It runs before the manager starts, so nobody
-// watches these objects. It returns the time of the writes.
+// wrote in w to the renders of to, as revision 2: only the ConfigMap
+// updates, or with spec, also every other write of the revision the
+// controller must make, in its order: the new snapshot, the status patch
+// and the old snapshot's deletion (a fan-out has no Event per dependent,
+// only one Propagated Event on the changed object, a single write the
+// floor leaves out). It runs before the manager starts, so nobody watches
+// these objects. It returns the time of the writes.
 func fanOutFloor(ctx context.Context, c client.Client, w *world, to []*rendered, workers int, spec bool) (time.Duration, error) {
 	start := time.Now()
 	err := parallel(ctx, workers, len(w.cms), func(ctx context.Context, i int) error {
+		p := w.live[i]
+		next, st := numberRevision(to[i], p, 2, v1alpha1.RevisionInput{Kind: "PromptLayer", Namespace: p.Namespace, Name: sharedLayer, Generation: 2})
 		cm := w.cms[i]
-		cm.Data = to[i].configMap.Data
-		cm.Annotations = to[i].configMap.Annotations
+		cm.Data, cm.Annotations = next.Data, next.Annotations
 		if err := c.Update(ctx, cm); err != nil {
 			return fmt.Errorf("fan-out floor: update ConfigMap %s: %w", cm.Name, err)
 		}
 		if !spec {
 			return nil
 		}
-		return patchStatus(ctx, c, w.live[i], to[i])
+		if err := createSnapshot(ctx, c, p, cm, 2); err != nil {
+			return err
+		}
+		if err := patchStatus(ctx, c, p, st); err != nil {
+			return err
+		}
+		return deleteSnapshot(ctx, c, p, 1)
 	})
 	if err != nil {
 		return 0, err

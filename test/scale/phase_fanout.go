@@ -18,9 +18,9 @@ import (
 // fanOut makes edit and returns the time until every measured persona's
 // ConfigMap carries the content hash want names (rendered offline, as the
 // controller renders), and the time until every persona's status names it
-// too: the controller writes a dependent's status in a pass of low
-// priority, about a second after its ConfigMap, so a fan-out is over only
-// then. what names the phase in progress and errors. start is when the
+// too, and its snapshot holds it, the previous one pruned: the controller
+// writes a dependent's snapshot and status in a pass of low priority,
+// about a second after its ConfigMap, so a fan-out is over only then. what names the phase in progress and errors. start is when the
 // edit was made, after the watches were set up.
 func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, what string, edit func(context.Context) error, want map[string]string, timeout time.Duration) (start time.Time, configMaps, statuses time.Duration, err error) {
 	// The hashes before the edit, from the metadata: listing 2,000
@@ -68,6 +68,22 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 		return start, 0, 0, err
 	}
 	defer statusTracker.stop()
+	// The revision's snapshot of each Persona, and the deletion of the one
+	// before it, which the measured Personas do not keep.
+	isSnapshot := func(obj client.Object) bool {
+		persona, _, ok := delivery.SnapshotOf(obj.GetName())
+		_, measured := before[delivery.ConfigMapName(persona)]
+		return ok && measured
+	}
+	snapshotted := func(obj client.Object) bool {
+		persona, _, _ := delivery.SnapshotOf(obj.GetName())
+		return obj.GetAnnotations()[delivery.ContentHashAnnotation] == want[delivery.ConfigMapName(persona)]
+	}
+	snapshotTracker, err := trackEvery(ctx, c, w.ns, what+": snapshots, the previous ones pruned", configMapMetadataList, len(before), isSnapshot, snapshotted)
+	if err != nil {
+		return start, 0, 0, err
+	}
+	defer snapshotTracker.stop()
 	cpuBefore := procs.cpu()
 	start = time.Now()
 	if err := edit(ctx); err != nil {
@@ -86,10 +102,14 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 	if err != nil {
 		return start, deliveredAt.Sub(start), 0, err
 	}
-	step("  ConfigMaps: %s (CPU until the last: %s); statuses: %s", cmTracker.curve(start), cpuDelivering, statusTracker.curve(start))
-	// The two watches are separate streams: statuses seen before the last
-	// ConfigMap count from when both were done.
-	return start, deliveredAt.Sub(start), max(currentAt.Sub(start), deliveredAt.Sub(start)), nil
+	snapshottedAt, err := snapshotTracker.wait(ctx, start, timeout)
+	if err != nil {
+		return start, deliveredAt.Sub(start), 0, err
+	}
+	step("  ConfigMaps: %s (CPU until the last: %s); statuses: %s; snapshots: %s", cmTracker.curve(start), cpuDelivering, statusTracker.curve(start), snapshotTracker.curve(start))
+	// The watches are separate streams: statuses and snapshots seen before
+	// the last ConfigMap count from when all were done.
+	return start, deliveredAt.Sub(start), max(currentAt.Sub(start), snapshottedAt.Sub(start), deliveredAt.Sub(start)), nil
 }
 
 // configMapMetadataList is a list of ConfigMaps by their metadata only. The

@@ -200,7 +200,7 @@ func watchDelivery(ctx context.Context, c client.WithWatch, ns, name, marker str
 
 // cachedKindsFloor is the time a bare client takes to list, all at once,
 // every kind the manager caches, the way it caches them: Personas,
-// PromptLayers, ClusterPromptLayers and Namespaces whole, and the metadata
+// PromptLayers, ClusterPromptLayers, PromptPlatforms and Namespaces whole, and the metadata
 // of the operator's ConfigMaps and of the template sources, by their labels.
 func cachedKindsFloor(ctx context.Context, c client.Client) (time.Duration, error) {
 	metadataBy := func(selector labels.Selector) func() (client.ObjectList, []client.ListOption) {
@@ -212,6 +212,7 @@ func cachedKindsFloor(ctx context.Context, c client.Client) (time.Duration, erro
 		func() (client.ObjectList, []client.ListOption) { return &v1alpha1.PersonaList{}, nil },
 		func() (client.ObjectList, []client.ListOption) { return &v1alpha1.PromptLayerList{}, nil },
 		func() (client.ObjectList, []client.ListOption) { return &v1alpha1.ClusterPromptLayerList{}, nil },
+		func() (client.ObjectList, []client.ListOption) { return &v1alpha1.PromptPlatformList{}, nil },
 		func() (client.ObjectList, []client.ListOption) { return &corev1.NamespaceList{}, nil },
 		metadataBy(labels.SelectorFromSet(labels.Set{delivery.ManagedByLabel: delivery.ManagedBy})),
 		metadataBy(labels.SelectorFromSet(labels.Set{v1alpha1.TemplateSourceLabel: "true"})),
@@ -307,14 +308,16 @@ func (cw *changeWatch) follow(kind string, w watch.Interface) {
 	}
 }
 
-// edited reports whether obj is the edited Persona, its ConfigMap or an
-// Event about it: what the edit is expected to write.
+// edited reports whether obj is the edited Persona, its ConfigMap, one of
+// its snapshots (the edit's, and the one it prunes) or an Event about it:
+// what the edit is expected to write.
 func (cw *changeWatch) edited(kind string, obj client.Object) bool {
 	switch kind {
 	case "Persona":
 		return obj.GetName() == restartEdited
 	case "ConfigMap":
-		return obj.GetName() == delivery.ConfigMapName(restartEdited)
+		persona, _, snapshot := delivery.SnapshotOf(obj.GetName())
+		return obj.GetName() == delivery.ConfigMapName(restartEdited) || snapshot && persona == restartEdited
 	case "Event":
 		ev := obj.(*eventsv1.Event)
 		return ev.Regarding.Kind == v1alpha1.PersonaKind && ev.Regarding.Name == restartEdited

@@ -28,6 +28,11 @@ type tracker struct {
 	ok      func(client.Object) bool
 	want    int
 	name    string
+	// include, when set, leaves out the objects it refuses; every is set
+	// when the condition must hold for every object included, as well as
+	// for want of them.
+	include func(client.Object) bool
+	every   bool
 
 	mu    sync.Mutex
 	state map[string]bool
@@ -44,9 +49,20 @@ type tracker struct {
 // track starts a tracker; it returns once the initial list is read and the
 // watch is open, so changes made after it returns are seen.
 func track(ctx context.Context, c client.WithWatch, ns, name string, newList func() client.ObjectList, want int, ok func(client.Object) bool) (*tracker, error) {
+	return startTracker(ctx, &tracker{c: c, ns: ns, newList: newList, ok: ok, want: want, name: name})
+}
+
+// trackEvery is track of the objects include accepts, done when ok holds
+// for want of them and for no fewer than all: a tracker of objects that
+// are created and deleted, such as the snapshots of a revision and those
+// it prunes.
+func trackEvery(ctx context.Context, c client.WithWatch, ns, name string, newList func() client.ObjectList, want int, include, ok func(client.Object) bool) (*tracker, error) {
+	return startTracker(ctx, &tracker{c: c, ns: ns, newList: newList, ok: ok, want: want, name: name, include: include, every: true})
+}
+
+func startTracker(ctx context.Context, t *tracker) (*tracker, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	t := &tracker{c: c, ns: ns, newList: newList, ok: ok, want: want, name: name,
-		done: make(chan struct{}), cancel: cancel, stopped: make(chan struct{}), reached: map[string]time.Time{}}
+	t.done, t.cancel, t.stopped, t.reached = make(chan struct{}), cancel, make(chan struct{}), map[string]time.Time{}
 	w, err := t.listAndWatch(ctx)
 	if err != nil {
 		cancel()
@@ -68,8 +84,9 @@ func (t *tracker) listAndWatch(ctx context.Context) (watch.Interface, error) {
 	t.mu.Lock()
 	t.state = map[string]bool{}
 	for _, o := range items {
-		obj := o.(client.Object)
-		t.state[obj.GetName()] = t.ok(obj)
+		if obj := o.(client.Object); t.included(obj) {
+			t.state[obj.GetName()] = t.ok(obj)
+		}
 	}
 	t.check()
 	t.mu.Unlock()
@@ -122,7 +139,7 @@ func (t *tracker) follow(ctx context.Context, w watch.Interface) bool {
 				continue
 			}
 			obj, isObj := ev.Object.(client.Object)
-			if !isObj {
+			if !isObj || !t.included(obj) {
 				continue
 			}
 			t.mu.Lock()
@@ -146,11 +163,13 @@ func (t *tracker) check() {
 	if !t.doneAt.IsZero() {
 		return
 	}
-	if n := t.count(); n >= t.want {
+	if n := t.count(); n >= t.want && (!t.every || n == len(t.state)) {
 		t.doneAt = time.Now()
 		close(t.done)
 	}
 }
+
+func (t *tracker) included(obj client.Object) bool { return t.include == nil || t.include(obj) }
 
 func (t *tracker) count() int {
 	n := 0

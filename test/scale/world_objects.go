@@ -105,7 +105,11 @@ func guardrailTemplate(version int) string {
 		"and ask {{ index .Vars \"oncall\" }} before deleting data.", version)
 }
 
-// persona is the i-th measured persona: it inherits the parent and lists both layers.
+// persona is the i-th measured persona: it inherits the parent and lists
+// both layers. It keeps no snapshot besides its current revision's, so that
+// every fan-out makes all the writes of a Persona whose history is full:
+// the ConfigMap's update, the new snapshot, the old one's deletion and the
+// status.
 func persona(ns string, i int) *v1alpha1.Persona {
 	name := fmt.Sprintf("agent-%05d", i)
 	return &v1alpha1.Persona{
@@ -117,6 +121,8 @@ func persona(ns string, i int) *v1alpha1.Persona {
 			Prompt:      fmt.Sprintf("You are agent %d. Review pull requests for correctness first, style second.\n", i),
 			Vars:        map[string]string{"ticket": fmt.Sprintf("PLAT-%d", 1000+i)},
 			Variants:    []v1alpha1.Variant{{Name: "codex", Harness: v1alpha1.HarnessCodex, Model: "gpt-5-codex"}},
+
+			RevisionHistoryLimit: new(int32(0)),
 		},
 	}
 }

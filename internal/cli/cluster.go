@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+)
+
+// The commands that read a Persona's revisions from a cluster (history,
+// rollback) share this: the Persona through the dynamic client, its
+// ConfigMaps through the core API, so the binary carries no generated
+// client of the operator's group.
+
+var personasResource = v1alpha1.GroupVersion.WithResource("personas")
+
+// cluster is a connection to the cluster of kubectl's flags, in one namespace.
+type cluster struct {
+	namespace string
+	core      corev1client.CoreV1Interface
+	personas  dynamic.ResourceInterface
+}
+
+// addKubeFlags adds kubectl's connection flags (--kubeconfig, --context,
+// -n, ...) to cmd.
+func addKubeFlags(cmd *cobra.Command, kube *genericclioptions.ConfigFlags) {
+	flags := pflag.NewFlagSet("kube", pflag.ContinueOnError)
+	kube.AddFlags(flags)
+	cmd.Flags().AddFlagSet(flags)
+}
+
+// connect connects to the cluster of kube, in -n or the context's namespace.
+func connect(kube *genericclioptions.ConfigFlags) (*cluster, error) {
+	ns, _, err := kube.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("the kubeconfig: %w", err)
+	}
+	cfg, err := kube.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("the kubeconfig: %w", err)
+	}
+	core, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &cluster{namespace: ns, core: core, personas: dyn.Resource(personasResource).Namespace(ns)}, nil
+}
+
+// persona reads the Persona name.
+func (c *cluster) persona(ctx context.Context, name string) (*v1alpha1.Persona, error) {
+	u, err := c.personas.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get persona %s/%s: %w", c.namespace, name, err)
+	}
+	var p v1alpha1.Persona
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err != nil {
+		return nil, fmt.Errorf("persona %s/%s: %w", c.namespace, name, err)
+	}
+	return &p, nil
+}
+
+// personaNames are the names of the Personas of the namespace, for completion.
+func (c *cluster) personaNames(ctx context.Context) ([]string, error) {
+	list, err := c.personas.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, u := range list.Items {
+		names = append(names, u.GetName())
+	}
+	return names, nil
+}
+
+// snapshots are p's snapshots persona-<name>.r<n>, by number.
+func (c *cluster) snapshots(ctx context.Context, p *v1alpha1.Persona) (map[int64]*corev1.ConfigMap, error) {
+	list, err := c.core.ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: delivery.PersonaLabel + "=" + p.Name})
+	if err != nil {
+		return nil, fmt.Errorf("list the snapshots of persona %s/%s: %w", c.namespace, p.Name, err)
+	}
+	out := map[int64]*corev1.ConfigMap{}
+	for i := range list.Items {
+		cm := &list.Items[i]
+		if name, n, ok := delivery.SnapshotOf(cm.Name); ok && name == p.Name && metav1.IsControlledBy(cm, p) {
+			out[n] = cm
+		}
+	}
+	return out, nil
+}
+
+// snapshot is p's snapshot of revision n; nil when there is none.
+func (c *cluster) snapshot(ctx context.Context, p *v1alpha1.Persona, n int64) (*corev1.ConfigMap, error) {
+	name := delivery.SnapshotName(p.Name, n)
+	cm, err := c.core.ConfigMaps(c.namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get snapshot %s/%s: %w", c.namespace, name, err)
+	case !metav1.IsControlledBy(cm, p):
+		return nil, nil
+	}
+	return cm, nil
+}
+
+// live is the live ConfigMap persona-<name>; nil when there is none.
+func (c *cluster) live(ctx context.Context, name string) (*corev1.ConfigMap, error) {
+	cm, err := c.core.ConfigMaps(c.namespace).Get(ctx, delivery.ConfigMapName(name), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get ConfigMap %s/%s: %w", c.namespace, delivery.ConfigMapName(name), err)
+	}
+	return cm, nil
+}
+
+// setPin sets the pin-revision annotation of the Persona name to value, or
+// removes it when value is "", by a merge patch that touches nothing else.
+func (c *cluster) setPin(ctx context.Context, name, value string) error {
+	v := any(value)
+	if value == "" {
+		v = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{v1alpha1.PinRevisionAnnotation: v}}})
+	if err != nil {
+		return err
+	}
+	if _, err := c.personas.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("annotate persona %s/%s: %w", c.namespace, name, err)
+	}
+	return nil
+}
+
+// completePersonas completes the Persona names of the namespace of kube's flags.
+func completePersonas(kube *genericclioptions.ConfigFlags) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, err := connect(kube)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		names, err := c.personaNames(cmd.Context())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		slices.Sort(names)
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+}

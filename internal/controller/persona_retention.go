@@ -1,0 +1,136 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+)
+
+// Retention (personas.md#revisions): which snapshots stay whatever
+// spec.revisionHistoryLimit and the namespace's byte cap say. Pruning and
+// eviction both ask keptRevisions, so a new reason to keep a snapshot is
+// one revisionKeeper more.
+
+// revisionKeeper gives revisions of p that must keep their snapshots, for
+// a reason of its own (the revisions injected pods still name, for
+// example). It may read, and fails with an error only.
+type revisionKeeper func(ctx context.Context, p *v1alpha1.Persona) ([]int64, error)
+
+// keptRevisions are the revisions of p whose snapshots are kept beyond the
+// limit and the cap: the current one, the latest, the one pinned (by the
+// status, and by the annotation before the status names it), and those
+// each of r.keepers names.
+func (r *PersonaReconciler) keptRevisions(ctx context.Context, p *v1alpha1.Persona) (map[int64]bool, error) {
+	kept := map[int64]bool{}
+	for _, n := range []int64{p.Status.CurrentRevision, p.Status.LatestRevision, p.Status.PinnedRevision} {
+		if n > 0 {
+			kept[n] = true
+		}
+	}
+	if n, _, err := v1alpha1.PinnedRevisionOf(p.Annotations); err == nil && n > 0 {
+		kept[n] = true
+	}
+	for _, keep := range r.keepers {
+		more, err := keep(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("the revisions of persona %s to keep: %w", p.Name, err)
+		}
+		for _, n := range more {
+			kept[n] = true
+		}
+	}
+	return kept, nil
+}
+
+// evict deletes the oldest snapshots of p's namespace that no Persona
+// keeps until need bytes are freed, and returns what the namespace's
+// snapshots then hold (used before). When those snapshots together free
+// less than need, it deletes none: they would be lost for nothing.
+func (r *PersonaReconciler) evict(ctx context.Context, p *v1alpha1.Persona, used, need int) (int, error) {
+	all, err := r.namespaceSnapshots(ctx, p.Namespace)
+	if err != nil {
+		return used, err
+	}
+	slices.SortFunc(all, func(a, b *metav1.PartialObjectMetadata) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		pa, na, _ := delivery.SnapshotOf(a.Name)
+		pb, nb, _ := delivery.SnapshotOf(b.Name)
+		return cmp.Or(strings.Compare(pa, pb), cmp.Compare(na, nb))
+	})
+	personas := map[string]*v1alpha1.Persona{p.Name: p}
+	keptOf := map[string]map[int64]bool{}
+	var victims []*metav1.PartialObjectMetadata
+	freed := 0
+	for _, m := range all {
+		if freed >= need {
+			break
+		}
+		evictable, err := r.evictable(ctx, m, personas, keptOf)
+		if err != nil {
+			return used, err
+		}
+		if evictable {
+			victims = append(victims, m)
+			freed += snapshotSize(m)
+		}
+	}
+	if freed < need {
+		return used, nil
+	}
+	for _, m := range victims {
+		if err := r.deleteSnapshot(ctx, m); err != nil {
+			return used, err
+		}
+	}
+	return used - freed, nil
+}
+
+// evictable reports whether snapshot m may go to make room: it is its
+// Persona's (an operator's snapshot, not another owner's ConfigMap), and
+// that Persona keeps no such revision, nor one its status does not name
+// yet (written by a reconcile whose status is still to come). The snapshot
+// of a Persona gone, or of an older Persona of that name, is evictable.
+// personas and keptOf remember what was read for each Persona.
+func (r *PersonaReconciler) evictable(ctx context.Context, m *metav1.PartialObjectMetadata, personas map[string]*v1alpha1.Persona, keptOf map[string]map[int64]bool) (bool, error) {
+	name, n, _ := delivery.SnapshotOf(m.Name)
+	if !controlledByPersona(m, name) {
+		return false, nil
+	}
+	owner, ok := personas[name]
+	if !ok {
+		owner = &v1alpha1.Persona{}
+		switch err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: name}, owner); {
+		case apierrors.IsNotFound(err):
+			owner = nil
+		case err != nil:
+			return false, fmt.Errorf("get persona %s: %w", name, err)
+		}
+		personas[name] = owner
+	}
+	if owner == nil || !metav1.IsControlledBy(m, owner) {
+		return true, nil
+	}
+	if n > max(owner.Status.CurrentRevision, owner.Status.LatestRevision) {
+		return false, nil
+	}
+	kept, ok := keptOf[name]
+	if !ok {
+		var err error
+		if kept, err = r.keptRevisions(ctx, owner); err != nil {
+			return false, err
+		}
+		keptOf[name] = kept
+	}
+	return !kept[n], nil
+}
