@@ -98,6 +98,7 @@ func manageWebhookCertificate(mgr ctrl.Manager, f *managerFlags, served certific
 	names := map[string]string{
 		"/api/v1/namespaces/" + namespace + "/secrets":                          f.webhookSecretName,
 		"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations": f.webhookConfigName,
+		"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations":   f.injectWebhookConfigName,
 	}
 	cr := &rotator.CertRotator{
 		SecretKey:      types.NamespacedName{Namespace: namespace, Name: f.webhookSecretName},
@@ -107,8 +108,11 @@ func manageWebhookCertificate(mgr ctrl.Manager, f *managerFlags, served certific
 		CAName:         "persona-operator-webhook-ca",
 		CAOrganization: "persona-operator",
 		DNSName:        f.webhookServiceName + "." + namespace + ".svc",
-		Webhooks:       []rotator.WebhookInfo{{Name: f.webhookConfigName, Type: rotator.Validating}},
-		IsReady:        ready,
+		Webhooks: []rotator.WebhookInfo{
+			{Name: f.webhookConfigName, Type: rotator.Validating},
+			{Name: f.injectWebhookConfigName, Type: rotator.Mutating},
+		},
+		IsReady: ready,
 		// Every replica serves the webhook, so each one, leader or not, runs
 		// the rotator and waits for the certificate to be mounted in its pod.
 		RequireLeaderElection: false,

@@ -23,6 +23,7 @@ type managerFlags struct {
 	webhookSecretMountPath                                   string
 	webhookPort                                              int
 	webhookSecretName, webhookServiceName, webhookConfigName string
+	injectWebhookConfigName                                  string
 
 	watchNamespaces      []string
 	personaWorkers       int
@@ -34,6 +35,8 @@ type managerFlags struct {
 	readUnlabelledSources bool
 	// snapshotBytesPerNamespace caps one namespace's revision snapshots.
 	snapshotBytesPerNamespace int
+	// agentsInterval paces the writes of status.agents.
+	agentsInterval time.Duration
 }
 
 func parseFlags() (*managerFlags, *zap.Options) {
@@ -58,6 +61,7 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 	fs.StringVar(&f.webhookSecretName, "webhook-secret-name", "persona-operator-webhook-server-cert", "The Secret holding the webhook certificate the manager makes (without --webhook-cert-path).")
 	fs.StringVar(&f.webhookServiceName, "webhook-service-name", "persona-operator-webhook-service", "The webhook's Service, whose DNS name the certificate the manager makes is for.")
 	fs.StringVar(&f.webhookConfigName, "webhook-config-name", "persona-operator-validating-webhook-configuration", "The ValidatingWebhookConfiguration the manager injects its CA into.")
+	fs.StringVar(&f.injectWebhookConfigName, "inject-webhook-config-name", "persona-operator-mutating-webhook-configuration", "The MutatingWebhookConfiguration of the pod injection the manager injects its CA into.")
 	fs.Func("watch-namespaces", "Comma-separated namespaces whose Personas, PromptLayers and ConfigMaps the manager reads, caches and writes; empty: all.",
 		func(v string) error { f.watchNamespaces = splitList(v); return nil })
 	fs.IntVar(&f.personaWorkers, "persona-workers", 16, "Concurrent Persona reconciles.")
@@ -71,6 +75,8 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 		"How long a missing reference is awaited (Reconciling) before the object is stalled (Stalled), so that objects applied in any order, or in the next sync, are not reported as failed.")
 	fs.IntVar(&f.snapshotBytesPerNamespace, "snapshot-bytes-per-namespace", controller.DefaultSnapshotBytesPerNamespace,
 		"The bytes (keys and values) the revision snapshots (ConfigMaps persona-<name>.r<n>) of one namespace may hold; past it a Persona's new revision gets no snapshot (SnapshotFailed), its ConfigMap is delivered all the same.")
+	fs.DurationVar(&f.agentsInterval, "agents-status-interval", controller.DefaultAgentsInterval,
+		"The shortest time between two writes of one Persona's status.agents, the count of its injected pods by revision.")
 	fs.Func("template-source-label", `Whether a templateFrom ConfigMap must be labelled prompts.persona-operator.dev/template-source: "true": require (an unlabelled one is reported like a missing one), or warn (it is read, with a Warning Event on each PromptLayer that reads one; for a migration). Default require.`,
 		func(v string) error {
 			switch v {

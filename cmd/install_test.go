@@ -80,6 +80,13 @@ func TestFlagDefaultsNameWhatConfigDefaultInstalls(t *testing.T) {
 			t.Errorf("webhook %s ships a caBundle; the manager injects it", w.Name)
 		}
 	}
+	var inject admissionregistrationv1.MutatingWebhookConfiguration
+	object(t, resources, "MutatingWebhookConfiguration", f.injectWebhookConfigName, &inject)
+	for _, w := range inject.Webhooks {
+		if svc := w.ClientConfig.Service; svc == nil || svc.Name != f.webhookServiceName || len(w.ClientConfig.CABundle) != 0 {
+			t.Errorf("webhook %s calls %+v with a caBundle of %d bytes, want Service %s and none", w.Name, svc, len(w.ClientConfig.CABundle), f.webhookServiceName)
+		}
+	}
 	object(t, resources, "Secret", f.webhookSecretName, &corev1.Secret{})
 
 	var d appsv1.Deployment
@@ -102,18 +109,15 @@ func TestFlagDefaultsNameWhatConfigDefaultInstalls(t *testing.T) {
 	object(t, resources, "Role", "persona-operator-webhook-cert-role", &secretRole)
 	var hookRole rbacv1.ClusterRole
 	object(t, resources, "ClusterRole", "persona-operator-webhook-config-role", &hookRole)
-	for _, c := range []struct {
-		rules []rbacv1.PolicyRule
-		name  string
-	}{{secretRole.Rules, f.webhookSecretName}, {hookRole.Rules, f.webhookConfigName}} {
-		for _, r := range c.rules {
-			if slices.Equal(r.Verbs, []string{"create"}) && slices.Equal(r.Resources, []string{"secrets"}) {
-				// A create carries no name for RBAC to match: the Secret made again when deleted.
-				continue
-			}
-			if !slices.Equal(r.ResourceNames, []string{c.name}) {
-				t.Errorf("rule %+v: resourceNames %v, want [%s]", r, r.ResourceNames, c.name)
-			}
+	names := map[string]string{"secrets": f.webhookSecretName, "validatingwebhookconfigurations": f.webhookConfigName,
+		"mutatingwebhookconfigurations": f.injectWebhookConfigName}
+	for _, r := range append(secretRole.Rules, hookRole.Rules...) {
+		if slices.Equal(r.Verbs, []string{"create"}) && slices.Equal(r.Resources, []string{"secrets"}) {
+			// A create carries no name for RBAC to match: the Secret made again when deleted.
+			continue
+		}
+		if len(r.Resources) != 1 || !slices.Equal(r.ResourceNames, []string{names[r.Resources[0]]}) {
+			t.Errorf("rule %+v: resourceNames %v, want [%s]", r, r.ResourceNames, names[r.Resources[0]])
 		}
 	}
 }

@@ -1,8 +1,9 @@
 {{/*
 Resource names: persona-operator-<suffix>, whatever the release's name. They
 are the names of dist/install.yaml, and the manager's defaults for its webhook
-Service, certificate Secret and webhook configuration
-(--webhook-service-name, --webhook-secret-name, --webhook-config-name).
+Service, certificate Secret and webhook configurations
+(--webhook-service-name, --webhook-secret-name, --webhook-config-name,
+--inject-webhook-config-name).
 */}}
 {{- define "persona-operator.name" -}}
 {{- .Chart.Name }}
@@ -26,6 +27,10 @@ Service, certificate Secret and webhook configuration
 
 {{- define "persona-operator.webhookConfigName" -}}
 {{- include "persona-operator.resourceName" (dict "suffix" "validating-webhook-configuration" "context" .) }}
+{{- end }}
+
+{{- define "persona-operator.injectWebhookConfigName" -}}
+{{- include "persona-operator.resourceName" (dict "suffix" "mutating-webhook-configuration" "context" .) }}
 {{- end }}
 
 {{/*
@@ -78,6 +83,13 @@ ClusterRole, or with rbac.namespaced in a Role in each watched namespace.
   - get
   - list
   - update
+  - watch
+- apiGroups:
+  - ""
+  resources:
+  - pods
+  verbs:
+  - list
   - watch
 - apiGroups:
   - events.k8s.io
