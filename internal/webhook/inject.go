@@ -47,12 +47,17 @@ type Injector struct {
 	// Namespaces are the namespaces served; none: all. A pod of another
 	// is let through unchanged: another shard's.
 	Namespaces []string
+	// Snapshots reads ConfigMaps from the API server: whether the snapshot
+	// of a revision other than the current one, which a pod template
+	// names, still exists. The cache may still hold one just pruned, and
+	// a pod mounting it would never start. Nil trusts the cache.
+	Snapshots client.Reader
 }
 
 // RegisterInjection serves the pod injection on the manager's webhook server.
 func RegisterInjection(mgr ctrl.Manager, delivered client.Reader, namespaces []string) {
 	mgr.GetWebhookServer().Register(InjectPath, &webhook.Admission{Handler: &Injector{
-		Personas: mgr.GetCache(), ConfigMaps: delivered, Namespaces: namespaces,
+		Personas: mgr.GetCache(), ConfigMaps: delivered, Namespaces: namespaces, Snapshots: mgr.GetAPIReader(),
 	}})
 }
 
@@ -88,6 +93,14 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode the pod: %w", err))
 	}
 	res, errs := inject.Pod(pod, persona)
+	if len(errs) == 0 && i.pruned(ctx, req.Namespace, name, persona, res.Revision) {
+		delete(persona.Snapshots, res.Revision)
+		pod = &corev1.Pod{}
+		if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("the Pod %s", personaadmission.DecodeErrorDetail(err)))
+		}
+		res, errs = inject.Pod(pod, persona)
+	}
 	if len(errs) > 0 {
 		podName := pod.Name
 		if podName == "" {
@@ -141,4 +154,17 @@ func (i *Injector) persona(ctx context.Context, namespace, name string) (*inject
 		}
 	}
 	return facts, nil
+}
+
+// pruned reports whether revision, which a pod template names and which is
+// not the current one, has lost its snapshot since the cache saw it: only
+// such pods (an old ReplicaSet's, during a rollout) read the API server.
+func (i *Injector) pruned(ctx context.Context, namespace, name string, p *inject.Persona, revision int64) bool {
+	if i.Snapshots == nil || p == nil || revision == 0 || revision == p.CurrentRevision {
+		return false
+	}
+	snapshot := &metav1.PartialObjectMetadata{}
+	snapshot.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	err := i.Snapshots.Get(ctx, client.ObjectKey{Namespace: namespace, Name: delivery.SnapshotName(name, revision)}, snapshot)
+	return apierrors.IsNotFound(err) || err == nil && snapshot.DeletionTimestamp != nil
 }
