@@ -38,6 +38,7 @@ func main() {
 		PersonaWorkers: flags.personaWorkers, ReferenceGracePeriod: flags.referenceGracePeriod,
 		WatchNamespaces: flags.watchNamespaces, ReadUnlabelledSources: flags.readUnlabelledSources,
 		SnapshotBytesPerNamespace: flags.snapshotBytesPerNamespace,
+		Restarts:                  flags.restartOptions(),
 	})
 	if err != nil {
 		fail(err, "set up the controllers")

@@ -29,6 +29,10 @@ type Options struct {
 	// SnapshotBytesPerNamespace caps the bytes of one namespace's revision
 	// snapshots (--snapshot-bytes-per-namespace); 0 means DefaultSnapshotBytesPerNamespace.
 	SnapshotBytesPerNamespace int
+	// Restarts, when set, restarts the workloads that opt in onto each
+	// revision their Persona delivers (--restart-workloads); the manager's
+	// cache must then hold them (RestartCacheObjects).
+	Restarts *RestartOptions
 }
 
 // Setup registers the field indexes and the four controllers with the
@@ -83,6 +87,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources
 	}
 	if err := (&PromptPlatformReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up the PromptPlatform controller: %w", err)
+	}
+	if opts.Restarts != nil {
+		if err := setupRestarts(ctx, mgr, recorder, *opts.Restarts); err != nil {
+			return nil, fmt.Errorf("set up the workload restarts: %w", err)
+		}
+	} else if err := mgr.Add(restartsOff{reader: mgr.GetAPIReader()}); err != nil {
+		return nil, fmt.Errorf("add the restarts check: %w", err)
 	}
 	return sourceMetadata, nil
 }
