@@ -234,10 +234,12 @@ func (s *Scheduler) Fail(w Workload) (Restart, []Restart, bool) {
 	h := haltOf(r.Restart)
 	s.halts[h] = r.Cause.Version
 	var held []Restart
-	for _, q := range s.queues[w.Namespace] {
-		for _, o := range q {
-			if wr := s.waiting[o]; haltOf(wr) == h && wr.Cause.Version == r.Cause.Version {
-				held = append(held, wr)
+	if queues := s.queues[w.Namespace]; queues != nil { // nil: nothing waits there
+		for _, q := range queues {
+			for _, o := range q {
+				if wr := s.waiting[o]; haltOf(wr) == h && wr.Cause.Version == r.Cause.Version {
+					held = append(held, wr)
+				}
 			}
 		}
 	}

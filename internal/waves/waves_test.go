@@ -142,6 +142,24 @@ func TestFailHaltsOnlyItsNamespaceAndCause(t *testing.T) {
 	}
 }
 
+func TestFailWithNothingWaiting(t *testing.T) {
+	s := New(1)
+	s.Add(restart("a", "alone", 2, edit))
+	got := s.Admit(now)
+	r, held, ok := s.Fail(got[0].Workload)
+	if !ok || r.Workload.Name != "alone" || len(held) != 0 {
+		t.Fatalf("Fail = %+v, %v, %v; want the restart of a/alone, nothing held", r, names(held), ok)
+	}
+	if !s.Halted("a", edit) {
+		t.Fatalf("a's restarts of the cause not halted")
+	}
+	// A workload of the same cause that arrives later waits for the next version.
+	s.Add(restart("a", "later", 2, edit))
+	if got := s.Admit(now); len(got) != 0 {
+		t.Fatalf("admitted %v while halted", names(got))
+	}
+}
+
 func TestAdoptedRolloutsCountAgainstTheLimit(t *testing.T) {
 	s := New(2)
 	s.Adopt(restart("a", "x", 2, edit), now)
