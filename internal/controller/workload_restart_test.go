@@ -88,9 +88,7 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 		Expect(rollouts.peak(ns)).To(Equal(limit))
 	})
 
-	// Pending: the RolloutHalted condition can be lost to the Persona controller's merge patch of
-	// its conditions (a race), and is not asserted again yet.
-	PIt("halts a failed rollout's cause in its namespace only, and resumes on the cause's next revision", func() {
+	It("halts a failed rollout's cause in its namespace only, and resumes on the cause's next revision", func() {
 		guardrail := nextGuardrailName()
 		a, b := labelledNamespace("guardrails", guardrail), labelledNamespace("guardrails", guardrail)
 		g := newNamedGuardrail(guardrail, v1alpha1.ClusterLayerLast, "Rule one")
