@@ -38,7 +38,7 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 		saved := manager.Extra
 		Expect(manager.Stop()).To(Succeed())
 		manager.Extra = append(append([]string{}, saved...), "--restart-workloads",
-			fmt.Sprintf("--max-concurrent-restarts=%d", limit), "--restart-deadline=6s")
+			fmt.Sprintf("--max-concurrent-restarts=%d", limit), "--restart-deadline=10s")
 		Expect(manager.Start(ctx)).To(Succeed())
 		DeferCleanup(func() {
 			Expect(manager.Stop()).To(Succeed())
@@ -129,37 +129,73 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 		Eventually(func() string { return haltedCondition(a, "agent") }, 20*time.Second).Should(Equal("False"))
 	})
 
-	// Pending: its setup assumes every workload at revision 1, but the guardrail's selector
-	// change makes a second revision first; to be fixed by creating the guardrail with its selector.
-	PIt("lets a guardrail's restart overtake a queue of layer-edit restarts", func() {
+	It("lets a guardrail's restart overtake a queue of layer-edit restarts", func() {
 		guardrail := nextGuardrailName()
 		ns := labelledNamespace("guardrails", guardrail)
+		// The guardrail selects the urgent Persona alone, from the start: every Persona's first revision is its only one.
+		g := &v1alpha1.ClusterPromptLayer{
+			ObjectMeta: metav1.ObjectMeta{Name: guardrail},
+			Spec: v1alpha1.ClusterPromptLayerSpec{Position: v1alpha1.ClusterLayerLast, Template: "Rule one",
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"guardrails": guardrail}},
+				PersonaSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"urgent": "true"}}},
+		}
+		Expect(k8s.Create(ctx, g)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, g))).To(Succeed()) })
 		apply(ns, layerManifest("shared", "app", "append", "One"))
 		apply(ns, barePersona("queued", "Queued", "layers: [{name: shared}]"))
-		apply(ns, barePersona("urgent", "Urgent"))
-		g := newNamedGuardrail(guardrail, v1alpha1.ClusterLayerLast, "Rule one")
-		updateGuardrail(g, func(l *v1alpha1.ClusterPromptLayer) {
-			l.Spec.PersonaSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"urgent": "true"}}
-		})
-		p := getPersona(ns, "urgent")
-		p.Labels = map[string]string{"urgent": "true"}
-		Expect(k8s.Update(ctx, p)).To(Succeed())
-		for i := range 10 {
-			createWorkload(ns, fmt.Sprintf("q-%02d", i), "queued")
+		apply(ns, strings.Replace(barePersona("urgent", "Urgent"), "  name: urgent\n", "  name: urgent\n  labels: {urgent: \"true\"}\n", 1))
+		for _, name := range []string{"queued", "urgent"} {
+			Eventually(func() int64 { return getPersona(ns, name).Status.CurrentRevision }).Should(Equal(int64(1)))
+		}
+		Expect(prompt(ns, "urgent")()).To(ContainSubstring("Rule one"))
+		Expect(prompt(ns, "queued")()).NotTo(ContainSubstring("Rule one"))
+		queued := make([]string, 10)
+		for i := range queued {
+			queued[i] = fmt.Sprintf("q-%02d", i)
+			createWorkload(ns, queued[i], "queued")
 		}
 		createWorkload(ns, "urgent", "urgent")
 		Eventually(func() int { return countAt(ns, "1") }, 60*time.Second).Should(Equal(11))
-		Eventually(appliedFunc(ns, "urgent")).ShouldNot(Equal(""))
-		urgentBefore := appliedRevisionOf(ns, "urgent")
+		Eventually(rolledOut(ns), 20*time.Second).Should(BeTrue())
+		queuedAt := func(n string) func() int {
+			return func() int {
+				count := 0
+				for _, name := range queued {
+					if templateRevision(ns, name)() == n {
+						count++
+					}
+				}
+				return count
+			}
+		}
 
-		rollouts.hold(ns, 3*time.Second)
+		By("a layer edit fills the wave with five of the ten queued workloads")
+		rollouts.hold(ns, time.Hour)
 		apply(ns, layerManifest("shared", "app", "append", "Two"))
-		Eventually(func() int { return countAt(ns, "2") }, 20*time.Second).Should(Equal(limit))
+		Eventually(queuedAt("2"), 20*time.Second).Should(Equal(limit))
+
+		By("the guardrail's restart waits for a slot while the wave is full")
 		updateGuardrail(g, func(l *v1alpha1.ClusterPromptLayer) { l.Spec.Template = "Rule two" })
-		Eventually(appliedFunc(ns, "urgent"), 20*time.Second).ShouldNot(Equal(urgentBefore))
-		// Five were rolling when the guardrail changed: it took the first slot freed.
-		Expect(countAt(ns, "2")).To(BeNumerically("<=", limit+1))
-		Eventually(func() int { return countAt(ns, "2") }, 60*time.Second).Should(Equal(10))
+		Eventually(func() int64 { return getPersona(ns, "urgent").Status.CurrentRevision }).Should(Equal(int64(2)))
+		Consistently(appliedFunc(ns, "urgent"), time.Second).Should(Equal("1"))
+		Expect(queuedAt("2")()).To(Equal(limit))
+
+		By("the first slot freed goes to the guardrail's restart, ahead of the five queued before it")
+		var first string
+		for _, name := range queued {
+			if templateRevision(ns, name)() == "2" {
+				first = name
+				break
+			}
+		}
+		rollouts.complete(ns, first)
+		Eventually(appliedFunc(ns, "urgent"), 20*time.Second).Should(Equal("2"))
+		Consistently(queuedAt("2"), 2*time.Second).Should(Equal(limit))
+
+		By("the queue goes on once the wave completes")
+		rollouts.hold(ns, 0)
+		Eventually(queuedAt("2"), 60*time.Second).Should(Equal(len(queued)))
+		Eventually(func() int { return countAt(ns, "2") }, 20*time.Second).Should(Equal(11))
 	})
 
 	It("survives a manager restart mid-wave: nothing forgotten, nothing restarted twice, the limit held", func() {
@@ -287,6 +323,21 @@ func countAt(ns, n string) int {
 	return count
 }
 
+// rolledOut says whether every Deployment of ns has rolled out what its
+// spec asks.
+func rolledOut(ns string) func() bool {
+	return func() bool {
+		var list appsv1.DeploymentList
+		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		for _, d := range list.Items {
+			if d.Status.ObservedGeneration < d.Generation {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // waitForNewRevision waits for the Persona's next delivered revision.
 func waitForNewRevision(ns, name string) int64 {
 	before := getPersona(ns, name).Status.CurrentRevision
@@ -328,14 +379,16 @@ type fakeDeployments struct {
 	holds  map[string]time.Duration
 	seen   map[string]time.Time
 	broken map[string]bool
-	peaks  map[string]int
-	done   chan struct{}
-	wg     sync.WaitGroup
+	// now are the Deployments to complete at the next tick, hold or not.
+	now   map[string]bool
+	peaks map[string]int
+	done  chan struct{}
+	wg    sync.WaitGroup
 }
 
 func startFakeDeployments() *fakeDeployments {
 	f := &fakeDeployments{holds: map[string]time.Duration{}, seen: map[string]time.Time{}, broken: map[string]bool{},
-		peaks: map[string]int{}, done: make(chan struct{})}
+		now: map[string]bool{}, peaks: map[string]int{}, done: make(chan struct{})}
 	f.wg.Add(1)
 	go func() {
 		defer GinkgoRecover()
@@ -375,11 +428,13 @@ func (f *fakeDeployments) tick() {
 		if !ok {
 			f.seen[key], first = now, now
 		}
-		if f.broken[key] || now.Sub(first) < f.holds[d.Namespace] {
+		if f.broken[key] || (now.Sub(first) < f.holds[d.Namespace] && !f.now[key]) {
 			continue
 		}
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
-		_ = k8s.Status().Update(ctx, d)
+		if k8s.Status().Update(ctx, d) == nil {
+			delete(f.now, key)
+		}
 	}
 	for ns, n := range rolling {
 		f.peaks[ns] = max(f.peaks[ns], n)
@@ -396,6 +451,13 @@ func (f *fakeDeployments) breakOne(ns, name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.broken[ns+"/"+name] = true
+}
+
+// complete completes name's rollout at the next tick, whatever the hold.
+func (f *fakeDeployments) complete(ns, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now[ns+"/"+name] = true
 }
 
 func (f *fakeDeployments) repair(ns, name string) {
