@@ -92,7 +92,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources
 		if err := setupRestarts(ctx, mgr, recorder, *opts.Restarts); err != nil {
 			return nil, fmt.Errorf("set up the workload restarts: %w", err)
 		}
-	} else if err := mgr.Add(restartsOff{reader: mgr.GetAPIReader()}); err != nil {
+	} else if err := mgr.Add(restartsOff{client: mgr.GetClient(), reader: mgr.GetAPIReader()}); err != nil {
 		return nil, fmt.Errorf("add the restarts check: %w", err)
 	}
 	return sourceMetadata, nil

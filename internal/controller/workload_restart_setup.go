@@ -3,10 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -165,24 +166,38 @@ func (g restartGauges) Collect(ch chan<- prometheus.Metric) {
 }
 
 // restartsOff says once, at start, that workloads opt in to restarts while
-// --restart-workloads is off. It lists one object of each kind by the
-// label, with the API reader: no informer, nothing held. Without the opt-in
-// RBAC the list is forbidden, and it says nothing.
-type restartsOff struct{ reader client.Reader }
+// --restart-workloads is off. Where the manager may list a kind (a
+// SelfSubjectAccessReview tells, so that the default install, which may
+// not, makes no request it is refused), it lists one object of that kind by
+// the label, with the API reader: no informer, nothing held.
+type restartsOff struct {
+	client client.Client
+	reader client.Reader
+}
+
+// The manager asks whether it may list workloads: SelfSubjectAccessReviews.
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=selfsubjectaccessreviews,verbs=create
 
 func (restartsOff) NeedLeaderElection() bool { return true }
 
 func (o restartsOff) Start(ctx context.Context) error {
 	log := ctrl.Log.WithName("restarts")
 	for _, kind := range []string{deploymentKind, statefulSetKind, daemonSetKind} {
-		var list metav1.PartialObjectMetadataList
-		list.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(kind + "List"))
-		err := o.reader.List(ctx, &list, client.MatchingLabelsSelector{Selector: restartSelector}, client.Limit(1))
-		if apierrors.IsForbidden(err) {
+		resource := strings.ToLower(kind) + "s"
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: appsv1.GroupName, Resource: resource, Verb: "list"},
+		}}
+		if err := o.client.Create(ctx, review); err != nil {
+			log.V(1).Info("cannot tell whether workloads opt in to restarts", "kind", kind, "error", err.Error())
+			continue
+		}
+		if !review.Status.Allowed {
 			log.V(1).Info("cannot tell whether workloads opt in to restarts: listing them is not allowed", "kind", kind)
 			continue
 		}
-		if err != nil {
+		var list metav1.PartialObjectMetadataList
+		list.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(kind + "List"))
+		if err := o.reader.List(ctx, &list, client.MatchingLabelsSelector{Selector: restartSelector}, client.Limit(1)); err != nil {
 			log.V(1).Info("cannot tell whether workloads opt in to restarts", "kind", kind, "error", err.Error())
 			continue
 		}
