@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fluxcd/pkg/ssa"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -17,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -198,6 +200,53 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 		Eventually(func() int { return countAt(ns, "2") }, 20*time.Second).Should(Equal(11))
 	})
 
+	It("does not fight a Flux-style server-side apply of the workload's manifest without the annotations", func() {
+		ns := newNamespace()
+		apply(ns, layerManifest("shared", "app", "append", "One"))
+		apply(ns, barePersona("agent", "Agent", "layers: [{name: shared}]"))
+		Eventually(func() int64 { return getPersona(ns, "agent").Status.CurrentRevision }).Should(Equal(int64(1)))
+		flux := fluxManager()
+		manifest := func(image string) *unstructured.Unstructured {
+			return objects(ns, fluxWorkload("agent", image))[0]
+		}
+		fluxApply := func(image string) ssa.Action {
+			entry, err := flux.Apply(ctx, manifest(image), kustomizeControllerApply())
+			Expect(err).NotTo(HaveOccurred())
+			return entry.Action
+		}
+		drift := func() ssa.Action {
+			entry, _, _, err := flux.Diff(ctx, manifest("agent:1"), ssa.DefaultDiffOptions())
+			Expect(err).NotTo(HaveOccurred())
+			return entry.Action
+		}
+		Expect(fluxApply("agent:1")).To(Equal(ssa.CreatedAction))
+		Eventually(appliedFunc(ns, "agent")).Should(Equal("1"))
+		Expect(templateRevision(ns, "agent")()).To(Equal("1"))
+
+		By("the same manifest again: no drift, nothing changed, the annotations kept")
+		generation := deployment(ns, "agent").Generation
+		Expect(drift()).To(Equal(ssa.UnchangedAction))
+		Expect(fluxApply("agent:1")).To(Equal(ssa.UnchangedAction))
+		Expect(appliedRevisionOf(ns, "agent")).To(Equal("1"))
+		Expect(templateRevision(ns, "agent")()).To(Equal("1"))
+		Expect(deployment(ns, "agent").Generation).To(Equal(generation))
+
+		By("a new revision: the restart's write is no drift either")
+		apply(ns, layerManifest("shared", "app", "append", "Two"))
+		Eventually(templateRevision(ns, "agent")).Should(Equal("2"))
+		Expect(drift()).To(Equal(ssa.UnchangedAction))
+		Expect(fluxApply("agent:1")).To(Equal(ssa.UnchangedAction))
+		Expect(templateRevision(ns, "agent")()).To(Equal("2"))
+
+		By("a change in the manifest is applied, and leaves the annotations alone")
+		Expect(fluxApply("agent:2")).To(Equal(ssa.ConfiguredAction))
+		d := deployment(ns, "agent")
+		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("agent:2"))
+		Expect(d.Spec.Template.Annotations).To(HaveKeyWithValue(v1alpha1.PodRevisionAnnotation, "2"))
+		Expect(d.Annotations).To(HaveKeyWithValue(v1alpha1.AppliedRevisionAnnotation, "2"))
+		Consistently(templateRevision(ns, "agent"), 2*time.Second).Should(Equal("2"))
+	})
+
 	It("survives a manager restart mid-wave: nothing forgotten, nothing restarted twice, the limit held", func() {
 		ns := newNamespace()
 		apply(ns, layerManifest("shared", "app", "append", "One"))
@@ -272,6 +321,48 @@ func labelledNamespace(key, value string) string {
 	n.Labels[key] = value
 	Expect(k8s.Update(ctx, &n)).To(Succeed())
 	return ns
+}
+
+// kustomizeControllerApply are the apply options of kustomize-controller: it
+// also strips the fields of kubectl's field managers and its own updates
+// (prefixes), which would take a field another manager wrote with them.
+func kustomizeControllerApply() ssa.ApplyOptions {
+	opts := ssa.DefaultApplyOptions()
+	opts.Cleanup = ssa.ApplyCleanupOptions{
+		Annotations: []string{corev1.LastAppliedConfigAnnotation},
+		FieldManagers: []ssa.FieldManager{
+			{Name: "kubectl", OperationType: metav1.ManagedFieldsOperationApply},
+			{Name: "kubectl", OperationType: metav1.ManagedFieldsOperationUpdate},
+			{Name: "before-first-apply", OperationType: metav1.ManagedFieldsOperationUpdate},
+			{Name: "kustomize-controller", OperationType: metav1.ManagedFieldsOperationUpdate},
+		},
+	}
+	return opts
+}
+
+// fluxWorkload is the manifest of a Deployment that opts in and names
+// persona on its pod template, as a repository holds it: without the
+// restarts' annotations.
+func fluxWorkload(persona, image string) string {
+	return `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ` + persona + `
+  labels:
+    prompts.persona-operator.dev/restart-on-change: "true"
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: ` + persona + `}
+  template:
+    metadata:
+      labels: {app: ` + persona + `, prompts.persona-operator.dev/persona: ` + persona + `}
+    spec:
+      containers:
+      - name: agent
+        image: ` + image + `
+`
 }
 
 // createWorkload creates a Deployment that opts in and names persona on
