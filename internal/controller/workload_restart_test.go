@@ -266,6 +266,7 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 		apply(ns, layerManifest("shared", "app", "append", "Two"))
 		Eventually(func() int { return countAt(ns, "2") }, 20*time.Second).Should(BeNumerically(">=", limit))
 		By("killing the manager with a wave rolling")
+		Expect(countAt(ns, "2")).To(BeNumerically("<", 12), "the manager is killed mid-wave")
 		Expect(manager.Kill()).To(Succeed())
 		Expect(manager.Start(ctx)).To(Succeed())
 		Eventually(func() int { return countAt(ns, "2") }, 90*time.Second).Should(Equal(12))
