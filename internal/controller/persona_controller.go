@@ -130,7 +130,7 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 //   - Personas and PromptLayers are read from the cache: its informers watch,
 //     with a streaming initial list (WatchList); list is held for API servers
 //     that serve no streaming lists, where the initial list is a list.
-//   - Status is only patched (patchStatus).
+//   - Status is only patched (patchPersonaStatus).
 //   - personas/finalizers update is no request: the admission plugin
 //     OwnerReferencesPermissionEnforcement checks it when a ConfigMap's owner
 //     reference sets blockOwnerDeletion.
@@ -206,7 +206,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		if deferStatus {
 			return
 		}
-		patchStatus(ctx, r.Client, &p, before, &p.Status, &err)
+		patchPersonaStatus(ctx, r.Client, &p, before, &err)
 		if err == nil {
 			// Pruning waits until the status names the revision kept.
 			err = r.prune(ctx, &p)
