@@ -140,7 +140,8 @@ func TestCertManagerOverlayGivesTheManagerItsCertificate(t *testing.T) {
 		t.Errorf("dnsNames %v, want %s among them", cert.Spec.DNSNames, want)
 	}
 	for _, r := range resources.Resources() {
-		if r.GetKind() == "Secret" || r.GetName() == "persona-operator-webhook-cert-role" || r.GetName() == "persona-operator-webhook-config-role" {
+		if r.GetKind() == "Secret" || r.GetName() == "persona-operator-webhook-cert-role" || r.GetName() == "persona-operator-webhook-config-role" ||
+			r.GetName() == "persona-operator-webhook-secret-writer" {
 			t.Errorf("%s %s is installed; cert-manager makes the certificate", r.GetKind(), r.GetName())
 		}
 	}
