@@ -146,11 +146,12 @@ func webhookConfigurations(webhooks []rotator.WebhookInfo) ([]webhookConfigurati
 // watchCertificateSecret adds the reconciler, and the cache it reads, to
 // the manager. The cache holds the one Secret and the webhook
 // configurations by name (a metadata.name field selector, as RBAC's
-// resourceNames requires), on every replica.
-func watchCertificateSecret(mgr ctrl.Manager, cr *rotator.CertRotator, served *secretCertificate) error {
+// resourceNames requires), on every replica. It returns what returns once
+// the Secret exists, creating it if missing, for the rotator to wait on.
+func watchCertificateSecret(mgr ctrl.Manager, cr *rotator.CertRotator, served *secretCertificate) (func(context.Context) error, error) {
 	configurations, err := webhookConfigurations(cr.Webhooks)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	byName := func(name string) fields.Selector { return fields.OneTermEqualSelector("metadata.name", name) }
 	byObject := map[client.Object]cache.ByObject{
@@ -161,10 +162,10 @@ func watchCertificateSecret(mgr ctrl.Manager, cr *rotator.CertRotator, served *s
 	}
 	objects, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), ByObject: byObject})
 	if err != nil {
-		return fmt.Errorf("the webhook certificate's cache: %w", err)
+		return nil, fmt.Errorf("the webhook certificate's cache: %w", err)
 	}
 	if err := mgr.Add(everyReplica{objects}); err != nil {
-		return err
+		return nil, err
 	}
 	r := &webhookCertificateReconciler{
 		reader: objects, writer: mgr.GetClient(), key: cr.SecretKey, rotator: cr, webhooks: configurations, served: served,
@@ -172,17 +173,17 @@ func watchCertificateSecret(mgr ctrl.Manager, cr *rotator.CertRotator, served *s
 	}
 	c, err := controller.New("webhook-certificate", mgr, controller.Options{Reconciler: r, NeedLeaderElection: ptr.To(false)})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	toSecret := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: cr.SecretKey}}
 	})
 	for object := range maps.Keys(byObject) {
 		if err := c.Watch(source.Kind(objects, object, toSecret)); err != nil {
-			return fmt.Errorf("watch %T: %w", object, err)
+			return nil, fmt.Errorf("watch %T: %w", object, err)
 		}
 	}
-	return nil
+	return r.secretExists(objects.WaitForCacheSync), nil
 }
 
 // everyReplica runs the cache on every replica, leader or not.
@@ -193,7 +194,7 @@ func (everyReplica) NeedLeaderElection() bool { return false }
 func (r *webhookCertificateReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	var secret corev1.Secret
 	if err := r.reader.Get(ctx, r.key, &secret); apierrors.IsNotFound(err) {
-		return reconcile.Result{}, r.replace(ctx)
+		return reconcile.Result{}, r.replace(ctx, r.metadata)
 	} else if err != nil {
 		return reconcile.Result{}, fmt.Errorf("read the Secret %s: %w", r.key, err)
 	}
@@ -210,9 +211,9 @@ func (r *webhookCertificateReconciler) Reconcile(ctx context.Context, _ reconcil
 	return reconcile.Result{RequeueAfter: sooner(serveAfter, dropAfter)}, nil
 }
 
-// replace creates the deleted Secret again, filled. Every replica tries;
-// the first create wins.
-func (r *webhookCertificateReconciler) replace(ctx context.Context) error {
+// replace creates the deleted Secret again, filled, with the metadata of
+// the one it replaces. Every replica tries; the first create wins.
+func (r *webhookCertificateReconciler) replace(ctx context.Context, metadata secretMetadata) error {
 	bundles, err := r.caBundles(ctx)
 	if err != nil {
 		return err
@@ -237,7 +238,7 @@ func (r *webhookCertificateReconciler) replace(ctx context.Context) error {
 		},
 	}
 	secret.Namespace, secret.Name = r.key.Namespace, r.key.Name
-	secret.Labels, secret.Annotations = r.metadata.labels, r.metadata.annotations
+	secret.Labels, secret.Annotations = metadata.labels, metadata.annotations
 	if err := r.writer.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create the deleted Secret %s again: %w", r.key, err)
 	} else if err == nil {
