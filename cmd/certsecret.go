@@ -307,10 +307,10 @@ func (r *webhookCertificateReconciler) serve(ctx context.Context, secret *corev1
 // replica still serving an old one (its watch cut, or still settling) keeps
 // its CA trusted. It returns when to look again, or 0.
 func (r *webhookCertificateReconciler) dropPreviousCAs(ctx context.Context, secret *corev1.Secret) (time.Duration, error) {
-	own, rest := pem.Decode(secret.Data[caCertKey])
-	if own == nil || len(bytes.TrimSpace(rest)) == 0 {
+	if !holdsPreviousCAs(secret) {
 		return 0, nil
 	}
+	own, _ := pem.Decode(secret.Data[caCertKey])
 	if wait := r.keepPrevious - time.Since(secret.CreationTimestamp.Time); wait > 0 {
 		return wait, nil
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -88,10 +89,13 @@ func issuerOf(cert *tls.Certificate, bundles ...[]byte) string {
 }
 
 // recordServed writes this replica's entry when it changed or is due, and
-// prunes the entries past servedTTL. It returns the Secret as written (or
+// prunes the entries past servedTTL, while the Secret's bundle holds
+// previous CAs. It returns the Secret as written (or
 // as it was), and when to look again.
 func (r *webhookCertificateReconciler) recordServed(ctx context.Context, secret *corev1.Secret, bundles [][]byte) (*corev1.Secret, time.Duration, error) {
-	if r.replica == "" {
+	if r.replica == "" || !holdsPreviousCAs(secret) {
+		// Only a drop of previous CAs reads the record: with none to drop,
+		// a replica writes nothing, so a settled install makes no writes.
 		return secret, 0, nil
 	}
 	now := time.Now()
@@ -117,4 +121,11 @@ func (r *webhookCertificateReconciler) recordServed(ctx context.Context, secret 
 		return nil, 0, fmt.Errorf("record what this replica serves on the Secret %s: %w", r.key, err)
 	}
 	return secret, servedHeartbeat, nil
+}
+
+// holdsPreviousCAs reports whether the Secret's bundle holds CAs besides
+// its own, the first: a replacement's, until they are dropped.
+func holdsPreviousCAs(secret *corev1.Secret) bool {
+	own, rest := pem.Decode(secret.Data[caCertKey])
+	return own != nil && len(bytes.TrimSpace(rest)) > 0
 }

@@ -83,6 +83,37 @@ func TestPreviousCAsStayWhileAReplicaServesThem(t *testing.T) {
 	}
 }
 
+// With only its own CA in the bundle, nothing waits on what replicas
+// serve: a replica records nothing and looks again at nothing, so a
+// settled install writes nothing.
+func TestASettledSecretIsNotWritten(t *testing.T) {
+	cr := testRotator()
+	own := issued(t, cr)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSecret.Namespace, Name: testSecret.Name,
+		CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))}, Data: own}
+	r, c := newTestReconciler(t, secret, configurationTrusting(own[caCertKey]))
+	r.replica, r.keepPrevious = "replica-a", 0
+	cert, err := tls.X509KeyPair(own["tls.crt"], own["tls.key"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.served.served.Store(&cert)
+	var before corev1.Secret
+	if err := c.Get(context.Background(), testSecret, &before); err != nil {
+		t.Fatal(err)
+	}
+	if result := reconcileOnce(t, r); result.RequeueAfter != 0 {
+		t.Errorf("requeue after %s, want none", result.RequeueAfter)
+	}
+	var after corev1.Secret
+	if err := c.Get(context.Background(), testSecret, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("the Secret was written (%s → %s): %v", before.ResourceVersion, after.ResourceVersion, after.Annotations)
+	}
+}
+
 // A replica that has not spoken for servedTTL is taken for gone: its entry
 // is pruned and holds nothing back.
 func TestAGoneReplicaHoldsNothingBack(t *testing.T) {
