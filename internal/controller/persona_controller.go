@@ -63,6 +63,9 @@ type PersonaReconciler struct {
 	configMaps *sourceReader
 	// pruned are the snapshots pruned whose deletion is not yet watched.
 	pruned *prunedSnapshots
+	// halts are the RolloutHalted conditions the restarts decide, which
+	// this controller writes with the rest of the status.
+	halts *rolloutHalts
 	// keepers name further revisions whose snapshots are kept
 	// (keptRevisions): the revisions injected pods name plug in here.
 	keepers []revisionKeeper
@@ -113,6 +116,7 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 		ReferenceGracePeriod:      opts.ReferenceGracePeriod,
 		SnapshotBytesPerNamespace: opts.SnapshotBytesPerNamespace,
 		pruned:                    newPrunedSnapshots(),
+		halts:                     newRolloutHalts(),
 		writes:                    newOwnWrites(),
 		configMapMetadata:         ownConfigMaps,
 		deferred:                  newDeferredStatuses(),
@@ -121,7 +125,7 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 		overruns:                  newOverruns(),
 		configMaps:                sources,
 	}
-	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns}
+	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns, r.halts}
 	return r
 }
 
@@ -130,7 +134,8 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 //   - Personas and PromptLayers are read from the cache: its informers watch,
 //     with a streaming initial list (WatchList); list is held for API servers
 //     that serve no streaming lists, where the initial list is a list.
-//   - Status is only patched (patchPersonaStatus).
+//   - Status is only patched (patchStatus); its RolloutHalted condition
+//     too, as the restarts decide it (rolloutHalts).
 //   - personas/finalizers update is no request: the admission plugin
 //     OwnerReferencesPermissionEnforcement checks it when a ConfigMap's owner
 //     reference sets blockOwnerDeletion.
@@ -206,7 +211,8 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		if deferStatus {
 			return
 		}
-		patchPersonaStatus(ctx, r.Client, &p, before, &err)
+		r.halts.apply(&p)
+		patchStatus(ctx, r.Client, &p, before, &p.Status, &err)
 		if err == nil {
 			// Pruning waits until the status names the revision kept.
 			err = r.prune(ctx, &p)
@@ -318,6 +324,7 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 		WatchesRawSource(r.watchClusterLayers(mgr)).
 		WatchesRawSource(r.watchNamespaceLabels(mgr)).
 		WatchesRawSource(r.watchPlatform(mgr)).
+		WatchesRawSource(source.Channel(r.halts.events, &handler.EnqueueRequestForObject{})).
 		// The priority queue lets the status passes of a fan-out wait
 		// behind its deliveries.
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1), UsePriorityQueue: new(true)}).

@@ -109,7 +109,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 		return Caches{}, fmt.Errorf("set up the PromptPlatform controller: %w", err)
 	}
 	if opts.Restarts != nil {
-		if err := setupRestarts(ctx, mgr, recorder, *opts.Restarts); err != nil {
+		if err := setupRestarts(ctx, mgr, recorder, *opts.Restarts, personas.halts); err != nil {
 			return Caches{}, fmt.Errorf("set up the workload restarts: %w", err)
 		}
 	} else if err := mgr.Add(restartsOff{client: mgr.GetClient(), reader: mgr.GetAPIReader()}); err != nil {

@@ -18,7 +18,7 @@ func TestStatusMergePatch(t *testing.T) {
 	after.Dependencies = nil
 	after.Sections = append(after.Sections, v1alpha1.RenderedSection{Name: "y", Origin: "default", Bytes: 2})
 
-	patch, err := statusMergePatch(before, after, "")
+	patch, err := statusMergePatch(before, after)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,17 +38,5 @@ func TestStatusMergePatch(t *testing.T) {
 	}
 	if len(got) != 1 || len(st) != 3 {
 		t.Errorf("patch carries more than what changed: %s", patch)
-	}
-}
-
-func TestStatusMergePatchWithResourceVersion(t *testing.T) {
-	before := &v1alpha1.PersonaStatus{ContentHash: "sha256:a"}
-	after := &v1alpha1.PersonaStatus{ContentHash: "sha256:b"}
-	patch, err := statusMergePatch(before, after, "42")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := string(patch), `{"metadata":{"resourceVersion":"42"},"status":{"contentHash":"sha256:b"}}`; got != want {
-		t.Errorf("patch %s, want %s", got, want)
 	}
 }

@@ -11,9 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -30,7 +28,8 @@ import (
 
 // RestartFieldManager is the field manager of the restarts' writes: the
 // pod template's revision annotation and the applied-revision annotation of
-// workloads, and the RolloutHalted condition of Personas.
+// workloads. A Persona's RolloutHalted condition is written by the Persona
+// controller, as the restarts decide it (rolloutHalts).
 const RestartFieldManager = "persona-operator-restarts"
 
 // Defaults of RestartOptions.
@@ -73,9 +72,11 @@ type workloadRestarter struct {
 	warned sync.Map
 	// halted are the Personas showing RolloutHalted, by the halt's namespace and cause.
 	halted map[types.NamespacedName]waves.Cause
+	// halts has the Persona controller write their RolloutHalted.
+	halts *rolloutHalts
 }
 
-func newWorkloadRestarter(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts RestartOptions) *workloadRestarter {
+func newWorkloadRestarter(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts RestartOptions, halts *rolloutHalts) *workloadRestarter {
 	limit := opts.MaxConcurrent
 	if limit <= 0 {
 		limit = DefaultMaxConcurrentRestarts
@@ -85,10 +86,9 @@ func newWorkloadRestarter(c client.Client, apiReader client.Reader, recorder eve
 		deadline = DefaultRestartDeadline
 	}
 	return &workloadRestarter{client: c, apiReader: apiReader, recorder: recorder, waves: waves.New(limit),
-		limit: limit, deadline: deadline, halted: map[types.NamespacedName]waves.Cause{}}
+		limit: limit, deadline: deadline, halted: map[types.NamespacedName]waves.Cause{}, halts: halts}
 }
 
-// +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=personas/status,verbs=patch
 // The workloads' RBAC is opt-in: config/components/restart-workloads.
 
 // Reconcile observes one workload: a finished or failed rollout, a new
@@ -303,9 +303,7 @@ func (r *workloadRestarter) fail(ctx context.Context, w waves.Workload, why stri
 	for name := range personas {
 		key := types.NamespacedName{Namespace: w.Namespace, Name: name}
 		r.halted[key] = rs.Cause
-		if err := r.setHaltedCondition(ctx, key, metav1.ConditionTrue, v1alpha1.RolloutFailedReason, message); err != nil {
-			log.FromContext(ctx).Error(err, "set RolloutHalted", "persona", key)
-		}
+		r.halts.set(key, metav1.ConditionTrue, v1alpha1.RolloutFailedReason, message)
 	}
 }
 
@@ -317,33 +315,7 @@ func (r *workloadRestarter) clearHalt(ctx context.Context, p *v1alpha1.Persona, 
 		return
 	}
 	delete(r.halted, key)
-	if err := r.setHaltedCondition(ctx, key, metav1.ConditionFalse, v1alpha1.RolloutsResumedReason,
-		"a new revision of the cause resumed the halted restarts"); err != nil {
-		log.FromContext(ctx).Error(err, "clear RolloutHalted", "persona", key)
-	}
-}
-
-// setHaltedCondition applies the RolloutHalted condition alone to the
-// Persona's status, with the restarts' field manager, so that it changes no
-// other condition and the Persona controller's status writes keep it.
-func (r *workloadRestarter) setHaltedCondition(ctx context.Context, key types.NamespacedName, status metav1.ConditionStatus, reason, message string) error {
-	transition := metav1.Now()
-	var p v1alpha1.Persona
-	if err := r.client.Get(ctx, key, &p); err == nil {
-		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.RolloutHaltedCondition); c != nil && c.Status == status {
-			transition = c.LastTransitionTime
-		}
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": v1alpha1.PersonaKind,
-		"metadata": map[string]any{"name": key.Name, "namespace": key.Namespace},
-		"status": map[string]any{"conditions": []any{map[string]any{
-			"type": v1alpha1.RolloutHaltedCondition, "status": string(status), "reason": reason,
-			"message": message, "lastTransitionTime": transition.UTC().Format(time.RFC3339),
-			"observedGeneration": p.Generation,
-		}}},
-	}}
-	return r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(RestartFieldManager), client.ForceOwnership)
+	r.halts.set(key, metav1.ConditionFalse, v1alpha1.RolloutsResumedReason, "a new revision of the cause resumed the halted restarts")
 }
 
 // warn tells a Warning about obj once, until it is different.

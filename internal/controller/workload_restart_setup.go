@@ -46,8 +46,8 @@ const workloadPersonaIndex = "restart.persona"
 
 // setupRestarts registers the restarts' controller: it watches the
 // opted-in workloads, and the Personas whose delivered revision changes.
-func setupRestarts(ctx context.Context, mgr ctrl.Manager, recorder cuttingRecorder, opts RestartOptions) error {
-	r := newWorkloadRestarter(mgr.GetClient(), mgr.GetAPIReader(), recorder, opts)
+func setupRestarts(ctx context.Context, mgr ctrl.Manager, recorder cuttingRecorder, opts RestartOptions, halts *rolloutHalts) error {
+	r := newWorkloadRestarter(mgr.GetClient(), mgr.GetAPIReader(), recorder, opts, halts)
 	index := func(obj client.Object) []string {
 		if name := workloadPersona(obj); name != "" {
 			return []string{name}
