@@ -90,8 +90,8 @@ scale-curve: ## Measure at N=500, 2000 and 8000, 3 rounds each, and how time and
 	$(MAKE) --no-print-directory scale SCALE_FLAGS='-curve 500,2000,8000 -steady 20s $(SCALE_FLAGS)'
 
 .PHONY: bench
-bench: ## Run the benchmarks: render of a typical persona beside its floor, admission, per-turn bundle render.
-	go test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) ./internal/render/ ./internal/admission/
+bench: ## Run the benchmarks: render of a typical persona beside its floor, admission, per-turn bundle render, pod injection.
+	go test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) ./internal/render/ ./internal/admission/ ./internal/webhook/
 
 ##@ Build
 

@@ -98,6 +98,7 @@ func manageWebhookCertificate(mgr ctrl.Manager, f *managerFlags, served certific
 	names := map[string]string{
 		"/api/v1/namespaces/" + namespace + "/secrets":                          f.webhookSecretName,
 		"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations": f.webhookConfigName,
+		"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations":   f.injectWebhookConfigName,
 	}
 	cr := &rotator.CertRotator{
 		SecretKey:      types.NamespacedName{Namespace: namespace, Name: f.webhookSecretName},
@@ -107,29 +108,37 @@ func manageWebhookCertificate(mgr ctrl.Manager, f *managerFlags, served certific
 		CAName:         "persona-operator-webhook-ca",
 		CAOrganization: "persona-operator",
 		DNSName:        f.webhookServiceName + "." + namespace + ".svc",
-		Webhooks:       []rotator.WebhookInfo{{Name: f.webhookConfigName, Type: rotator.Validating}},
-		IsReady:        ready,
+		Webhooks: []rotator.WebhookInfo{
+			{Name: f.webhookConfigName, Type: rotator.Validating},
+			{Name: f.injectWebhookConfigName, Type: rotator.Mutating},
+		},
+		IsReady: ready,
 		// Every replica serves the webhook, so each one, leader or not, runs
 		// the rotator and waits for the certificate to be mounted in its pod.
 		RequireLeaderElection: false,
 		EnableReadinessCheck:  true,
 	}
-	if err := rotator.AddRotator(namedObjectsManager{mgr, selectByName(mgr.GetConfig(), names)}, cr); err != nil {
+	gate := &rotatorGate{}
+	if err := rotator.AddRotator(namedObjectsManager{mgr, selectByName(mgr.GetConfig(), names), gate}, cr); err != nil {
 		return nil, fmt.Errorf("add the certificate rotator: %w", err)
 	}
 	if s, ok := served.(*secretCertificate); ok {
-		if err := watchCertificateSecret(mgr, cr, s); err != nil {
+		before, err := watchCertificateSecret(mgr, cr, s)
+		if err != nil {
 			return nil, fmt.Errorf("watch the webhook certificate Secret: %w", err)
 		}
+		gate.before = before
 	}
 	return ready, nil
 }
 
 // namedObjectsManager is the manager as cert-controller sees it: its cache
-// lists and watches through config, which selects the named objects only.
+// lists and watches through config, which selects the named objects only,
+// and its rotator starts once gate opens (certstart.go).
 type namedObjectsManager struct {
 	ctrl.Manager
 	config *rest.Config
+	gate   *rotatorGate
 }
 
 func (m namedObjectsManager) GetConfig() *rest.Config { return m.config }

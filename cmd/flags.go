@@ -23,6 +23,7 @@ type managerFlags struct {
 	webhookSecretMountPath                                   string
 	webhookPort                                              int
 	webhookSecretName, webhookServiceName, webhookConfigName string
+	injectWebhookConfigName                                  string
 
 	watchNamespaces      []string
 	personaWorkers       int
@@ -34,6 +35,21 @@ type managerFlags struct {
 	readUnlabelledSources bool
 	// snapshotBytesPerNamespace caps one namespace's revision snapshots.
 	snapshotBytesPerNamespace int
+	// agentsInterval paces the writes of status.agents.
+	agentsInterval time.Duration
+	// restartWorkloads turns on the restarts on change, paced by
+	// maxConcurrentRestarts and restartDeadline.
+	restartWorkloads      bool
+	maxConcurrentRestarts int
+	restartDeadline       time.Duration
+}
+
+// restartOptions are the restarts' options, nil when they are off.
+func (f *managerFlags) restartOptions() *controller.RestartOptions {
+	if !f.restartWorkloads {
+		return nil
+	}
+	return &controller.RestartOptions{MaxConcurrent: f.maxConcurrentRestarts, Deadline: f.restartDeadline}
 }
 
 func parseFlags() (*managerFlags, *zap.Options) {
@@ -58,6 +74,7 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 	fs.StringVar(&f.webhookSecretName, "webhook-secret-name", "persona-operator-webhook-server-cert", "The Secret holding the webhook certificate the manager makes (without --webhook-cert-path).")
 	fs.StringVar(&f.webhookServiceName, "webhook-service-name", "persona-operator-webhook-service", "The webhook's Service, whose DNS name the certificate the manager makes is for.")
 	fs.StringVar(&f.webhookConfigName, "webhook-config-name", "persona-operator-validating-webhook-configuration", "The ValidatingWebhookConfiguration the manager injects its CA into.")
+	fs.StringVar(&f.injectWebhookConfigName, "inject-webhook-config-name", "persona-operator-mutating-webhook-configuration", "The MutatingWebhookConfiguration of the pod injection the manager injects its CA into.")
 	fs.Func("watch-namespaces", "Comma-separated namespaces whose Personas, PromptLayers and ConfigMaps the manager reads, caches and writes; empty: all.",
 		func(v string) error { f.watchNamespaces = splitList(v); return nil })
 	fs.IntVar(&f.personaWorkers, "persona-workers", 16, "Concurrent Persona reconciles.")
@@ -71,6 +88,8 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 		"How long a missing reference is awaited (Reconciling) before the object is stalled (Stalled), so that objects applied in any order, or in the next sync, are not reported as failed.")
 	fs.IntVar(&f.snapshotBytesPerNamespace, "snapshot-bytes-per-namespace", controller.DefaultSnapshotBytesPerNamespace,
 		"The bytes (keys and values) the revision snapshots (ConfigMaps persona-<name>.r<n>) of one namespace may hold; past it a Persona's new revision gets no snapshot (SnapshotFailed), its ConfigMap is delivered all the same.")
+	fs.DurationVar(&f.agentsInterval, "agents-status-interval", controller.DefaultAgentsInterval,
+		"The shortest time between two writes of one Persona's status.agents, the count of its injected pods by revision.")
 	fs.Func("template-source-label", `Whether a templateFrom ConfigMap must be labelled prompts.persona-operator.dev/template-source: "true": require (an unlabelled one is reported like a missing one), or warn (it is read, with a Warning Event on each PromptLayer that reads one; for a migration). Default require.`,
 		func(v string) error {
 			switch v {
@@ -83,6 +102,9 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 			}
 			return nil
 		})
+	fs.BoolVar(&f.restartWorkloads, "restart-workloads", false, `Restart the Deployments, StatefulSets and DaemonSets labelled prompts.persona-operator.dev/restart-on-change: "true" onto each revision their Persona delivers, in paced waves; needs the opt-in RBAC of the restart-workloads component or the chart's restartWorkloads.enabled.`)
+	fs.IntVar(&f.maxConcurrentRestarts, "max-concurrent-restarts", controller.DefaultMaxConcurrentRestarts, "With --restart-workloads: how many workloads may be rolling out onto a new revision at once, shared round-robin between namespaces.")
+	fs.DurationVar(&f.restartDeadline, "restart-deadline", controller.DefaultRestartDeadline, "With --restart-workloads: how long a workload's rollout may take before it counts as failed and halts its namespace's waiting restarts of the same cause.")
 	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
 	// --kubeconfig is registered by controller-runtime's config package.
 	logOpts := &zap.Options{}

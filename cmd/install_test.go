@@ -80,6 +80,13 @@ func TestFlagDefaultsNameWhatConfigDefaultInstalls(t *testing.T) {
 			t.Errorf("webhook %s ships a caBundle; the manager injects it", w.Name)
 		}
 	}
+	var inject admissionregistrationv1.MutatingWebhookConfiguration
+	object(t, resources, "MutatingWebhookConfiguration", f.injectWebhookConfigName, &inject)
+	for _, w := range inject.Webhooks {
+		if svc := w.ClientConfig.Service; svc == nil || svc.Name != f.webhookServiceName || len(w.ClientConfig.CABundle) != 0 {
+			t.Errorf("webhook %s calls %+v with a caBundle of %d bytes, want Service %s and none", w.Name, svc, len(w.ClientConfig.CABundle), f.webhookServiceName)
+		}
+	}
 	object(t, resources, "Secret", f.webhookSecretName, &corev1.Secret{})
 
 	var d appsv1.Deployment
@@ -90,6 +97,10 @@ func TestFlagDefaultsNameWhatConfigDefaultInstalls(t *testing.T) {
 	}
 	if got := secrets[mounts[managedCertDir]]; got != f.webhookSecretName {
 		t.Errorf("%s mounts Secret %q, want %q", managedCertDir, got, f.webhookSecretName)
+	}
+	// The manager makes a missing Secret: the pod must start without it.
+	if v := d.Spec.Template.Spec.Volumes[0]; v.Secret == nil || v.Secret.Optional == nil || !*v.Secret.Optional {
+		t.Errorf("volume %s: the certificate Secret is required, want optional", v.Name)
 	}
 	env := d.Spec.Template.Spec.Containers[0].Env
 	if !slices.ContainsFunc(env, func(e corev1.EnvVar) bool {
@@ -102,18 +113,15 @@ func TestFlagDefaultsNameWhatConfigDefaultInstalls(t *testing.T) {
 	object(t, resources, "Role", "persona-operator-webhook-cert-role", &secretRole)
 	var hookRole rbacv1.ClusterRole
 	object(t, resources, "ClusterRole", "persona-operator-webhook-config-role", &hookRole)
-	for _, c := range []struct {
-		rules []rbacv1.PolicyRule
-		name  string
-	}{{secretRole.Rules, f.webhookSecretName}, {hookRole.Rules, f.webhookConfigName}} {
-		for _, r := range c.rules {
-			if slices.Equal(r.Verbs, []string{"create"}) && slices.Equal(r.Resources, []string{"secrets"}) {
-				// A create carries no name for RBAC to match: the Secret made again when deleted.
-				continue
-			}
-			if !slices.Equal(r.ResourceNames, []string{c.name}) {
-				t.Errorf("rule %+v: resourceNames %v, want [%s]", r, r.ResourceNames, c.name)
-			}
+	names := map[string]string{"secrets": f.webhookSecretName, "validatingwebhookconfigurations": f.webhookConfigName,
+		"mutatingwebhookconfigurations": f.injectWebhookConfigName}
+	for _, r := range append(secretRole.Rules, hookRole.Rules...) {
+		if slices.Equal(r.Verbs, []string{"create"}) && slices.Equal(r.Resources, []string{"secrets"}) {
+			// A create carries no name for RBAC to match: the Secret made again when deleted.
+			continue
+		}
+		if len(r.Resources) != 1 || !slices.Equal(r.ResourceNames, []string{names[r.Resources[0]]}) {
+			t.Errorf("rule %+v: resourceNames %v, want [%s]", r, r.ResourceNames, names[r.Resources[0]])
 		}
 	}
 }
@@ -136,11 +144,16 @@ func TestCertManagerOverlayGivesTheManagerItsCertificate(t *testing.T) {
 	if mounted := secrets[mounts[managedCertDir]]; cert.Spec.SecretName != mounted {
 		t.Errorf("cert-manager writes Secret %q, the Deployment mounts %q", cert.Spec.SecretName, mounted)
 	}
+	// The manager cannot make cert-manager's Secret: the pod waits for it.
+	if v := d.Spec.Template.Spec.Volumes[0]; v.Secret == nil || (v.Secret.Optional != nil && *v.Secret.Optional) {
+		t.Errorf("volume %s: the cert-manager Secret is optional, want required", v.Name)
+	}
 	if want := "persona-operator-webhook-service.persona-operator-system.svc"; !slices.Contains(cert.Spec.DNSNames, want) {
 		t.Errorf("dnsNames %v, want %s among them", cert.Spec.DNSNames, want)
 	}
 	for _, r := range resources.Resources() {
-		if r.GetKind() == "Secret" || r.GetName() == "persona-operator-webhook-cert-role" || r.GetName() == "persona-operator-webhook-config-role" {
+		if r.GetKind() == "Secret" || r.GetName() == "persona-operator-webhook-cert-role" || r.GetName() == "persona-operator-webhook-config-role" ||
+			r.GetName() == "persona-operator-webhook-secret-writer" {
 			t.Errorf("%s %s is installed; cert-manager makes the certificate", r.GetKind(), r.GetName())
 		}
 	}

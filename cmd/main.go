@@ -1,5 +1,6 @@
 // Command manager runs the persona-operator: the Persona, PromptLayer,
-// ClusterPromptLayer and PromptPlatform controllers and the validating webhook.
+// ClusterPromptLayer and PromptPlatform controllers, the validating webhook
+// and the pod injection.
 package main
 
 import (
@@ -38,17 +39,19 @@ func main() {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, os.Interrupt)
 	ctx := shutdown.context(log, signals, func() { os.Exit(1) })
-	templateSources, err := controller.Setup(ctx, mgr, controller.Options{
+	caches, err := controller.Setup(ctx, mgr, controller.Options{
 		PersonaWorkers: flags.personaWorkers, ReferenceGracePeriod: flags.referenceGracePeriod,
 		WatchNamespaces: flags.watchNamespaces, ReadUnlabelledSources: flags.readUnlabelledSources,
-		SnapshotBytesPerNamespace: flags.snapshotBytesPerNamespace,
+		SnapshotBytesPerNamespace: flags.snapshotBytesPerNamespace, AgentsInterval: flags.agentsInterval,
+		Restarts: flags.restartOptions(),
 	})
 	if err != nil {
 		fail(err, "set up the controllers")
 	}
-	if err := personawebhook.Register(mgr, templateSources); err != nil {
+	if err := personawebhook.Register(mgr, caches.TemplateSources); err != nil {
 		fail(err, "register the webhook")
 	}
+	personawebhook.RegisterInjection(mgr, caches.Delivered, flags.watchNamespaces)
 	certReady, err := manageWebhookCertificate(mgr, flags, certs)
 	if err != nil {
 		fail(err, "manage the webhook certificate")

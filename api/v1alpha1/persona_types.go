@@ -246,6 +246,35 @@ type PersonaStatus struct {
 	// the guardrails changed since, a revision based on it.
 	// +optional
 	PinnedRevision int64 `json:"pinnedRevision,omitempty"`
+	// Agents counts the running pods the webhook injected with a snapshot
+	// of this Persona, by revision; pods that mount the live ConfigMap are
+	// not counted, their revision changes under them.
+	// +optional
+	Agents *AgentsStatus `json:"agents,omitempty"`
+}
+
+// AgentsStatus is how many injected pods run each revision of a Persona.
+type AgentsStatus struct {
+	// Current is the number of injected pods on status.currentRevision.
+	Current int32 `json:"current"`
+	// Revisions counts the injected pods by revision, newest first, at most
+	// MaxAgentRevisions revisions.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=revision
+	// +optional
+	Revisions []RevisionAgents `json:"revisions,omitempty"`
+}
+
+// MaxAgentRevisions is how many revisions status.agents.revisions names.
+const MaxAgentRevisions = 32
+
+// RevisionAgents is how many injected pods run one revision.
+type RevisionAgents struct {
+	// Revision is the revision's number.
+	Revision int64 `json:"revision"`
+	// Pods is the number of pods that mount its snapshot.
+	Pods int32 `json:"pods"`
 }
 
 // MaxStatusHistory is how many revisions status.history holds.
@@ -294,6 +323,7 @@ const RevisionCauseOperator = "operator"
 // +kubebuilder:printcolumn:name="ConfigMap",type=string,JSONPath=`.status.configMapName`
 // +kubebuilder:printcolumn:name="Bytes",type=integer,JSONPath=`.status.renderedBytes`
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.currentRevision`
+// +kubebuilder:printcolumn:name="Agents",type=integer,JSONPath=`.status.agents.current`,description="Injected pods on the delivered revision"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z][a-z0-9-]{0,62}$')",message="metadata.name must match ^[a-z][a-z0-9-]{0,62}$"
 type Persona struct {

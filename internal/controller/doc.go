@@ -23,7 +23,10 @@
 //     persona_snapshot.go keeps each revision as the immutable ConfigMap
 //     persona-<name>.r<n>, after the delivery and before the status, and
 //     prunes those past spec.revisionHistoryLimit once the status names
-//     the new one.
+//     the new one, but for those injected pods name (agents.go).
+//   - Where its agents are counted (delivery.md#agents): agents.go keeps
+//     status.agents, a controller of its own over a metadata-only cache of
+//     the pods that carry the Persona label.
 //   - Where its status is written: persona_status.go sets it from the
 //     outcome, and status_patch.go patches it, once, in the defer of every
 //     Reconcile (the layers' too).

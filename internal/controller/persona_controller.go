@@ -66,6 +66,9 @@ type PersonaReconciler struct {
 	pruned *prunedSnapshots
 	// snapshotBytes is what each namespace's snapshots hold.
 	snapshotBytes *snapshotBytes
+	// halts are the RolloutHalted conditions the restarts decide, which
+	// this controller writes with the rest of the status.
+	halts *rolloutHalts
 	// keepers name further revisions whose snapshots are kept
 	// (keptRevisions): the revisions injected pods name plug in here.
 	keepers []revisionKeeper
@@ -116,6 +119,7 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 		ReferenceGracePeriod:      opts.ReferenceGracePeriod,
 		SnapshotBytesPerNamespace: opts.SnapshotBytesPerNamespace,
 		pruned:                    newPrunedSnapshots(),
+		halts:                     newRolloutHalts(),
 		writes:                    newOwnWrites(),
 		configMapMetadata:         ownConfigMaps,
 		deferred:                  newDeferredStatuses(),
@@ -125,7 +129,7 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 		configMaps:                sources,
 	}
 	r.snapshotBytes = newSnapshotBytes(r.namespaceSnapshots)
-	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns}
+	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns, r.halts}
 	return r
 }
 
@@ -134,7 +138,8 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 //   - Personas and PromptLayers are read from the cache: its informers watch,
 //     with a streaming initial list (WatchList); list is held for API servers
 //     that serve no streaming lists, where the initial list is a list.
-//   - Status is only patched (patchStatus).
+//   - Status is only patched (patchStatus); its RolloutHalted condition
+//     too, as the restarts decide it (rolloutHalts).
 //   - personas/finalizers update is no request: the admission plugin
 //     OwnerReferencesPermissionEnforcement checks it when a ConfigMap's owner
 //     reference sets blockOwnerDeletion.
@@ -214,6 +219,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		if deferStatus {
 			return
 		}
+		r.halts.apply(&p)
 		patchStatus(ctx, r.Client, &p, before, &p.Status, &err)
 		if err == nil {
 			// Pruning waits until the status names the revision kept.
@@ -340,6 +346,7 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 		WatchesRawSource(r.watchClusterLayers(mgr)).
 		WatchesRawSource(r.watchNamespaceLabels(mgr)).
 		WatchesRawSource(r.watchPlatform(mgr)).
+		WatchesRawSource(source.Channel(r.halts.events, &handler.EnqueueRequestForObject{})).
 		// The priority queue lets the status passes of a fan-out wait
 		// behind its deliveries.
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1), UsePriorityQueue: new(true)}).

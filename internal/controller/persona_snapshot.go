@@ -239,18 +239,23 @@ func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona) erro
 	}
 	older := slices.DeleteFunc(snapshots, func(s snapshotRef) bool { return kept[s.number] })
 	over := len(older) - p.Spec.HistoryLimit()
-	if over <= 0 {
-		return nil
-	}
-	// p was read at the start of the reconcile: a pin set since may name one of these.
-	pinned, err := r.pinNow(ctx, p)
-	if err != nil {
-		return err
-	}
-	for _, s := range older[:over] {
-		if s.number == pinned {
-			continue
+	if over > 0 {
+		// A snapshot an injected pod names is kept (revisionsNamedByPods);
+		// before a delete the pods are listed afresh, so that one admitted
+		// an instant ago, which the cache may not hold yet, counts too.
+		inUse, err := revisionsInUse(ctx, r.APIReader, p)
+		if err != nil {
+			return err
 		}
+		// p was read at the start of the reconcile: a pin set since may name one of these.
+		pinned, err := r.pinNow(ctx, p)
+		if err != nil {
+			return err
+		}
+		older = slices.DeleteFunc(older, func(s snapshotRef) bool { return inUse[s.number] || s.number == pinned })
+		over = len(older) - p.Spec.HistoryLimit()
+	}
+	for _, s := range older[:max(over, 0)] {
 		if err := r.deleteSnapshot(ctx, s.meta); err != nil {
 			return err
 		}

@@ -29,18 +29,34 @@ type Options struct {
 	// SnapshotBytesPerNamespace caps the bytes of one namespace's revision
 	// snapshots (--snapshot-bytes-per-namespace); 0 means DefaultSnapshotBytesPerNamespace.
 	SnapshotBytesPerNamespace int
+	// AgentsInterval is the shortest time between two writes of a
+	// Persona's status.agents; 0 means DefaultAgentsInterval.
+	AgentsInterval time.Duration
+	// Restarts, when set, restarts the workloads that opt in onto each
+	// revision their Persona delivers (--restart-workloads); the manager's
+	// cache must then hold them (RestartCacheObjects).
+	Restarts *RestartOptions
+}
+
+// Caches are the controllers' ConfigMap metadata caches the webhooks read.
+type Caches struct {
+	// TemplateSources holds the template sources' metadata, which the
+	// validating webhook's warnings read.
+	TemplateSources cache.Cache
+	// Delivered holds the metadata of the operator's own ConfigMaps, the
+	// snapshots among them, which the pod injection reads.
+	Delivered cache.Cache
 }
 
 // Setup registers the field indexes and the four controllers with the
-// manager. It returns the cache of the template sources' metadata, which
-// the webhook's warnings read.
-func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources cache.Cache, err error) {
+// manager, and returns the caches the webhooks read.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, err error) {
 	if err := setupIndexes(ctx, mgr); err != nil {
-		return nil, fmt.Errorf("register field indexes: %w", err)
+		return Caches{}, fmt.Errorf("register field indexes: %w", err)
 	}
 	own, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, ownSelector, trimConfigMapMetadata)
 	if err != nil {
-		return nil, fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
+		return Caches{}, fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
 	}
 	// With unlabelled sources read, every ConfigMap may be one: all are watched.
 	var sourceSelector labels.Selector = templateSourceSelector
@@ -49,40 +65,71 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (templateSources
 	}
 	sourceMetadata, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, sourceSelector, trimSourceMetadata)
 	if err != nil {
-		return nil, fmt.Errorf("create the cache of the template sources: %w", err)
+		return Caches{}, fmt.Errorf("create the cache of the template sources: %w", err)
 	}
 	if err := registerInformers(ctx, mgr.GetCache(), own, sourceMetadata); err != nil {
-		return nil, err
+		return Caches{}, err
 	}
 	for _, c := range []cache.Cache{own, sourceMetadata} {
 		if err := mgr.Add(startedWithCaches{c}); err != nil {
-			return nil, fmt.Errorf("run a ConfigMap metadata cache: %w", err)
+			return Caches{}, fmt.Errorf("run a ConfigMap metadata cache: %w", err)
 		}
 	}
 	sources := newSourceReader(sourceMetadata, mgr.GetAPIReader(), opts.ReadUnlabelledSources)
 	if err := metrics.Registry.Register(readyReasons{cache: mgr.GetCache()}); err != nil {
-		return nil, fmt.Errorf("register the Personas by Ready reason: %w", err)
+		return Caches{}, fmt.Errorf("register the Personas by Ready reason: %w", err)
 	}
 	recorder := cuttingRecorder{mgr.GetEventRecorder("persona-operator")}
 	writer, err := newConfigMapWriter(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
-		return nil, fmt.Errorf("create the ConfigMap writer: %w", err)
+		return Caches{}, fmt.Errorf("create the ConfigMap writer: %w", err)
+	}
+	pods, err := newAgentPodsCache(ctx, mgr, opts.WatchNamespaces)
+	if err != nil {
+		return Caches{}, err
 	}
 	personas := newPersonaReconciler(mgr.GetClient(), mgr.GetScheme(), recorder, mgr.GetAPIReader(), own, sources, writer,
 		personaOptions{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod,
 			SnapshotBytesPerNamespace: opts.SnapshotBytesPerNamespace})
+	personas.keepers = append(personas.keepers, revisionsNamedByPods(pods))
 	if err := personas.SetupWithManager(mgr, own, sourceMetadata); err != nil {
-		return nil, fmt.Errorf("set up the Persona controller: %w", err)
+		return Caches{}, fmt.Errorf("set up the Persona controller: %w", err)
 	}
 	layers := newPromptLayerReconciler(mgr.GetClient(), recorder, sources, opts.ReferenceGracePeriod)
 	if err := layers.SetupWithManager(mgr, sourceMetadata); err != nil {
-		return nil, fmt.Errorf("set up the PromptLayer controller: %w", err)
+		return Caches{}, fmt.Errorf("set up the PromptLayer controller: %w", err)
+	}
+	if err := newAgentsReconciler(mgr.GetClient(), pods, opts.AgentsInterval).SetupWithManager(mgr, pods); err != nil {
+		return Caches{}, fmt.Errorf("set up the agents controller: %w", err)
 	}
 	if err := (&ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
+		return Caches{}, fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
 	}
 	if err := (&PromptPlatformReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up the PromptPlatform controller: %w", err)
+		return Caches{}, fmt.Errorf("set up the PromptPlatform controller: %w", err)
 	}
-	return sourceMetadata, nil
+	if opts.Restarts != nil {
+		if err := setupRestarts(ctx, mgr, recorder, *opts.Restarts, personas.halts); err != nil {
+			return Caches{}, fmt.Errorf("set up the workload restarts: %w", err)
+		}
+	} else if err := mgr.Add(restartsOff{client: mgr.GetClient(), reader: mgr.GetAPIReader()}); err != nil {
+		return Caches{}, fmt.Errorf("add the restarts check: %w", err)
+	}
+	return Caches{TemplateSources: sourceMetadata, Delivered: own}, nil
+}
+
+// newAgentPodsCache is the cache of the agent pods' metadata, run with the
+// manager's caches: status.agents and the snapshots' retention read it.
+func newAgentPodsCache(ctx context.Context, mgr ctrl.Manager, namespaces []string) (cache.Cache, error) {
+	pods, err := newPodMetadataCache(mgr, namespaces)
+	if err != nil {
+		return nil, fmt.Errorf("create the cache of the agent pods: %w", err)
+	}
+	if _, err := pods.GetInformer(ctx, podMetadata(), cache.BlockUntilSynced(false)); err != nil {
+		return nil, fmt.Errorf("register the informer of the agent pods: %w", err)
+	}
+	if err := mgr.Add(startedWithCaches{pods}); err != nil {
+		return nil, fmt.Errorf("run the cache of the agent pods: %w", err)
+	}
+	return pods, nil
 }

@@ -11,4 +11,6 @@ import (
 // process (test/suite).
 func TestSuite(t *testing.T) { suite.Run(t, "Webhook Suite") }
 
-var _ = suite.Setup("--zap-log-level=info")
+// status.agents is written at most once a second here, rather than every
+// 30 s, so that its specs see pods come and go in seconds.
+var _ = suite.Setup("--zap-log-level=info", "--agents-status-interval=1s")

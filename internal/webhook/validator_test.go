@@ -3,7 +3,9 @@ package webhook
 import (
 	"context"
 	"os"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -72,17 +74,30 @@ spec:
 	}
 }
 
-// The generated webhook configuration matches only this API's kinds, each
-// at a path Register serves.
-func TestWebhookConfigurationMatchesOnlyThisAPI(t *testing.T) {
+// generatedWebhookConfiguration decodes the configuration of kind kind of
+// config/webhook/manifests.yaml strictly into out.
+func generatedWebhookConfiguration(t *testing.T, kind string, out any) {
+	t.Helper()
 	raw, err := os.ReadFile("../../config/webhook/manifests.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := yaml.UnmarshalStrict(raw, &vwc); err != nil {
-		t.Fatal(err)
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		if strings.Contains(doc, "\nkind: "+kind+"\n") {
+			if err := yaml.UnmarshalStrict([]byte(doc), out); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
 	}
+	t.Fatalf("config/webhook/manifests.yaml has no %s", kind)
+}
+
+// The generated validating webhook configuration matches only this API's
+// kinds, each at a path Register serves.
+func TestWebhookConfigurationMatchesOnlyThisAPI(t *testing.T) {
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	generatedWebhookConfiguration(t, "ValidatingWebhookConfiguration", &vwc)
 	served := map[string]string{
 		"personas":            PersonaPath,
 		"promptlayers":        PromptLayerPath,
@@ -107,6 +122,29 @@ func TestWebhookConfigurationMatchesOnlyThisAPI(t *testing.T) {
 		if !seen[res] {
 			t.Errorf("no webhook validates %s", res)
 		}
+	}
+}
+
+// The generated mutating webhook configuration matches only pod creates,
+// at the path RegisterInjection serves, idempotent under reinvocation.
+func TestInjectionConfigurationMatchesOnlyPodCreates(t *testing.T) {
+	var mwc admissionregistrationv1.MutatingWebhookConfiguration
+	generatedWebhookConfiguration(t, "MutatingWebhookConfiguration", &mwc)
+	if len(mwc.Webhooks) != 1 {
+		t.Fatalf("%d webhooks, want 1", len(mwc.Webhooks))
+	}
+	w := mwc.Webhooks[0]
+	want := []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}
+	if !reflect.DeepEqual(w.Rules, want) {
+		t.Errorf("rules %+v, want %+v", w.Rules, want)
+	}
+	if w.ClientConfig.Service == nil || *w.ClientConfig.Service.Path != InjectPath {
+		t.Errorf("sends pods to %v, want %s", w.ClientConfig.Service, InjectPath)
+	}
+	if *w.FailurePolicy != admissionregistrationv1.Fail || *w.SideEffects != admissionregistrationv1.SideEffectClassNone ||
+		*w.TimeoutSeconds != 5 || *w.ReinvocationPolicy != admissionregistrationv1.IfNeededReinvocationPolicy {
+		t.Errorf("failurePolicy %s, sideEffects %s, timeoutSeconds %d, reinvocationPolicy %s", *w.FailurePolicy, *w.SideEffects, *w.TimeoutSeconds, *w.ReinvocationPolicy)
 	}
 }
 

@@ -36,6 +36,9 @@ func (h *harness) measureWebhookRestarted(ctx context.Context) error {
 	if err := h.measureWebhook(ctx); err != nil {
 		return err
 	}
+	if err := h.measureInjection(ctx); err != nil {
+		return err
+	}
 	// The restart renders every Persona again: its failures count too.
 	s, err := scrape.Get(ctx, h.metricsURL)
 	if err != nil {

@@ -113,6 +113,7 @@ func (r *report) steadyWriteCounts() (total float64, byMethod map[string]float64
 func (r *report) webhookRows() [][]string {
 	on, off := r.webhookOn, r.webhookOff
 	added99 := on.quantile(0.99) - off.quantile(0.99)
+	injectAdded99 := r.injectOn.quantile(0.99) - r.injectOff.quantile(0.99)
 	wh := r.webhookHandler
 	return [][]string{
 		{fmt.Sprintf("Persona create p50, webhook on vs off (%d + %d sequential)", len(on), len(off)), ms(on.quantile(0.5)), ms(off.quantile(0.5)),
@@ -120,6 +121,11 @@ func (r *report) webhookRows() [][]string {
 		{"Persona create p99, webhook on vs off", ms(on.quantile(0.99)), ms(off.quantile(0.99)),
 			signedMs(added99), "≤ +10 ms", yesNo(added99 <= webhookP99AddedLimit)},
 		{"webhook handler alone (server side): mean; p99 within", fmt.Sprintf("%s; ≤ %s", msF(wh.Sum/max(wh.Count, 1)), msF(wh.BucketOf(0.99))), "—", "—", "—", "—"},
+		{fmt.Sprintf("labelled pod create p50, injection on vs off (%d + %d sequential)", len(r.injectOn), len(r.injectOff)), ms(r.injectOn.quantile(0.5)), ms(r.injectOff.quantile(0.5)),
+			signedMs(r.injectOn.quantile(0.5) - r.injectOff.quantile(0.5)), "—", "—"},
+		{"labelled pod create p99, injection on vs off", ms(r.injectOn.quantile(0.99)), ms(r.injectOff.quantile(0.99)),
+			signedMs(injectAdded99), "≤ +10 ms", yesNo(injectAdded99 <= webhookP99AddedLimit)},
+		{fmt.Sprintf("manager RSS growth with %d more labelled pods", labelledPods), mib(r.injectRSSGrowth), "—", "—", "≤ 20 MiB", yesNo(r.injectRSSGrowth <= injectRSSLimit)},
 	}
 }
 

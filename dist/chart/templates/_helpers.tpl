@@ -1,8 +1,9 @@
 {{/*
 Resource names: persona-operator-<suffix>, whatever the release's name. They
 are the names of dist/install.yaml, and the manager's defaults for its webhook
-Service, certificate Secret and webhook configuration
-(--webhook-service-name, --webhook-secret-name, --webhook-config-name).
+Service, certificate Secret and webhook configurations
+(--webhook-service-name, --webhook-secret-name, --webhook-config-name,
+--inject-webhook-config-name).
 */}}
 {{- define "persona-operator.name" -}}
 {{- .Chart.Name }}
@@ -26,6 +27,10 @@ Service, certificate Secret and webhook configuration
 
 {{- define "persona-operator.webhookConfigName" -}}
 {{- include "persona-operator.resourceName" (dict "suffix" "validating-webhook-configuration" "context" .) }}
+{{- end }}
+
+{{- define "persona-operator.injectWebhookConfigName" -}}
+{{- include "persona-operator.resourceName" (dict "suffix" "mutating-webhook-configuration" "context" .) }}
 {{- end }}
 
 {{/*
@@ -80,6 +85,13 @@ ClusterRole, or with rbac.namespaced in a Role in each watched namespace.
   - update
   - watch
 - apiGroups:
+  - ""
+  resources:
+  - pods
+  verbs:
+  - list
+  - watch
+- apiGroups:
   - events.k8s.io
   resources:
   - events
@@ -111,8 +123,10 @@ ClusterRole, or with rbac.namespaced in a Role in each watched namespace.
 
 {{/*
 The manager's rights on cluster-scoped objects, from config/rbac/role.yaml:
-always in its ClusterRole. ClusterPromptLayers, the PromptPlatform, and the
-Namespaces whose labels a ClusterPromptLayer's namespaceSelector reads.
+always in its ClusterRole. ClusterPromptLayers, the PromptPlatform, the
+Namespaces whose labels a ClusterPromptLayer's namespaceSelector reads, and
+the SelfSubjectAccessReviews that tell whether it may list workloads (to say
+that restarts on change are off while workloads opt in).
 */}}
 {{- define "persona-operator.managerClusterRules" -}}
 - apiGroups:
@@ -122,6 +136,12 @@ Namespaces whose labels a ClusterPromptLayer's namespaceSelector reads.
   verbs:
   - list
   - watch
+- apiGroups:
+  - authorization.k8s.io
+  resources:
+  - selfsubjectaccessreviews
+  verbs:
+  - create
 - apiGroups:
   - prompts.persona-operator.dev
   resources:

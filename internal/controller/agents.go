@@ -1,0 +1,255 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+)
+
+// status.agents (delivery.md#agents) counts the pods the webhook injected
+// with a snapshot, by the revision label it gave them. A controller of its
+// own keeps it, apart from the renders: it reads a metadata-only cache of
+// the pods that carry the Persona label, so other pods cost nothing, and
+// writes a Persona's status at most once per interval, however fast its
+// pods come and go.
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+
+// DefaultAgentsInterval is the shortest time between two writes of one
+// Persona's status.agents.
+const DefaultAgentsInterval = 30 * time.Second
+
+// agentPodSelector selects the pods that name a Persona.
+var agentPodSelector = func() labels.Selector {
+	r, err := labels.NewRequirement(delivery.PersonaLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*r)
+}()
+
+// newPodMetadataCache is a cache of the metadata of the pods that name a
+// Persona, in namespaces (nil: all), reduced to what the count reads.
+func newPodMetadataCache(mgr ctrl.Manager, namespaces []string) (cache.Cache, error) {
+	return cache.New(mgr.GetConfig(), cache.Options{
+		Scheme:               mgr.GetScheme(),
+		Mapper:               mgr.GetRESTMapper(),
+		DefaultNamespaces:    namespaceConfigs(namespaces),
+		DefaultLabelSelector: agentPodSelector,
+		DefaultTransform:     trimPodMetadata,
+	})
+}
+
+// trimPodMetadata keeps of a pod's metadata its name, version, deletion and
+// the two labels the count reads: a pod's labels and annotations are its
+// owner's, of any size.
+func trimPodMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	kept := map[string]string{}
+	for _, k := range []string{delivery.PersonaLabel, delivery.RevisionLabel} {
+		if v, ok := m.Labels[k]; ok {
+			kept[k] = v
+		}
+	}
+	m.ObjectMeta = metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Labels: kept, DeletionTimestamp: m.DeletionTimestamp}
+	internMeta(m)
+	return m, nil
+}
+
+func podMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+	return m
+}
+
+func podMetadataList() *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	return l
+}
+
+// agentsOf counts pods, the pods of one Persona, by the revision label: the
+// pods not being deleted whose label is a revision, the newest
+// MaxAgentRevisions revisions. nil when there are none.
+func agentsOf(pods []metav1.PartialObjectMetadata, current int64) *v1alpha1.AgentsStatus {
+	byRevision := map[int64]int32{}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if n, ok := revisionLabel(p.Labels); ok {
+			byRevision[n]++
+		}
+	}
+	if len(byRevision) == 0 {
+		return nil
+	}
+	out := &v1alpha1.AgentsStatus{Current: byRevision[current]}
+	for n, pods := range byRevision {
+		out.Revisions = append(out.Revisions, v1alpha1.RevisionAgents{Revision: n, Pods: pods})
+	}
+	slices.SortFunc(out.Revisions, func(a, b v1alpha1.RevisionAgents) int { return int(b.Revision - a.Revision) })
+	out.Revisions = out.Revisions[:min(len(out.Revisions), v1alpha1.MaxAgentRevisions)]
+	return out
+}
+
+// revisionLabel is the revision a pod's label names, as the webhook writes it.
+func revisionLabel(l map[string]string) (int64, bool) {
+	v, ok := l[delivery.RevisionLabel]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != v {
+		return 0, false
+	}
+	return n, true
+}
+
+// agentsReconciler keeps status.agents.
+type agentsReconciler struct {
+	client.Client
+	pods     client.Reader
+	interval time.Duration
+	now      func() time.Time
+
+	mu      sync.Mutex
+	written map[types.NamespacedName]time.Time
+}
+
+func newAgentsReconciler(c client.Client, pods client.Reader, interval time.Duration) *agentsReconciler {
+	if interval <= 0 {
+		interval = DefaultAgentsInterval
+	}
+	return &agentsReconciler{Client: c, pods: pods, interval: interval, now: time.Now, written: map[types.NamespacedName]time.Time{}}
+}
+
+// Reconcile counts a Persona's pods and writes status.agents when the
+// count changed and the last write is an interval ago; before, it comes back then.
+func (r *agentsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+	var p v1alpha1.Persona
+	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.mu.Lock()
+			delete(r.written, req.NamespacedName)
+			r.mu.Unlock()
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	pods := podMetadataList()
+	if err := r.pods.List(ctx, pods, client.InNamespace(p.Namespace), client.MatchingLabels{delivery.PersonaLabel: p.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list the pods of persona %s: %w", p.Name, err)
+	}
+	agents := agentsOf(pods.Items, p.Status.CurrentRevision)
+	if equality.Semantic.DeepEqual(agents, p.Status.Agents) {
+		return ctrl.Result{}, nil
+	}
+	if wait := r.wait(req.NamespacedName); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	before := p.Status.DeepCopy()
+	p.Status.Agents = agents
+	// The merge patch holds status.agents alone: the Persona controller's
+	// patches hold only what it changed, so neither undoes the other.
+	patchStatus(ctx, r.Client, &p, before, &p.Status, &err)
+	if err == nil {
+		r.mu.Lock()
+		r.written[req.NamespacedName] = r.now()
+		r.mu.Unlock()
+	}
+	return ctrl.Result{}, err
+}
+
+// wait is how long until the Persona's status.agents may be written again.
+func (r *agentsReconciler) wait(key types.NamespacedName) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last, ok := r.written[key]
+	if !ok {
+		return 0
+	}
+	return max(r.interval-r.now().Sub(last), 0)
+}
+
+// SetupWithManager counts on pod events, and on a new delivered revision.
+func (r *agentsReconciler) SetupWithManager(mgr ctrl.Manager, pods cache.Cache) error {
+	currentRevisionChanged := predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*v1alpha1.Persona), e.ObjectNew.(*v1alpha1.Persona)
+			return o.Status.CurrentRevision != n.Status.CurrentRevision
+		},
+	}
+	ofPersona := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, m *metav1.PartialObjectMetadata) []reconcile.Request {
+		name := m.Labels[delivery.PersonaLabel]
+		if name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: name}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Persona{}, builder.WithPredicates(currentRevisionChanged)).
+		WatchesRawSource(source.Kind(pods, podMetadata(), ofPersona)).
+		Named("persona-agents").
+		Complete(r)
+}
+
+// revisionsNamedByPods is the revisionKeeper of the injected pods: the
+// revisions p's pods name, as the cache of the agent pods has them.
+// Pruning asks the API server as well (prune), for a pod admitted an
+// instant ago.
+func revisionsNamedByPods(pods client.Reader) revisionKeeper {
+	return func(ctx context.Context, p *v1alpha1.Persona) ([]int64, error) {
+		inUse, err := revisionsInUse(ctx, pods, p)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]int64, 0, len(inUse))
+		for n := range inUse {
+			out = append(out, n)
+		}
+		return out, nil
+	}
+}
+
+// revisionsInUse are the revisions the pods of p name, as from reads:
+// the cache of the agent pods, or the API server for a fresh list.
+func revisionsInUse(ctx context.Context, api client.Reader, p *v1alpha1.Persona) (map[int64]bool, error) {
+	pods := podMetadataList()
+	if err := api.List(ctx, pods, client.InNamespace(p.Namespace), client.MatchingLabels{delivery.PersonaLabel: p.Name}); err != nil {
+		return nil, fmt.Errorf("list the pods of persona %s: %w", p.Name, err)
+	}
+	out := map[int64]bool{}
+	for _, pod := range pods.Items {
+		if n, ok := revisionLabel(pod.Labels); ok {
+			out[n] = true
+		}
+	}
+	return out, nil
+}

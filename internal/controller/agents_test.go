@@ -1,0 +1,157 @@
+package controller
+
+import (
+	"context"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+)
+
+func agentPodMeta(name string, labels map[string]string) metav1.PartialObjectMetadata {
+	return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Labels: labels}}
+}
+
+func onRevision(n string) map[string]string {
+	return map[string]string{"prompts.persona-operator.dev/persona": "reviewer", "prompts.persona-operator.dev/revision": n}
+}
+
+func TestAgentsOf(t *testing.T) {
+	deleting := agentPodMeta("d", onRevision("2"))
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	pods := []metav1.PartialObjectMetadata{
+		agentPodMeta("a", onRevision("2")), agentPodMeta("b", onRevision("2")), agentPodMeta("c", onRevision("2")),
+		agentPodMeta("e", onRevision("1")),
+		deleting,
+		agentPodMeta("live", map[string]string{"prompts.persona-operator.dev/persona": "reviewer"}),
+		agentPodMeta("forged", onRevision("02")),
+	}
+	want := &v1alpha1.AgentsStatus{Current: 3, Revisions: []v1alpha1.RevisionAgents{{Revision: 2, Pods: 3}, {Revision: 1, Pods: 1}}}
+	if got := agentsOf(pods, 2); !reflect.DeepEqual(got, want) {
+		t.Errorf("agents = %+v, want %+v", got, want)
+	}
+	if got := agentsOf(pods, 3); got.Current != 0 {
+		t.Errorf("on revision 3 (no pod yet): %d", got.Current)
+	}
+	if got := agentsOf(pods[5:6], 2); got != nil {
+		t.Errorf("live pods alone: %+v, want none", got)
+	}
+	// Labels can be rewritten after admission: the count stays bounded.
+	var many []metav1.PartialObjectMetadata
+	for n := 1; n <= 100; n++ {
+		many = append(many, agentPodMeta(strconv.Itoa(n), onRevision(strconv.Itoa(n))))
+	}
+	got := agentsOf(many, 100)
+	if len(got.Revisions) != 32 || got.Revisions[0].Revision != 100 || got.Revisions[31].Revision != 69 || got.Current != 1 {
+		t.Errorf("100 revisions: %d entries, %+v first, %+v last", len(got.Revisions), got.Revisions[0], got.Revisions[len(got.Revisions)-1])
+	}
+}
+
+func agentPod(name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Labels: labels}}
+}
+
+// The controller writes status.agents at once, then at most once per
+// interval, coming back when the interval is over.
+func TestAgentsWriteAtMostOncePerInterval(t *testing.T) {
+	persona := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Name: "reviewer", Namespace: "team-a"},
+		Status: v1alpha1.PersonaStatus{CurrentRevision: 2}}
+	c := fake.NewClientBuilder().WithScheme(stepsScheme).WithObjects(persona, agentPod("a", onRevision("2"))).
+		WithStatusSubresource(&v1alpha1.Persona{}).Build()
+	now := time.Unix(1000, 0)
+	r := newAgentsReconciler(c, c, 30*time.Second)
+	r.now = func() time.Time { return now }
+	key := types.NamespacedName{Namespace: "team-a", Name: "reviewer"}
+	agents := func() *v1alpha1.AgentsStatus {
+		var p v1alpha1.Persona
+		if err := c.Get(context.Background(), key, &p); err != nil {
+			t.Fatal(err)
+		}
+		return p.Status.Agents
+	}
+	reconcile := func() ctrl.Result {
+		res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	if res := reconcile(); res.RequeueAfter != 0 || agents().Current != 1 {
+		t.Fatalf("first count: %+v, agents %+v", res, agents())
+	}
+	if err := c.Create(context.Background(), agentPod("b", onRevision("2"))); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(10 * time.Second)
+	if res := reconcile(); res.RequeueAfter != 20*time.Second || agents().Current != 1 {
+		t.Errorf("10 s later: %+v, agents %+v; want a return in 20 s and no write", res, agents())
+	}
+	now = now.Add(20 * time.Second)
+	if res := reconcile(); res.RequeueAfter != 0 || agents().Current != 2 {
+		t.Errorf("30 s later: %+v, agents %+v; want 2 written", res, agents())
+	}
+	// Nothing changed: no write, no return.
+	if res := reconcile(); res.RequeueAfter != 0 {
+		t.Errorf("unchanged: %+v", res)
+	}
+}
+
+// Pruning and eviction keep, beyond revisionHistoryLimit, the snapshots
+// that pods of the Persona name; a pod of another Persona, or one on the
+// live ConfigMap, keeps nothing.
+func TestPruneKeepsTheSnapshotsPodsName(t *testing.T) {
+	limit := int32(1)
+	p := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Name: "reviewer", Namespace: "team-a", UID: "u1"},
+		Spec: v1alpha1.PersonaSpec{RevisionHistoryLimit: &limit}, Status: v1alpha1.PersonaStatus{CurrentRevision: 5}}
+	objs := []client.Object{p,
+		agentPod("old", onRevision("2")),
+		agentPod("other", map[string]string{"prompts.persona-operator.dev/persona": "writer", "prompts.persona-operator.dev/revision": "3"}),
+		agentPod("live", map[string]string{"prompts.persona-operator.dev/persona": "reviewer"}),
+	}
+	for n := int64(1); n <= 5; n++ {
+		objs = append(objs, snapshotObject(p, n, true))
+	}
+	s := newSteps(t, objs...)
+	// The keeper of the injected pods (here reading the fake cluster as
+	// the cache): what the byte cap's eviction asks too.
+	s.keepers = append(s.keepers, revisionsNamedByPods(s.cluster))
+	kept, err := s.keptRevisions(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !kept[2] || kept[3] {
+		t.Errorf("kept revisions %v: want 2 (a pod of reviewer names it), not 3 (a pod of writer does)", kept)
+	}
+	// Pruning without the keeper: its fresh list of the pods keeps 2 alone.
+	fresh := make([]client.Object, len(objs))
+	for i, o := range objs {
+		fresh[i] = o.DeepCopyObject().(client.Object)
+		fresh[i].SetResourceVersion("")
+	}
+	s = newSteps(t, fresh...)
+	if err := s.prune(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	// Kept: 5 (current), 2 (a pod names it), 4 (the limit of 1 older one).
+	var left corev1.ConfigMapList
+	if err := s.cluster.List(context.Background(), &left, client.InNamespace("team-a")); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, cm := range left.Items {
+		names = append(names, cm.Name)
+	}
+	if want := []string{"persona-reviewer.r2", "persona-reviewer.r4", "persona-reviewer.r5"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("snapshots left %v, want %v", names, want)
+	}
+}

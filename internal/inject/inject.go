@@ -1,0 +1,423 @@
+// Package inject is the pod injection of delivery.md#injection: what the
+// mutating webhook adds to a pod labelled prompts.persona-operator.dev/persona,
+// which revision it gets, and what it refuses. It is pure: the webhook
+// gathers the Persona's facts from the manager's caches and calls Pod.
+package inject
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+// The pod's label and annotations that ask for and shape the injection.
+const (
+	// PersonaLabel names the Persona; the webhook's objectSelector sends it
+	// only pods that carry it.
+	PersonaLabel = delivery.PersonaLabel
+	// DeliveryAnnotation is "live" for the mutable persona-<name>, or
+	// "snapshot" (the default) for the chosen revision's snapshot.
+	DeliveryAnnotation = "prompts.persona-operator.dev/delivery"
+	// MountPathAnnotation is where the prompt is mounted; DefaultMountPath without it.
+	MountPathAnnotation = "prompts.persona-operator.dev/mount-path"
+	// ContainersAnnotation lists, comma-separated, the containers (or init
+	// containers) that get the mount; every container without it.
+	ContainersAnnotation = "prompts.persona-operator.dev/containers"
+	// VariantAnnotation names the variant whose file PERSONA_PROMPT_FILE is.
+	VariantAnnotation = "prompts.persona-operator.dev/variant"
+	// RevisionAnnotation and RevisionLabel name the pod's revision: on a pod
+	// template the revision asked for, on an injected pod the one it got.
+	RevisionAnnotation = delivery.RevisionAnnotation
+	RevisionLabel      = delivery.RevisionLabel
+)
+
+// The values of DeliveryAnnotation.
+const (
+	DeliveryLive     = "live"
+	DeliverySnapshot = "snapshot"
+)
+
+// DefaultMountPath is where the prompt is mounted without MountPathAnnotation.
+const DefaultMountPath = "/etc/persona"
+
+// VolumeName is the name of the volume the webhook adds.
+const VolumeName = "persona-prompt"
+
+// The environment variables the webhook sets in each container it mounts into.
+const (
+	EnvName       = "PERSONA_NAME"
+	EnvPromptFile = "PERSONA_PROMPT_FILE"
+	EnvBundleFile = "PERSONA_BUNDLE_FILE"
+	EnvRevision   = "PERSONA_REVISION"
+)
+
+// envNames are the variables the webhook owns: any the pod sets itself go.
+var envNames = []string{EnvName, EnvPromptFile, EnvBundleFile, EnvRevision}
+
+// maxMountPath bounds the mount path annotation: the kubelet's own limit
+// on a path is the node's, far above any real mount point.
+const maxMountPath = 256
+
+// namePattern is a Persona's and a variant's name (personas.md#writing-a-persona-spec).
+var namePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+
+// Persona is what the webhook knows of the pod's Persona, from the caches.
+type Persona struct {
+	// Variants are the names of spec.variants.
+	Variants []string
+	// CurrentRevision is status.currentRevision; 0 while it has none.
+	CurrentRevision int64
+	// Snapshots are the Persona's snapshots the cache holds, by revision:
+	// the identity of the guardrails each was rendered with (§14.5's
+	// sameness: the prompts.persona-operator.dev/guardrails annotation).
+	Snapshots map[int64]string
+}
+
+// Result is what Pod did.
+type Result struct {
+	// Changed is false when the pod was left as it came: it mounts its
+	// Persona's ConfigMap by hand.
+	Changed bool
+	// Revision is the revision mounted; 0 for the live ConfigMap.
+	Revision int64
+}
+
+// Pod injects the prompt of the Persona its label names into pod, in place.
+// persona is nil when the Persona does not exist (or the cache does not
+// know it yet). The errors name the cause; the pod is then unchanged.
+// Called again on its own output (reinvocation) it changes nothing more.
+func Pod(pod *corev1.Pod, persona *Persona) (Result, field.ErrorList) {
+	name, labelled := pod.Labels[PersonaLabel]
+	if !labelled || handMounted(pod, name) {
+		return Result{}, nil
+	}
+	opts, errs := readOptions(pod, name)
+	if len(errs) > 0 {
+		return Result{}, errs
+	}
+	if persona != nil && opts.variant != "" && !slices.Contains(persona.Variants, opts.variant) {
+		return Result{}, field.ErrorList{field.NotFound(annotationPath(VariantAnnotation),
+			fmt.Sprintf("%s: persona %s has no such variant (it has %s)", opts.variant, name, listOrNone(persona.Variants)))}
+	}
+	targets, errs := targetContainers(pod, opts.containers)
+	if len(errs) > 0 {
+		return Result{}, errs
+	}
+	revision, own, errs := injectedRevision(pod, name)
+	if len(errs) > 0 {
+		return Result{}, errs
+	}
+	// On reinvocation the choice stands, unless the volume names a
+	// revision the pod may not have: a pod written with the webhook's
+	// volume by hand gets no older guardrails than any other.
+	rechoose := own && revision > 0 && (opts.live || !allowed(persona, revision))
+	if !own || rechoose {
+		revision = chooseRevision(persona, opts)
+	}
+	if errs := shadows(pod, targets, opts.mountPath); len(errs) > 0 {
+		return Result{}, errs
+	}
+	configMap := delivery.ConfigMapName(name)
+	if revision > 0 {
+		configMap = delivery.SnapshotName(name, revision)
+	}
+	switch {
+	case !own:
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: VolumeName, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: configMap}},
+		}})
+	case rechoose:
+		for i := range pod.Spec.Volumes {
+			if pod.Spec.Volumes[i].Name == VolumeName {
+				pod.Spec.Volumes[i].ConfigMap.Name = configMap
+			}
+		}
+	}
+	env := environment(name, opts, revision)
+	for _, c := range targets {
+		mountInto(c, opts.mountPath)
+		c.Env = append(slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return slices.Contains(envNames, e.Name) }), env...)
+	}
+	if revision > 0 {
+		n := strconv.FormatInt(revision, 10)
+		pod.Labels[RevisionLabel] = n
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[RevisionAnnotation] = n
+	} else {
+		// A live mount's revision changes under it: no label counts it.
+		delete(pod.Labels, RevisionLabel)
+		delete(pod.Annotations, RevisionAnnotation)
+	}
+	return Result{Changed: true, Revision: revision}, nil
+}
+
+// options are the pod's annotations, parsed.
+type options struct {
+	live       bool
+	mountPath  string
+	containers []string // nil: every container
+	variant    string
+	revision   int64 // the revision the template names; 0: none
+}
+
+func readOptions(pod *corev1.Pod, name string) (options, field.ErrorList) {
+	var errs field.ErrorList
+	if !namePattern.MatchString(name) || strings.HasSuffix(name, "-") {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "labels").Key(PersonaLabel), truncate(name),
+			"must name a Persona: a lower-case letter, then up to 62 lower-case letters, digits or '-', not ending with '-'"))
+	}
+	a := pod.Annotations
+	opts := options{mountPath: DefaultMountPath}
+	switch v, ok := a[DeliveryAnnotation]; {
+	case !ok || v == DeliverySnapshot:
+	case v == DeliveryLive:
+		opts.live = true
+	default:
+		errs = append(errs, field.NotSupported(annotationPath(DeliveryAnnotation), truncate(v), []string{DeliveryLive, DeliverySnapshot}))
+	}
+	if v, ok := a[MountPathAnnotation]; ok {
+		if len(v) > maxMountPath || !path.IsAbs(v) || path.Clean(v) != v || v == "/" || strings.ContainsAny(v, ":\x00") {
+			errs = append(errs, field.Invalid(annotationPath(MountPathAnnotation), truncate(v),
+				fmt.Sprintf("must be a clean absolute path other than /, without ':', of at most %d bytes", maxMountPath)))
+		} else {
+			opts.mountPath = v
+		}
+	}
+	if v, ok := a[ContainersAnnotation]; ok {
+		names := strings.Split(v, ",")
+		for i := range names {
+			names[i] = strings.TrimSpace(names[i])
+		}
+		if slices.Contains(names, "") {
+			errs = append(errs, field.Invalid(annotationPath(ContainersAnnotation), truncate(v), "must be a comma-separated list of container names"))
+		} else {
+			opts.containers = names
+		}
+	}
+	if v, ok := a[VariantAnnotation]; ok {
+		if !namePattern.MatchString(v) {
+			errs = append(errs, field.Invalid(annotationPath(VariantAnnotation), truncate(v), "must name a variant: a lower-case letter, then up to 62 lower-case letters, digits or '-'"))
+		} else {
+			opts.variant = v
+		}
+	}
+	if v, ok := a[RevisionAnnotation]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 || strconv.FormatInt(n, 10) != v {
+			errs = append(errs, field.Invalid(annotationPath(RevisionAnnotation), truncate(v), "must be a revision: a positive integer"))
+		} else {
+			opts.revision = n
+		}
+	}
+	return opts, errs
+}
+
+// handMounted reports whether pod mounts its Persona's ConfigMap, or one of
+// its snapshots, in a volume of its own: such a workload predates injection
+// and keeps working as it is.
+func handMounted(pod *corev1.Pod, name string) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == VolumeName {
+			continue // the webhook's own, on reinvocation
+		}
+		for _, cm := range configMapsOf(v) {
+			if persona, _, ok := delivery.SnapshotOf(cm); cm == delivery.ConfigMapName(name) || ok && persona == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// configMapsOf are the ConfigMaps a volume projects.
+func configMapsOf(v corev1.Volume) []string {
+	var out []string
+	if v.ConfigMap != nil {
+		out = append(out, v.ConfigMap.Name)
+	}
+	if v.Projected != nil {
+		for _, s := range v.Projected.Sources {
+			if s.ConfigMap != nil {
+				out = append(out, s.ConfigMap.Name)
+			}
+		}
+	}
+	return out
+}
+
+// injectedRevision is the revision of the webhook's own volume when the pod
+// already has it (reinvocation: the choice stands); own is false without
+// it. A volume of that name that is not the webhook's is refused.
+func injectedRevision(pod *corev1.Pod, name string) (revision int64, own bool, errs field.ErrorList) {
+	for i, v := range pod.Spec.Volumes {
+		if v.Name != VolumeName {
+			continue
+		}
+		if v.ConfigMap != nil && v.ConfigMap.Name == delivery.ConfigMapName(name) {
+			return 0, true, nil
+		}
+		if v.ConfigMap != nil {
+			if persona, n, ok := delivery.SnapshotOf(v.ConfigMap.Name); ok && persona == name {
+				return n, true, nil
+			}
+		}
+		return 0, false, field.ErrorList{field.Forbidden(field.NewPath("spec", "volumes").Index(i).Child("name"),
+			VolumeName+" is taken: it is the name of the volume the prompt of persona "+name+" is injected in")}
+	}
+	return 0, false, nil
+}
+
+// chooseRevision is delivery.md#which-revision: the template's revision if
+// its snapshot exists with the current guardrails, else the current one;
+// 0, the live ConfigMap, when asked for, or with no Persona, no revision yet
+// or no snapshot of it in the cache.
+func chooseRevision(p *Persona, opts options) int64 {
+	if opts.live || p == nil || p.CurrentRevision <= 0 {
+		return 0
+	}
+	if _, ok := p.Snapshots[p.CurrentRevision]; !ok {
+		return 0
+	}
+	if opts.revision > 0 && allowed(p, opts.revision) {
+		return opts.revision
+	}
+	return p.CurrentRevision
+}
+
+// allowed reports whether a pod may mount revision n: its snapshot is in
+// the cache, rendered with the current revision's guardrails.
+func allowed(p *Persona, n int64) bool {
+	if p == nil || p.CurrentRevision <= 0 {
+		return false
+	}
+	current, ok := p.Snapshots[p.CurrentRevision]
+	named, found := p.Snapshots[n]
+	return ok && found && named == current
+}
+
+// targetContainers are the containers that get the mount: every container,
+// or those the annotation names, which may be init containers too.
+func targetContainers(pod *corev1.Pod, names []string) ([]*corev1.Container, field.ErrorList) {
+	if names == nil {
+		out := make([]*corev1.Container, len(pod.Spec.Containers))
+		for i := range pod.Spec.Containers {
+			out[i] = &pod.Spec.Containers[i]
+		}
+		return out, nil
+	}
+	var out []*corev1.Container
+	for _, n := range names {
+		c := containerNamed(pod, n)
+		if c == nil {
+			// The first unknown name only: the list is the tenant's, of any length.
+			return nil, field.ErrorList{field.NotFound(annotationPath(ContainersAnnotation), truncate(n))}
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func containerNamed(pod *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+// shadows refuses any mount but the webhook's own at or under the mount path
+// in a container that gets the mount: it would hide the prompt's files, or
+// (a subPath mount) pin one of them for the life of the container.
+func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string) field.ErrorList {
+	var errs field.ErrorList
+	for _, c := range targets {
+		for j, m := range c.VolumeMounts {
+			if m.Name == VolumeName && m.MountPath == mountPath {
+				continue
+			}
+			if p := path.Clean(m.MountPath); p == mountPath || strings.HasPrefix(p, mountPath+"/") {
+				errs = append(errs, field.Forbidden(containerPath(pod, c).Child("volumeMounts").Index(j).Child("mountPath"),
+					fmt.Sprintf("volume %s is mounted at %s, at or under %s where the prompt of persona %s is mounted: it would shadow the prompt (set %s to mount it elsewhere)",
+						m.Name, m.MountPath, mountPath, pod.Labels[PersonaLabel], MountPathAnnotation)))
+			}
+		}
+	}
+	return errs
+}
+
+// mountInto adds the read-only mount of the prompt to c, once.
+func mountInto(c *corev1.Container, mountPath string) {
+	for _, m := range c.VolumeMounts {
+		if m.Name == VolumeName && m.MountPath == mountPath {
+			return
+		}
+	}
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeName, MountPath: mountPath, ReadOnly: true})
+}
+
+// environment is the variables each target container gets.
+func environment(name string, opts options, revision int64) []corev1.EnvVar {
+	prompt := render.SystemPromptKey
+	if opts.variant != "" {
+		prompt = render.VariantKey(opts.variant)
+	}
+	env := []corev1.EnvVar{
+		{Name: EnvName, Value: name},
+		{Name: EnvPromptFile, Value: path.Join(opts.mountPath, prompt)},
+		{Name: EnvBundleFile, Value: path.Join(opts.mountPath, render.BundleKey)},
+	}
+	if revision > 0 {
+		env = append(env, corev1.EnvVar{Name: EnvRevision, Value: strconv.FormatInt(revision, 10)})
+	}
+	return env
+}
+
+func containerPath(pod *corev1.Pod, c *corev1.Container) *field.Path {
+	for i := range pod.Spec.Containers {
+		if &pod.Spec.Containers[i] == c {
+			return field.NewPath("spec", "containers").Index(i)
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if &pod.Spec.InitContainers[i] == c {
+			return field.NewPath("spec", "initContainers").Index(i)
+		}
+	}
+	return field.NewPath("spec", "containers")
+}
+
+func annotationPath(key string) *field.Path {
+	return field.NewPath("metadata", "annotations").Key(key)
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// truncate bounds a tenant's value quoted back in a message.
+func truncate(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}

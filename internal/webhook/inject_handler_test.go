@@ -1,0 +1,96 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// failing is a cache that cannot answer yet.
+type failing struct{}
+
+func (failing) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errNotSynced
+}
+
+func (failing) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errNotSynced
+}
+
+func podCreate(t testing.TB, namespace string, labels map[string]string) admission.Request {
+	t.Helper()
+	raw, err := json.Marshal(&corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: namespace, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "busybox"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, Namespace: namespace, Name: "agent",
+		Kind:   metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Object: runtime.RawExtension{Raw: raw},
+	}}
+}
+
+// A pod the webhook should never have been sent (no label, or another
+// shard's namespace) passes unchanged, without a lookup.
+func TestInjectorLetsOtherPodsThrough(t *testing.T) {
+	objects := &notFound{}
+	i := &Injector{Personas: objects, ConfigMaps: objects, Namespaces: []string{"team-a"}}
+	for name, req := range map[string]admission.Request{
+		"unlabelled":          podCreate(t, "team-a", nil),
+		"another shard's pod": podCreate(t, "team-b", map[string]string{"prompts.persona-operator.dev/persona": "reviewer"}),
+	} {
+		resp := i.Handle(context.Background(), req)
+		if !resp.Allowed || len(resp.Patches) != 0 {
+			t.Errorf("%s: %+v", name, resp)
+		}
+	}
+	if objects.gets != 0 {
+		t.Errorf("%d lookups", objects.gets)
+	}
+}
+
+// Caches that cannot answer yet (a starting manager) give the live
+// ConfigMap, which is always right, with a warning that says so.
+func TestInjectorWithoutCachesMountsTheLiveConfigMap(t *testing.T) {
+	i := &Injector{Personas: failing{}, ConfigMaps: failing{}}
+	resp := i.Handle(context.Background(), podCreate(t, "team-a", map[string]string{"prompts.persona-operator.dev/persona": "reviewer"}))
+	if !resp.Allowed || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "the live ConfigMap persona-reviewer is mounted") {
+		t.Fatalf("%+v", resp)
+	}
+	patch, _ := json.Marshal(resp.Patches)
+	if !strings.Contains(string(patch), `"name":"persona-reviewer"`) || strings.Contains(string(patch), "PERSONA_REVISION") {
+		t.Errorf("patch %s", patch)
+	}
+}
+
+// The patch holds the injection alone: a field the operator's types do not
+// know, and a quantity written otherwise than they would encode it, stay as
+// the pod has them.
+func TestInjectorPatchesOnlyWhatItAdds(t *testing.T) {
+	raw := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"agent","namespace":"team-a","labels":{"prompts.persona-operator.dev/persona":"reviewer"}},
+"spec":{"futureField":{"x":1},"containers":[{"name":"agent","image":"busybox","resources":{"limits":{"cpu":"1000m"}}}]}}`
+	req := podCreate(t, "team-a", nil)
+	req.Object.Raw = []byte(raw)
+	resp := (&Injector{Personas: failing{}, ConfigMaps: failing{}}).Handle(context.Background(), req)
+	if !resp.Allowed {
+		t.Fatalf("%+v", resp)
+	}
+	for _, op := range resp.Patches {
+		if op.Operation != "add" || strings.Contains(op.Path, "futureField") || strings.Contains(op.Path, "resources") {
+			t.Errorf("patch operation %s %s: the injection only adds", op.Operation, op.Path)
+		}
+	}
+	if len(resp.Patches) == 0 {
+		t.Error("no patch")
+	}
+}
