@@ -3,7 +3,8 @@
 // system-prompt.md afresh, and renders bundle.json for the turn with
 // kubectl-persona. It logs one JSON line per turn with the SHA-256 of both,
 // so the suite can tell from the container's log which render the pod saw,
-// and when.
+// and when. With --once it is an agent that reads its prompt only at start,
+// which only a restart brings a new prompt to.
 package main
 
 import (
@@ -34,14 +35,24 @@ func main() {
 	turnFile := flag.String("turn", "/turn.json", "the turn context to render the bundle with")
 	cli := flag.String("cli", "/kubectl-persona", "kubectl-persona")
 	every := flag.Duration("every", 500*time.Millisecond, "the time between turns")
+	once := flag.Bool("once", false, "read the prompt once, at start, and keep it for every turn")
+	refuse := flag.String("refuse", "", "exit at start, with an error, when the prompt read then holds this text: an agent whose new prompt breaks it")
 	flag.Parse()
 
 	enc := json.NewEncoder(os.Stdout)
+	raw, readErr := os.ReadFile(*prompt)
+	if *refuse != "" && readErr == nil && strings.Contains(string(raw), *refuse) {
+		_ = enc.Encode(Turn{Prompt: digest(raw), Error: fmt.Sprintf("the prompt holds %q: refused", *refuse)})
+		os.Exit(1)
+	}
 	for n := 1; ; n++ {
 		t := Turn{Turn: n}
 		var errs []string
-		if raw, err := os.ReadFile(*prompt); err != nil {
-			errs = append(errs, err.Error())
+		if !*once && n > 1 {
+			raw, readErr = os.ReadFile(*prompt)
+		}
+		if readErr != nil {
+			errs = append(errs, readErr.Error())
 		} else {
 			t.Prompt = digest(raw)
 		}
