@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -161,7 +162,11 @@ func (s *suite) restartRollsOutTheNewPrompt(t *testing.T) {
 // pods as they were, and the cause's next revision resumes them.
 func (s *suite) failedRolloutHaltsTheRestarts(t *testing.T) {
 	t.Cleanup(func() { s.deleteWorkloads(t, restartPersona) })
-	refusing := restartDeployment(refusingAgent, restartPersona, true, agentContainer("--refuse="+refusal))
+	refusing := restartDeployment(refusingAgent, restartPersona, true, agentContainer("--refuse="+refusal, "--ready-addr=:8080"))
+	refusing.Spec.Template.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}},
+		PeriodSeconds: 1, FailureThreshold: 1,
+	}
 	// Deployment's own deadline: a rollout without progress for 15s has
 	// failed (ProgressDeadlineExceeded).
 	refusing.Spec.ProgressDeadlineSeconds = ptr.To[int32](15)
@@ -191,7 +196,7 @@ func (s *suite) failedRolloutHaltsTheRestarts(t *testing.T) {
 	}
 	named := fmt.Sprintf("the rollout of Deployment %s/%s onto revision %d of Persona %s failed (ProgressDeadlineExceeded)", restartNamespace, refusingAgent, broken, restartPersona)
 	if err := s.waitEvent(restartPersona, corev1.EventTypeWarning, "RestartsHalted", named); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v; %s", err, s.deploymentState(refusingAgent))
 	}
 	halted := time.Since(edited)
 	var p v1alpha1.Persona
@@ -638,4 +643,23 @@ func roundAll(ds []time.Duration) []time.Duration {
 		out[i] = d.Round(100 * time.Millisecond)
 	}
 	return out
+}
+
+// deploymentState is a Deployment's conditions and its pods' states, for a
+// failure.
+func (s *suite) deploymentState(name string) string {
+	var d appsv1.Deployment
+	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: restartNamespace, Name: name}, &d); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Deployment %s at generation %d of %d: %+v", name, d.Status.ObservedGeneration, d.Generation, d.Status.Conditions)
+	var pods corev1.PodList
+	if err := s.c.List(s.ctx, &pods, client.InNamespace(restartNamespace), client.MatchingLabels{agentLabel: name}); err == nil {
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			fmt.Fprintf(&b, "\n  pod %s revision %s ready %t: %v", p.Name, p.Annotations[delivery.RevisionAnnotation], podReady(p), s.running(p))
+		}
+	}
+	return b.String()
 }

@@ -13,9 +13,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,15 +39,24 @@ func main() {
 	cli := flag.String("cli", "/kubectl-persona", "kubectl-persona")
 	every := flag.Duration("every", 500*time.Millisecond, "the time between turns")
 	once := flag.Bool("once", false, "read the prompt once, at start, and keep it for every turn")
-	refuse := flag.String("refuse", "", "exit at start, with an error, when the prompt read then holds this text: an agent whose new prompt breaks it")
+	refuse := flag.String("refuse", "", "refuse a prompt that holds this text: an agent whose new prompt breaks it")
+	readyAddr := flag.String("ready-addr", "", "serve GET /readyz on this address: 200, or 503 while the agent refuses its prompt")
 	flag.Parse()
 
+	// It keeps running when it refuses its prompt: a container that exits
+	// would be Ready for a moment at each restart, which a Deployment counts
+	// as progress.
+	var refused atomic.Bool
+	if *readyAddr != "" {
+		http.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+			if refused.Load() {
+				http.Error(w, "the prompt is refused", http.StatusServiceUnavailable)
+			}
+		})
+		go func() { log.Fatal(http.ListenAndServe(*readyAddr, nil)) }() //nolint:gosec // a test agent's probe
+	}
 	enc := json.NewEncoder(os.Stdout)
 	raw, readErr := os.ReadFile(*prompt)
-	if *refuse != "" && readErr == nil && strings.Contains(string(raw), *refuse) {
-		_ = enc.Encode(Turn{Prompt: digest(raw), Error: fmt.Sprintf("the prompt holds %q: refused", *refuse)})
-		os.Exit(1)
-	}
 	for n := 1; ; n++ {
 		t := Turn{Turn: n}
 		var errs []string
@@ -55,6 +67,10 @@ func main() {
 			errs = append(errs, readErr.Error())
 		} else {
 			t.Prompt = digest(raw)
+		}
+		refused.Store(*refuse != "" && readErr == nil && strings.Contains(string(raw), *refuse))
+		if refused.Load() {
+			errs = append(errs, fmt.Sprintf("the prompt holds %q: refused", *refuse))
 		}
 		if *bundle != "" {
 			out, err := exec.Command(*cli, "render", "--bundle", *bundle, "--turn", *turnFile).Output()
