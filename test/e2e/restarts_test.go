@@ -53,6 +53,11 @@ const (
 	injectedAgent = "restart-injected"
 	mountedAgent  = "restart-mounted"
 	refusingAgent = "restart-refusing"
+	// lateAgent opts in while a halt holds its Persona's cause.
+	lateAgent = "restart-late"
+	// heldFor is how long a held restart is watched not to happen: a
+	// restart the limit allows is admitted within a second.
+	heldFor = 5 * time.Second
 )
 
 // helmUpgradeEnablesRestarts turns restarts on in the running release as a
@@ -159,7 +164,8 @@ func (s *suite) restartRollsOutTheNewPrompt(t *testing.T) {
 // failedRolloutHaltsTheRestarts: an edit whose new pods cannot become ready
 // in one Deployment halts its cause's restarts in the namespace, with a
 // Warning Event and the RolloutHalted condition, leaves Ready and the old
-// pods as they were, and the cause's next revision resumes them.
+// pods as they were, holds the restart of a workload that opts in
+// meanwhile, and the cause's next revision resumes them.
 func (s *suite) failedRolloutHaltsTheRestarts(t *testing.T) {
 	t.Cleanup(func() { s.deleteWorkloads(t, restartPersona) })
 	refusing := restartDeployment(refusingAgent, restartPersona, true, agentContainer("--refuse="+refusal, "--ready-addr=:8080"))
@@ -235,6 +241,23 @@ func (s *suite) failedRolloutHaltsTheRestarts(t *testing.T) {
 	t.Logf("edit of Persona %s to revision %d, which %s refuses: the wave halted %s after the edit (RestartsHalted on the Persona, RolloutHalted=True, Ready=True); the refusing agent's old pod %s still serves revision %d",
 		restartPersona, broken, refusingAgent, halted.Round(time.Millisecond), old.Name, current)
 
+	// A workload that opts in now waits: its restart is of the halted cause.
+	if err := s.c.Create(s.ctx, restartDeployment(lateAgent, restartPersona, true, agentContainer())); err != nil {
+		t.Fatal(err)
+	}
+	held := time.Now()
+	for time.Since(held) < heldFor {
+		var d appsv1.Deployment
+		if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: restartNamespace, Name: lateAgent}, &d); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := d.Annotations[v1alpha1.AppliedRevisionAnnotation]; ok {
+			t.Fatalf("Deployment %s, opted in during the halt, was restarted onto revision %s", lateAgent, got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	agents = append(agents, lateAgent)
+
 	fixed := time.Now()
 	if err := s.editPersona(restartPersona, "Fix the failing test, then stop. (prompt 4)\n"); err != nil {
 		t.Fatal(err)
@@ -262,7 +285,8 @@ func (s *suite) failedRolloutHaltsTheRestarts(t *testing.T) {
 			t.Errorf("the new pod %s of %s read %.19s at start, want revision %d's %.19s", after[name].pod, name, after[name].prompt, next, prompt)
 		}
 	}
-	t.Logf("the fix, revision %d, resumed the halted restarts (RolloutHalted=False %s): all three Deployments run it after %s",
+	t.Logf("Deployment %s, opted in during the halt, was held for %s; the fix, revision %d, resumed the halted restarts (RolloutHalted=False %s): all four Deployments run it after %s",
+		lateAgent, heldFor,
 		next, v1alpha1.RolloutsResumedReason, time.Since(fixed).Round(time.Millisecond))
 }
 
