@@ -34,7 +34,8 @@ func upgradeImage(ref string) string {
 
 // TestHelm installs the chart on a fresh cluster as docs/install.md says,
 // runs the samples' agent on it, upgrades the release to another image tag
-// under a steady stream of Persona writes, and uninstalls it.
+// under a steady stream of Persona writes, turns on restarts on change with
+// another upgrade (restarts_test.go), and uninstalls it.
 func TestHelm(t *testing.T) {
 	if os.Getenv("PERSONA_HELM") == "" {
 		why := "PERSONA_HELM is not set: run make test-e2e, which installs helm"
@@ -50,6 +51,10 @@ func TestHelm(t *testing.T) {
 	}{
 		{"PodReadsTheOperatorsRender", s.podReadsTheOperatorsRender},
 		{"HelmUpgradeUnderLoad", s.helmUpgradeUnderLoad},
+		{"HelmUpgradeEnablesRestarts", s.helmUpgradeEnablesRestarts},
+		{"RestartRollsOutTheNewPrompt", s.restartRollsOutTheNewPrompt},
+		{"FailedRolloutHaltsTheRestarts", s.failedRolloutHaltsTheRestarts},
+		{"RestartWavesOfTwenty", s.restartWavesOfTwenty},
 		{"HelmUninstallKeepsPersonas", s.helmUninstallKeepsPersonas},
 	} {
 		leaveTimeForCleanup(t, 5*time.Minute)

@@ -3,7 +3,8 @@
 // system-prompt.md afresh, and renders bundle.json for the turn with
 // kubectl-persona. It logs one JSON line per turn with the SHA-256 of both,
 // so the suite can tell from the container's log which render the pod saw,
-// and when.
+// and when. With --once it is an agent that reads its prompt only at start,
+// which only a restart brings a new prompt to.
 package main
 
 import (
@@ -12,9 +13,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,16 +38,39 @@ func main() {
 	turnFile := flag.String("turn", "/turn.json", "the turn context to render the bundle with")
 	cli := flag.String("cli", "/kubectl-persona", "kubectl-persona")
 	every := flag.Duration("every", 500*time.Millisecond, "the time between turns")
+	once := flag.Bool("once", false, "read the prompt once, at start, and keep it for every turn")
+	refuse := flag.String("refuse", "", "refuse a prompt that holds this text: an agent whose new prompt breaks it")
+	readyAddr := flag.String("ready-addr", "", "serve GET /readyz on this address: 200, or 503 while the agent refuses its prompt")
 	flag.Parse()
 
+	// It keeps running when it refuses its prompt: a container that exits
+	// would be Ready for a moment at each restart, which a Deployment counts
+	// as progress.
+	var refused atomic.Bool
+	if *readyAddr != "" {
+		http.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+			if refused.Load() {
+				http.Error(w, "the prompt is refused", http.StatusServiceUnavailable)
+			}
+		})
+		go func() { log.Fatal(http.ListenAndServe(*readyAddr, nil)) }() //nolint:gosec // a test agent's probe
+	}
 	enc := json.NewEncoder(os.Stdout)
+	raw, readErr := os.ReadFile(*prompt)
 	for n := 1; ; n++ {
 		t := Turn{Turn: n}
 		var errs []string
-		if raw, err := os.ReadFile(*prompt); err != nil {
-			errs = append(errs, err.Error())
+		if !*once && n > 1 {
+			raw, readErr = os.ReadFile(*prompt)
+		}
+		if readErr != nil {
+			errs = append(errs, readErr.Error())
 		} else {
 			t.Prompt = digest(raw)
+		}
+		refused.Store(*refuse != "" && readErr == nil && strings.Contains(string(raw), *refuse))
+		if refused.Load() {
+			errs = append(errs, fmt.Sprintf("the prompt holds %q: refused", *refuse))
 		}
 		if *bundle != "" {
 			out, err := exec.Command(*cli, "render", "--bundle", *bundle, "--turn", *turnFile).Output()
