@@ -3,7 +3,8 @@
 // system-prompt.md afresh, and renders bundle.json for the turn with
 // kubectl-persona. It logs one JSON line per turn with the SHA-256 of both,
 // so the suite can tell from the container's log which render the pod saw,
-// and when.
+// and when. In an injected pod it reads the file the webhook names in
+// PERSONA_PROMPT_FILE (--prompt-env), and logs PERSONA_REVISION.
 package main
 
 import (
@@ -25,7 +26,10 @@ type Turn struct {
 	Prompt string `json:"prompt,omitempty"`
 	// Render is sha256:<hex> of kubectl-persona's per-turn render.
 	Render string `json:"render,omitempty"`
-	Error  string `json:"error,omitempty"`
+	// Revision is PERSONA_REVISION, which the webhook sets in a pod
+	// injected with a snapshot.
+	Revision string `json:"revision,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 func main() {
@@ -34,13 +38,19 @@ func main() {
 	turnFile := flag.String("turn", "/turn.json", "the turn context to render the bundle with")
 	cli := flag.String("cli", "/kubectl-persona", "kubectl-persona")
 	every := flag.Duration("every", 500*time.Millisecond, "the time between turns")
+	promptEnv := flag.String("prompt-env", "", "an environment variable whose value is the system prompt to read, in place of --prompt")
 	flag.Parse()
+	if *promptEnv != "" {
+		*prompt = os.Getenv(*promptEnv)
+	}
 
 	enc := json.NewEncoder(os.Stdout)
 	for n := 1; ; n++ {
-		t := Turn{Turn: n}
+		t := Turn{Turn: n, Revision: os.Getenv("PERSONA_REVISION")}
 		var errs []string
-		if raw, err := os.ReadFile(*prompt); err != nil {
+		if *prompt == "" {
+			errs = append(errs, fmt.Sprintf("$%s is empty", *promptEnv))
+		} else if raw, err := os.ReadFile(*prompt); err != nil {
 			errs = append(errs, err.Error())
 		} else {
 			t.Prompt = digest(raw)
