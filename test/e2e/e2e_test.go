@@ -73,6 +73,7 @@ func TestDelivery(t *testing.T) {
 		{"InjectedPodsReadTheirPrompt", s.injectedPodsReadTheirPrompt},
 		{"EditReachesOnlyTheLivePod", s.editReachesOnlyTheLivePod},
 		{"RollingUpdateCanariesTheRevision", s.rollingUpdateCanariesTheRevision},
+		{"AgentsStatusCountsPodsByRevision", s.agentsStatusCountsPodsByRevision},
 		{"MetricsNeedAToken", s.metricsNeedAToken},
 		{"LeaderFailover", s.leaderFailover},
 		{"RolloutRestartUnderLoad", s.rolloutRestartUnderLoad},

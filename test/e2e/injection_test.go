@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ const (
 	snapshotAgents   = "injected-agent"
 	snapshotReplicas = 2
 	liveAgents       = "live-agent"
+	pinnedAgent      = "pinned-agent"
 )
 
 // injection is what the injection checks share: the revisions the snapshot
@@ -407,7 +409,58 @@ func (s *suite) rollingUpdateCanariesTheRevision(t *testing.T) {
 	}
 	t.Logf("the rolling update to revision %d (maxSurge 1, maxUnavailable 0, minReadySeconds %d, %d replicas) completed %s after the annotation was set; over %d looks (%d with pods of both ReplicaSets, %d with agents of both reading), the old ReplicaSet's pods were on revision %d and the new one's on %d, each reading its snapshot",
 		in.second, d.Spec.MinReadySeconds, snapshotReplicas, took.Round(100*time.Millisecond), polls, mixed, mixedTurns, in.first, in.second)
+}
+
+// agentsStatusCountsPodsByRevision: status.agents counts the rolled-out
+// Deployment's pods on the new revision, once the old ones are gone; then,
+// with a pod whose template pins the old revision, both revisions. The live
+// pod is never counted.
+func (s *suite) agentsStatusCountsPodsByRevision(t *testing.T) {
+	in := s.injection
+	rolledOut := &v1alpha1.AgentsStatus{Current: snapshotReplicas, Revisions: []v1alpha1.RevisionAgents{
+		{Revision: in.second, Pods: snapshotReplicas},
+	}}
+	start := time.Now()
+	if err := s.waitAgentsStatus(rolledOut); err != nil {
+		t.Fatalf("after the rollout: %v", err)
+	}
+	afterRollout := time.Since(start)
+
+	d := s.agentDeployment(t, pinnedAgent, 1, map[string]string{inject.RevisionAnnotation: strconv.FormatInt(in.first, 10)})
+	pinned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pinnedAgent,
+		Labels: d.Spec.Template.Labels, Annotations: d.Spec.Template.Annotations}, Spec: d.Spec.Template.Spec}
+	created := time.Now()
+	if err := s.c.Create(s.ctx, pinned); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := s.agentPods(pinnedAgent, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.readsSnapshot(&pods[0], in.first, in.prompts[in.first]); err != nil {
+		t.Fatalf("the pod pinned to revision %d: %v", in.first, err)
+	}
+	both := &v1alpha1.AgentsStatus{Current: snapshotReplicas, Revisions: []v1alpha1.RevisionAgents{
+		{Revision: in.second, Pods: snapshotReplicas}, {Revision: in.first, Pods: 1},
+	}}
+	if err := s.waitAgentsStatus(both); err != nil {
+		t.Fatalf("with the pinned pod: %v", err)
+	}
+	t.Logf("status.agents counted the %d pods on revision %d %s after the rollout completed, and with the pod pinned to revision %d both revisions %s after its create; the live pod was never counted (--agents-status-interval 30s)",
+		snapshotReplicas, in.second, afterRollout.Round(time.Second), in.first, time.Since(created).Round(time.Second))
 	s.removeInjectionAgents(t)
+}
+
+// waitAgentsStatus waits for the persona's status.agents to be want: it is
+// written at most once every 30 s (--agents-status-interval) per Persona.
+func (s *suite) waitAgentsStatus(want *v1alpha1.AgentsStatus) error {
+	return waitFor(2*time.Minute, "status.agents of persona "+persona, func() (bool, error) {
+		var p v1alpha1.Persona
+		if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: namespace, Name: persona}, &p); err != nil {
+			return false, err
+		}
+		return reflect.DeepEqual(p.Status.Agents, want), fmt.Errorf("status.agents %+v, want %+v", p.Status.Agents, want)
+	})
 }
 
 // removeInjectionAgents deletes what the injection checks made, and waits
@@ -417,13 +470,14 @@ func (s *suite) removeInjectionAgents(t *testing.T) {
 	for _, o := range []client.Object{
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: snapshotAgents}},
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: liveAgents}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pinnedAgent}},
 	} {
 		if err := s.c.Delete(s.ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}
 	}
 	if err := waitFor(time.Minute, "the injection checks' pods gone", func() (bool, error) {
-		for _, app := range []string{snapshotAgents, liveAgents} {
+		for _, app := range []string{snapshotAgents, liveAgents, pinnedAgent} {
 			var pods corev1.PodList
 			if err := s.c.List(s.ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{agentLabel: app}); err != nil {
 				return false, err
