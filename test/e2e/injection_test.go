@@ -48,7 +48,7 @@ type injection struct {
 func (s *suite) agentDeployment(t *testing.T, name string, replicas int32, annotations map[string]string) *appsv1.Deployment {
 	t.Helper()
 	var sample appsv1.Deployment
-	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: namespace, Name: "coding-agent"}, &sample); err != nil {
+	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: namespace, Name: agentApp}, &sample); err != nil {
 		t.Fatal(err)
 	}
 	template := sample.Spec.Template.DeepCopy()
