@@ -118,22 +118,27 @@ func manageWebhookCertificate(mgr ctrl.Manager, f *managerFlags, served certific
 		RequireLeaderElection: false,
 		EnableReadinessCheck:  true,
 	}
-	if err := rotator.AddRotator(namedObjectsManager{mgr, selectByName(mgr.GetConfig(), names)}, cr); err != nil {
+	gate := &rotatorGate{}
+	if err := rotator.AddRotator(namedObjectsManager{mgr, selectByName(mgr.GetConfig(), names), gate}, cr); err != nil {
 		return nil, fmt.Errorf("add the certificate rotator: %w", err)
 	}
 	if s, ok := served.(*secretCertificate); ok {
-		if err := watchCertificateSecret(mgr, cr, s); err != nil {
+		before, err := watchCertificateSecret(mgr, cr, s)
+		if err != nil {
 			return nil, fmt.Errorf("watch the webhook certificate Secret: %w", err)
 		}
+		gate.before = before
 	}
 	return ready, nil
 }
 
 // namedObjectsManager is the manager as cert-controller sees it: its cache
-// lists and watches through config, which selects the named objects only.
+// lists and watches through config, which selects the named objects only,
+// and its rotator starts once gate opens (certstart.go).
 type namedObjectsManager struct {
 	ctrl.Manager
 	config *rest.Config
+	gate   *rotatorGate
 }
 
 func (m namedObjectsManager) GetConfig() *rest.Config { return m.config }

@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -40,12 +42,15 @@ const (
 	// the configuration it was injected into.
 	trustSettle = 5 * time.Second
 	// keepPreviousCAs is how long a replacement Secret's CA bundle keeps the
-	// CAs the webhook configuration trusted before: long enough for every
-	// replica to serve the new certificate, after which they are dropped
-	// (the deleted Secret's key may be why it was deleted).
+	// CAs the webhook configuration trusted before, at least: longer than
+	// servedHeartbeat, so that every running replica has said what it
+	// serves. They are dropped (the deleted Secret's key may be why it was
+	// deleted) only once every replica serves a certificate of the new CA
+	// (certserved.go).
 	keepPreviousCAs = time.Minute
-	// maxPreviousCAs bounds the bundle when the Secret is deleted again
-	// and again within keepPreviousCAs.
+	// maxPreviousCAs bounds the CAs no replica is known to serve that the
+	// bundle keeps when the Secret is deleted again and again; the CAs
+	// replicas serve are kept beside them, at most one a replica.
 	maxPreviousCAs = 3
 )
 
@@ -98,6 +103,9 @@ type webhookCertificateReconciler struct {
 	rotator  *rotator.CertRotator
 	webhooks []webhookConfigurationKey
 	served   *secretCertificate
+	// replica names this replica in the Secret's servedAnnotation (its pod's
+	// name); "" records nothing.
+	replica string
 
 	// Touched by the one reconcile worker only.
 	metadata             secretMetadata
@@ -146,11 +154,12 @@ func webhookConfigurations(webhooks []rotator.WebhookInfo) ([]webhookConfigurati
 // watchCertificateSecret adds the reconciler, and the cache it reads, to
 // the manager. The cache holds the one Secret and the webhook
 // configurations by name (a metadata.name field selector, as RBAC's
-// resourceNames requires), on every replica.
-func watchCertificateSecret(mgr ctrl.Manager, cr *rotator.CertRotator, served *secretCertificate) error {
+// resourceNames requires), on every replica. It returns what returns once
+// the Secret exists, creating it if missing, for the rotator to wait on.
+func watchCertificateSecret(mgr ctrl.Manager, cr *rotator.CertRotator, served *secretCertificate) (func(context.Context) error, error) {
 	configurations, err := webhookConfigurations(cr.Webhooks)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	byName := func(name string) fields.Selector { return fields.OneTermEqualSelector("metadata.name", name) }
 	byObject := map[client.Object]cache.ByObject{
@@ -161,28 +170,33 @@ func watchCertificateSecret(mgr ctrl.Manager, cr *rotator.CertRotator, served *s
 	}
 	objects, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), ByObject: byObject})
 	if err != nil {
-		return fmt.Errorf("the webhook certificate's cache: %w", err)
+		return nil, fmt.Errorf("the webhook certificate's cache: %w", err)
 	}
 	if err := mgr.Add(everyReplica{objects}); err != nil {
-		return err
+		return nil, err
+	}
+	// In a pod, the host name is the pod's name: one per replica.
+	replica, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("this replica's name: %w", err)
 	}
 	r := &webhookCertificateReconciler{
 		reader: objects, writer: mgr.GetClient(), key: cr.SecretKey, rotator: cr, webhooks: configurations, served: served,
-		settle: trustSettle, keepPrevious: keepPreviousCAs,
+		replica: replica, settle: trustSettle, keepPrevious: keepPreviousCAs,
 	}
 	c, err := controller.New("webhook-certificate", mgr, controller.Options{Reconciler: r, NeedLeaderElection: ptr.To(false)})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	toSecret := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: cr.SecretKey}}
 	})
 	for object := range maps.Keys(byObject) {
 		if err := c.Watch(source.Kind(objects, object, toSecret)); err != nil {
-			return fmt.Errorf("watch %T: %w", object, err)
+			return nil, fmt.Errorf("watch %T: %w", object, err)
 		}
 	}
-	return nil
+	return r.secretExists(objects.WaitForCacheSync), nil
 }
 
 // everyReplica runs the cache on every replica, leader or not.
@@ -193,7 +207,7 @@ func (everyReplica) NeedLeaderElection() bool { return false }
 func (r *webhookCertificateReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	var secret corev1.Secret
 	if err := r.reader.Get(ctx, r.key, &secret); apierrors.IsNotFound(err) {
-		return reconcile.Result{}, r.replace(ctx)
+		return reconcile.Result{}, r.replace(ctx, r.metadata)
 	} else if err != nil {
 		return reconcile.Result{}, fmt.Errorf("read the Secret %s: %w", r.key, err)
 	}
@@ -203,16 +217,20 @@ func (r *webhookCertificateReconciler) Reconcile(ctx context.Context, _ reconcil
 		return reconcile.Result{}, err
 	}
 	serveAfter := r.serve(ctx, &secret, bundles)
-	dropAfter, err := r.dropPreviousCAs(ctx, &secret)
+	recorded, recordAfter, err := r.recordServed(ctx, &secret, bundles)
+	if err != nil || recorded == nil {
+		return reconcile.Result{RequeueAfter: recordAfter}, err
+	}
+	dropAfter, err := r.dropPreviousCAs(ctx, recorded)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: sooner(serveAfter, dropAfter)}, nil
+	return reconcile.Result{RequeueAfter: sooner(sooner(serveAfter, recordAfter), dropAfter)}, nil
 }
 
-// replace creates the deleted Secret again, filled. Every replica tries;
-// the first create wins.
-func (r *webhookCertificateReconciler) replace(ctx context.Context) error {
+// replace creates the deleted Secret again, filled, with the metadata of
+// the one it replaces. Every replica tries; the first create wins.
+func (r *webhookCertificateReconciler) replace(ctx context.Context, metadata secretMetadata) error {
 	bundles, err := r.caBundles(ctx)
 	if err != nil {
 		return err
@@ -230,14 +248,14 @@ func (r *webhookCertificateReconciler) replace(ctx context.Context) error {
 	}
 	secret := &corev1.Secret{
 		Data: map[string][]byte{
-			caCertKey:          append(append([]byte{}, ca.CertPEM...), previousCAs(bundles, now)...),
+			caCertKey:          append(append([]byte{}, ca.CertPEM...), previousCAs(bundles, liveServedCAs(servedBy(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: metadata.annotations}}), now), now)...),
 			"ca.key":           ca.KeyPEM,
 			r.rotator.CertName: cert,
 			r.rotator.KeyName:  key,
 		},
 	}
 	secret.Namespace, secret.Name = r.key.Namespace, r.key.Name
-	secret.Labels, secret.Annotations = r.metadata.labels, r.metadata.annotations
+	secret.Labels, secret.Annotations = metadata.labels, metadata.annotations
 	if err := r.writer.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create the deleted Secret %s again: %w", r.key, err)
 	} else if err == nil {
@@ -284,15 +302,21 @@ func (r *webhookCertificateReconciler) serve(ctx context.Context, secret *corev1
 }
 
 // dropPreviousCAs leaves only the Secret's own CA in its bundle once a
-// replacement has kept the previous ones for r.keepPrevious. It returns when to
-// look again, or 0.
+// replacement has kept the previous ones for r.keepPrevious and every
+// replica that spoke within servedTTL serves a certificate of that CA: a
+// replica still serving an old one (its watch cut, or still settling) keeps
+// its CA trusted. It returns when to look again, or 0.
 func (r *webhookCertificateReconciler) dropPreviousCAs(ctx context.Context, secret *corev1.Secret) (time.Duration, error) {
-	own, rest := pem.Decode(secret.Data[caCertKey])
-	if own == nil || len(bytes.TrimSpace(rest)) == 0 {
+	if !holdsPreviousCAs(secret) {
 		return 0, nil
 	}
+	own, _ := pem.Decode(secret.Data[caCertKey])
 	if wait := r.keepPrevious - time.Since(secret.CreationTimestamp.Time); wait > 0 {
 		return wait, nil
+	}
+	served := liveServedCAs(servedBy(secret), time.Now())
+	if own := fingerprint(own.Bytes); len(served) > 1 || (len(served) == 1 && !served[own]) {
+		return servedHeartbeat, nil // a replica serves another CA's certificate: look again once they speak
 	}
 	secret = secret.DeepCopy()
 	secret.Data[caCertKey] = pem.EncodeToMemory(own)
@@ -349,18 +373,28 @@ func trustedByAll(der []byte, bundles [][]byte) bool {
 }
 
 // previousCAs are the unexpired CA certificates of the bundles, each once,
-// at most maxPreviousCAs of them, as PEM.
-func previousCAs(bundles [][]byte, now time.Time) []byte {
+// as PEM: first every one a replica serves (served holds their
+// fingerprints), then at most maxPreviousCAs others.
+func previousCAs(bundles [][]byte, served map[string]bool, now time.Time) []byte {
 	var out []byte
 	var seen [][]byte
-	for _, bundle := range bundles {
-		for block, rest := pem.Decode(bundle); block != nil && len(seen) < maxPreviousCAs; block, rest = pem.Decode(rest) {
-			cert, err := x509.ParseCertificate(block.Bytes)
-			if err != nil || !cert.IsCA || now.After(cert.NotAfter) || slices.ContainsFunc(seen, func(b []byte) bool { return bytes.Equal(b, block.Bytes) }) {
-				continue
+	for _, wantServed := range []bool{true, false} {
+		others := 0
+		for _, bundle := range bundles {
+			for block, rest := pem.Decode(bundle); block != nil; block, rest = pem.Decode(rest) {
+				if served[fingerprint(block.Bytes)] != wantServed || (!wantServed && others >= maxPreviousCAs) {
+					continue
+				}
+				cert, err := x509.ParseCertificate(block.Bytes)
+				if err != nil || !cert.IsCA || now.After(cert.NotAfter) || slices.ContainsFunc(seen, func(b []byte) bool { return bytes.Equal(b, block.Bytes) }) {
+					continue
+				}
+				seen = append(seen, block.Bytes)
+				if !wantServed {
+					others++
+				}
+				out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: block.Bytes})...)
 			}
-			seen = append(seen, block.Bytes)
-			out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: block.Bytes})...)
 		}
 	}
 	return out

@@ -207,10 +207,10 @@ func TestPreviousCAsAreBounded(t *testing.T) {
 		bundle = append(bundle, issued(t, cr)[caCertKey]...)
 	}
 	bundle = append(bundle, bundle...) // each once
-	if n := len(certificatesOf(t, previousCAs([][]byte{bundle}, time.Now()))); n != maxPreviousCAs {
+	if n := len(certificatesOf(t, previousCAs([][]byte{bundle}, nil, time.Now()))); n != maxPreviousCAs {
 		t.Errorf("%d previous CAs kept, want %d", n, maxPreviousCAs)
 	}
-	if n := len(certificatesOf(t, previousCAs([][]byte{bundle}, time.Now().Add(cr.CaCertDuration+time.Hour)))); n != 0 {
+	if n := len(certificatesOf(t, previousCAs([][]byte{bundle}, nil, time.Now().Add(cr.CaCertDuration+time.Hour)))); n != 0 {
 		t.Errorf("%d expired CAs kept", n)
 	}
 }

@@ -37,6 +37,19 @@ type managerFlags struct {
 	snapshotBytesPerNamespace int
 	// agentsInterval paces the writes of status.agents.
 	agentsInterval time.Duration
+	// restartWorkloads turns on the restarts on change, paced by
+	// maxConcurrentRestarts and restartDeadline.
+	restartWorkloads      bool
+	maxConcurrentRestarts int
+	restartDeadline       time.Duration
+}
+
+// restartOptions are the restarts' options, nil when they are off.
+func (f *managerFlags) restartOptions() *controller.RestartOptions {
+	if !f.restartWorkloads {
+		return nil
+	}
+	return &controller.RestartOptions{MaxConcurrent: f.maxConcurrentRestarts, Deadline: f.restartDeadline}
 }
 
 func parseFlags() (*managerFlags, *zap.Options) {
@@ -89,6 +102,9 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 			}
 			return nil
 		})
+	fs.BoolVar(&f.restartWorkloads, "restart-workloads", false, `Restart the Deployments, StatefulSets and DaemonSets labelled prompts.persona-operator.dev/restart-on-change: "true" onto each revision their Persona delivers, in paced waves; needs the opt-in RBAC of the restart-workloads component or the chart's restartWorkloads.enabled.`)
+	fs.IntVar(&f.maxConcurrentRestarts, "max-concurrent-restarts", controller.DefaultMaxConcurrentRestarts, "With --restart-workloads: how many workloads may be rolling out onto a new revision at once, shared round-robin between namespaces.")
+	fs.DurationVar(&f.restartDeadline, "restart-deadline", controller.DefaultRestartDeadline, "With --restart-workloads: how long a workload's rollout may take before it counts as failed and halts its namespace's waiting restarts of the same cause.")
 	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
 	// --kubeconfig is registered by controller-runtime's config package.
 	logOpts := &zap.Options{}

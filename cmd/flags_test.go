@@ -36,3 +36,22 @@ func TestTemplateSourceLabelFlag(t *testing.T) {
 		})
 	}
 }
+
+func TestRestartFlags(t *testing.T) {
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	f, _ := registerFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.restartOptions() != nil {
+		t.Fatal("restarts are on by default")
+	}
+	fs = flag.NewFlagSet("manager", flag.ContinueOnError)
+	f, _ = registerFlags(fs)
+	if err := fs.Parse([]string{"--restart-workloads", "--max-concurrent-restarts=3", "--restart-deadline=2m"}); err != nil {
+		t.Fatal(err)
+	}
+	if o := f.restartOptions(); o == nil || o.MaxConcurrent != 3 || o.Deadline.String() != "2m0s" {
+		t.Fatalf("options %+v, want 3 at once within 2m", o)
+	}
+}

@@ -98,6 +98,10 @@ func TestFlagDefaultsNameWhatConfigDefaultInstalls(t *testing.T) {
 	if got := secrets[mounts[managedCertDir]]; got != f.webhookSecretName {
 		t.Errorf("%s mounts Secret %q, want %q", managedCertDir, got, f.webhookSecretName)
 	}
+	// The manager makes a missing Secret: the pod must start without it.
+	if v := d.Spec.Template.Spec.Volumes[0]; v.Secret == nil || v.Secret.Optional == nil || !*v.Secret.Optional {
+		t.Errorf("volume %s: the certificate Secret is required, want optional", v.Name)
+	}
 	env := d.Spec.Template.Spec.Containers[0].Env
 	if !slices.ContainsFunc(env, func(e corev1.EnvVar) bool {
 		return e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
@@ -140,11 +144,16 @@ func TestCertManagerOverlayGivesTheManagerItsCertificate(t *testing.T) {
 	if mounted := secrets[mounts[managedCertDir]]; cert.Spec.SecretName != mounted {
 		t.Errorf("cert-manager writes Secret %q, the Deployment mounts %q", cert.Spec.SecretName, mounted)
 	}
+	// The manager cannot make cert-manager's Secret: the pod waits for it.
+	if v := d.Spec.Template.Spec.Volumes[0]; v.Secret == nil || (v.Secret.Optional != nil && *v.Secret.Optional) {
+		t.Errorf("volume %s: the cert-manager Secret is optional, want required", v.Name)
+	}
 	if want := "persona-operator-webhook-service.persona-operator-system.svc"; !slices.Contains(cert.Spec.DNSNames, want) {
 		t.Errorf("dnsNames %v, want %s among them", cert.Spec.DNSNames, want)
 	}
 	for _, r := range resources.Resources() {
-		if r.GetKind() == "Secret" || r.GetName() == "persona-operator-webhook-cert-role" || r.GetName() == "persona-operator-webhook-config-role" {
+		if r.GetKind() == "Secret" || r.GetName() == "persona-operator-webhook-cert-role" || r.GetName() == "persona-operator-webhook-config-role" ||
+			r.GetName() == "persona-operator-webhook-secret-writer" {
 			t.Errorf("%s %s is installed; cert-manager makes the certificate", r.GetKind(), r.GetName())
 		}
 	}

@@ -43,6 +43,7 @@ func main() {
 		PersonaWorkers: flags.personaWorkers, ReferenceGracePeriod: flags.referenceGracePeriod,
 		WatchNamespaces: flags.watchNamespaces, ReadUnlabelledSources: flags.readUnlabelledSources,
 		SnapshotBytesPerNamespace: flags.snapshotBytesPerNamespace, AgentsInterval: flags.agentsInterval,
+		Restarts: flags.restartOptions(),
 	})
 	if err != nil {
 		fail(err, "set up the controllers")

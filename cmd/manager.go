@@ -35,9 +35,13 @@ func newManager(f *managerFlags, shutdown *drain, certs certificateSource) (ctrl
 	if f.secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
+	cacheOpts := controller.CacheOptions(f.watchNamespaces)
+	if f.restartWorkloads {
+		cacheOpts.ByObject = controller.RestartCacheObjects()
+	}
 	mgr, err := ctrl.NewManager(restConfig(f), ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(f.watchNamespaces),
+		Cache:                  cacheOpts,
 		Client:                 controller.ClientOptions(),
 		Metrics:                metricsOpts,
 		WebhookServer:          drainingWebhookServer{webhook.NewServer(webhookOpts), shutdown},

@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
@@ -32,7 +33,9 @@ var personasResource = v1alpha1.GroupVersion.WithResource("personas")
 type cluster struct {
 	namespace string
 	core      corev1client.CoreV1Interface
-	personas  dynamic.ResourceInterface
+	// configMapMetadata lists ConfigMaps without their data.
+	configMapMetadata metadata.ResourceInterface
+	personas          dynamic.ResourceInterface
 }
 
 // addKubeFlags adds kubectl's connection flags (--kubeconfig, --context,
@@ -61,7 +64,12 @@ func connect(kube *genericclioptions.ConfigFlags) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cluster{namespace: ns, core: core, personas: dyn.Resource(personasResource).Namespace(ns)}, nil
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &cluster{namespace: ns, core: core, personas: dyn.Resource(personasResource).Namespace(ns),
+		configMapMetadata: meta.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace(ns)}, nil
 }
 
 // persona reads the Persona name.
@@ -90,20 +98,30 @@ func (c *cluster) personaNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// snapshots are p's snapshots persona-<name>.r<n>, by number.
-func (c *cluster) snapshots(ctx context.Context, p *v1alpha1.Persona) (map[int64]*corev1.ConfigMap, error) {
-	list, err := c.core.ConfigMaps(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: delivery.PersonaLabel + "=" + p.Name})
-	if err != nil {
-		return nil, fmt.Errorf("list the snapshots of persona %s/%s: %w", c.namespace, p.Name, err)
-	}
-	out := map[int64]*corev1.ConfigMap{}
-	for i := range list.Items {
-		cm := &list.Items[i]
-		if name, n, ok := delivery.SnapshotOf(cm.Name); ok && name == p.Name && metav1.IsControlledBy(cm, p) {
-			out[n] = cm
+// snapshotsPage is how many ConfigMaps' metadata one list request reads.
+const snapshotsPage = 500
+
+// snapshots are the metadata of p's snapshots persona-<name>.r<n>, by
+// number: those p controls that carry a snapshot's labels. Their data is
+// read only for what is printed (snapshot).
+func (c *cluster) snapshots(ctx context.Context, p *v1alpha1.Persona) (map[int64]*metav1.PartialObjectMetadata, error) {
+	out := map[int64]*metav1.PartialObjectMetadata{}
+	opts := metav1.ListOptions{LabelSelector: delivery.PersonaLabel + "=" + p.Name + "," + delivery.RevisionLabel, Limit: snapshotsPage}
+	for {
+		list, err := c.configMapMetadata.List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list the snapshots of persona %s/%s: %w", c.namespace, p.Name, err)
+		}
+		for i := range list.Items {
+			m := &list.Items[i]
+			if name, n, ok := delivery.LabelledSnapshot(m); ok && name == p.Name && metav1.IsControlledBy(m, p) {
+				out[n] = m
+			}
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return out, nil
 		}
 	}
-	return out, nil
 }
 
 // snapshot is p's snapshot of revision n; nil when there is none.
@@ -115,8 +133,9 @@ func (c *cluster) snapshot(ctx context.Context, p *v1alpha1.Persona, n int64) (*
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("get snapshot %s/%s: %w", c.namespace, name, err)
-	case !metav1.IsControlledBy(cm, p):
-		return nil, nil
+	}
+	if persona, m, ok := delivery.LabelledSnapshot(cm); !ok || persona != p.Name || m != n || !metav1.IsControlledBy(cm, p) {
+		return nil, nil // not the operator's snapshot: another owner's, or without a snapshot's labels
 	}
 	return cm, nil
 }
@@ -134,20 +153,22 @@ func (c *cluster) live(ctx context.Context, name string) (*corev1.ConfigMap, err
 }
 
 // setPin sets the pin-revision annotation of the Persona name to value, or
-// removes it when value is "", by a merge patch that touches nothing else.
-func (c *cluster) setPin(ctx context.Context, name, value string) error {
+// removes it when value is "", by a merge patch that touches nothing else,
+// and returns the resourceVersion it wrote.
+func (c *cluster) setPin(ctx context.Context, name, value string) (string, error) {
 	v := any(value)
 	if value == "" {
 		v = nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{v1alpha1.PinRevisionAnnotation: v}}})
 	if err != nil {
-		return err
+		return "", err
 	}
-	if _, err := c.personas.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("annotate persona %s/%s: %w", c.namespace, name, err)
+	patched, err := c.personas.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return "", fmt.Errorf("annotate persona %s/%s: %w", c.namespace, name, err)
 	}
-	return nil
+	return patched.GetResourceVersion(), nil
 }
 
 // completePersonas completes the Persona names of the namespace of kube's flags.

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -105,6 +104,13 @@ func (o *historyOptions) run(ctx context.Context, s *Streams, name string) error
 	if o.diff {
 		fail = func(format string, args ...any) error { return diffFailed(fmt.Errorf(format, args...)) }
 	}
+	// A failed write of the output is a failure, not a usage error.
+	written := func(err error) error {
+		if err != nil {
+			return fail("write the output: %v", err)
+		}
+		return nil
+	}
 	c, err := connect(o.kube)
 	if err != nil {
 		return fail("%v", err)
@@ -114,15 +120,14 @@ func (o *historyOptions) run(ctx context.Context, s *Streams, name string) error
 		return fail("%v", err)
 	}
 	if o.revision == 0 {
-		snapshots, err := c.snapshots(ctx, p)
+		h, err := c.history(ctx, p)
 		if err != nil {
 			return fail("%v", err)
 		}
-		h := historyOf(p, snapshots)
 		if o.output == outputJSON {
-			return writeJSON(s.Out, h)
+			return written(writeJSON(s.Out, h))
 		}
-		return h.writeTable(s.Out, o.now())
+		return written(h.writeTable(s.Out, o.now()))
 	}
 	snap, err := c.snapshot(ctx, p, o.revision)
 	if err != nil {
@@ -152,16 +157,16 @@ func (o *historyOptions) run(ctx context.Context, s *Streams, name string) error
 			return fail("%v", err)
 		}
 		_, err = s.Out.Write(raw)
-		return err
+		return written(err)
 	case outputJSON:
 		var rec any
 		if err := json.Unmarshal([]byte(snap.Data[render.RevisionKey]), &rec); err != nil {
 			return fail("snapshot %s: revision.json: %v", snap.Name, err)
 		}
-		return writeJSON(s.Out, rec)
+		return written(writeJSON(s.Out, rec))
 	}
 	_, err = io.WriteString(s.Out, snap.Data[render.SystemPromptKey])
-	return err
+	return written(err)
 }
 
 // writeRevisionDiff prints the unified diff of each prompt key from the
@@ -205,9 +210,35 @@ type historyRevision struct {
 	Pinned    bool   `json:"pinned,omitempty"`
 }
 
+// history is p's revisions, read from the snapshots' metadata, and the
+// data of only those snapshots whose revisions status.history no longer
+// names (their revision.json tells their time and cause).
+func (c *cluster) history(ctx context.Context, p *v1alpha1.Persona) (history, error) {
+	snapshots, err := c.snapshots(ctx, p)
+	if err != nil {
+		return history{}, err
+	}
+	records := map[int64]*delivery.Record{}
+	for n := range snapshots {
+		if slices.ContainsFunc(p.Status.History, func(e v1alpha1.RevisionHistoryEntry) bool { return e.Revision == n }) {
+			continue
+		}
+		snap, err := c.snapshot(ctx, p, n)
+		if err != nil {
+			return history{}, err
+		}
+		var rec delivery.Record
+		if snap != nil && json.Unmarshal([]byte(snap.Data[render.RevisionKey]), &rec) == nil && rec.Revision == n {
+			records[n] = &rec
+		}
+	}
+	return historyOf(p, snapshots, records), nil
+}
+
 // historyOf is p's revisions: those of status.history, and those of the
-// snapshots left, which status.history (the last 10) may no longer name.
-func historyOf(p *v1alpha1.Persona, snapshots map[int64]*corev1.ConfigMap) history {
+// snapshots left, which status.history (the last 10) may no longer name;
+// records are the revision.json of those.
+func historyOf(p *v1alpha1.Persona, snapshots map[int64]*metav1.PartialObjectMetadata, records map[int64]*delivery.Record) history {
 	byNumber := map[int64]*historyRevision{}
 	for _, e := range p.Status.History {
 		byNumber[e.Revision] = &historyRevision{Revision: e.Revision, ContentHash: e.ContentHash, Time: e.Time, Cause: e.Cause}
@@ -216,8 +247,7 @@ func historyOf(p *v1alpha1.Persona, snapshots map[int64]*corev1.ConfigMap) histo
 		r, ok := byNumber[n]
 		if !ok {
 			r = &historyRevision{Revision: n, ContentHash: cm.Annotations[delivery.ContentHashAnnotation], Time: cm.CreationTimestamp}
-			var rec delivery.Record
-			if json.Unmarshal([]byte(cm.Data[render.RevisionKey]), &rec) == nil && rec.Revision == n {
+			if rec, ok := records[n]; ok {
 				r.Time, r.Cause = rec.RenderedAt, rec.Cause
 			}
 			byNumber[n] = r

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/internal/cli"
@@ -72,6 +76,29 @@ var _ = Describe("kubectl-persona history and rollback", func() {
 			{"1", short(r1), "Persona/p@1", size(r1)},
 			{"2", short(r2), "Persona/p@2", size(r2), "delivered,latest"},
 		}))
+
+		By("listing no ConfigMap of a snapshot's name that p controls without a snapshot's labels")
+		forged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "persona-p.r99",
+			Annotations: map[string]string{"prompts.persona-operator.dev/content-hash": hash(r1)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "prompts.persona-operator.dev/v1alpha1", Kind: "Persona", Name: "p",
+				UID: suite.GetPersona(ns, "p").UID, Controller: ptr.To(true)}}},
+			Data: map[string]string{"system-prompt.md": "Forged\n", "revision.json": `{"revision":99}`}}
+		Expect(suite.K8s.Create(suite.Ctx, forged)).To(Succeed())
+		code, out, errOut = persona("history", "p")
+		Expect(code).To(Equal(0), errOut)
+		Expect(table(out)).To(HaveLen(2))
+		code, _, errOut = persona("history", "p", "--revision", "99")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(errOut).To(ContainSubstring("revision 99 has no snapshot"))
+		Expect(suite.K8s.Delete(suite.Ctx, forged)).To(Succeed())
+
+		By("failing with status 1, not 2, when the output cannot be written")
+		for _, args := range [][]string{{"history", "p"}, {"history", "p", "-o", "json"}, {"history", "p", "--revision", "1"}} {
+			var errOut bytes.Buffer
+			code := cli.Run(append(args, "--kubeconfig", kubeconfig, "--context", "envtest"), nil, closedPipe{}, &errOut)
+			Expect(code).To(Equal(cli.ExitInvalid), "%q: %s", args, errOut.String())
+			Expect(errOut.String()).To(ContainSubstring("write the output"), "%q", args)
+		}
 
 		By("listing them as JSON")
 		code, out, _ = persona("history", "p", "-o", "json")
@@ -140,6 +167,19 @@ var _ = Describe("kubectl-persona history and rollback", func() {
 		Expect(errOut).To(Equal("error: persona " + ns + "/p: revision 9 has no snapshot persona-p.r9 (never kept, or pruned); 'kubectl persona history p' lists those left\n"))
 		Expect(suite.GetPersona(ns, "p").Annotations).NotTo(HaveKey("prompts.persona-operator.dev/pin-revision"))
 
+		By("failing at once, not at --timeout, when the operator refuses the pin: a snapshot that does not hold what it wrote")
+		tampered := r1.DeepCopy()
+		tampered.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "persona-p.r77", Labels: map[string]string{
+			"app.kubernetes.io/managed-by": "persona-operator", "prompts.persona-operator.dev/persona": "p", "prompts.persona-operator.dev/revision": "77"},
+			Annotations: map[string]string{"prompts.persona-operator.dev/content-hash": "sha256:0"}, OwnerReferences: r1.OwnerReferences}
+		Expect(suite.K8s.Create(suite.Ctx, tampered)).To(Succeed())
+		start := time.Now()
+		code, _, errOut = persona("rollback", "p", "--to-revision", "77", "--timeout", "5m")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(errOut).To(ContainSubstring("Pinned=False RevisionNotFound: revision 77"))
+		Expect(time.Since(start)).To(BeNumerically("<", time.Minute))
+		Expect(suite.K8s.Delete(suite.Ctx, tampered)).To(Succeed())
+
 		By("rolling back to revision 1: the pin is set, waited for, and its diff printed")
 		code, out, errOut = persona("rollback", "p", "--to-revision", "1", "--timeout", "30s")
 		Expect(code).To(Equal(0), errOut)
@@ -187,3 +227,8 @@ var _ = Describe("kubectl-persona history and rollback", func() {
 		}
 	})
 })
+
+// closedPipe is standard output whose reader is gone.
+type closedPipe struct{}
+
+func (closedPipe) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }

@@ -2,13 +2,16 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
@@ -100,14 +103,23 @@ func (o *rollbackOptions) run(ctx context.Context, s *Streams, name string) erro
 	if !o.clear {
 		value = strconv.FormatInt(o.revision, 10)
 	}
-	if err := c.setPin(ctx, name, value); err != nil {
+	patched, err := c.setPin(ctx, name, value)
+	if err != nil {
 		return failed("%v", err)
 	}
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, rollbackPoll, o.timeout, true, func(ctx context.Context) (bool, error) {
 		p, last = c.persona(ctx, name)
+		if last == nil && o.refused(p, patched) {
+			return false, errPinRefused
+		}
 		return last == nil && o.done(p), nil
 	})
+	if errors.Is(err, errPinRefused) {
+		cond := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.PinnedCondition)
+		return failed("persona %s/%s: the operator does not honour the pin of revision %d: Pinned=%s %s: %s; the pin stays until 'kubectl persona rollback %s --clear'",
+			c.namespace, name, o.revision, cond.Status, cond.Reason, cond.Message, name)
+	}
 	if err != nil {
 		return failed("persona %s/%s: %s", c.namespace, name, o.notDone(p, last))
 	}
@@ -116,7 +128,7 @@ func (o *rollbackOptions) run(ctx context.Context, s *Streams, name string) erro
 		return failed("%v", err)
 	}
 	if _, err := writeRevisionDiff(s.Out, c.namespace, name, "before", dataOf(before), "after", dataOf(after)); err != nil {
-		return err
+		return failed("write the output: %v", err)
 	}
 	if o.clear {
 		fmt.Fprintf(s.Err, "persona %s/%s unpinned: revision %d is delivered\n", c.namespace, name, p.Status.CurrentRevision)
@@ -137,6 +149,25 @@ func (o *rollbackOptions) done(p *v1alpha1.Persona) bool {
 		return p.Status.PinnedRevision == 0 && meta.FindStatusCondition(p.Status.Conditions, v1alpha1.PinnedCondition) == nil
 	}
 	return p.Status.PinnedRevision == o.revision
+}
+
+// errPinRefused stops the wait: the operator reported it will not honour the pin.
+var errPinRefused = errors.New("the pin is refused")
+
+// refused reports whether p's status, written since the pin's patch (at
+// resourceVersion patched), says the pin of the revision is not honoured:
+// Pinned=False, its message naming that revision.
+func (o *rollbackOptions) refused(p *v1alpha1.Persona, patched string) bool {
+	if o.clear || p.ResourceVersion == patched {
+		return false
+	}
+	c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.PinnedCondition)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return false
+	}
+	named := fmt.Sprintf("revision %d", o.revision)
+	rest, ok := strings.CutPrefix(c.Message, named)
+	return ok && (rest == "" || rest[0] == ' ' || rest[0] == ':')
 }
 
 // notDone says why rollback stopped waiting: the Persona's Pinned

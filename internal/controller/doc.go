@@ -79,7 +79,9 @@
 // Keyed by snapshot rather than by Persona, persona_pruned.go holds the
 // snapshots the controller pruned until their deletion is watched: that
 // event needs no reconcile, while a snapshot deleted by anyone else is
-// written again.
+// written again. Keyed by namespace, persona_snapshot_bytes.go counts what
+// its snapshots hold (the byte cap) from the metadata cache's events, with
+// the snapshots created and deleted that the cache has not seen yet.
 //
 // Shared by the Persona and PromptLayer controllers, keyed by ConfigMap
 // rather than by Persona: template_source_reader.go keeps, per

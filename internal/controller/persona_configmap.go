@@ -84,10 +84,20 @@ func personaOfConfigMap(name string) (string, bool) {
 	return persona, ok && persona != "" && !strings.Contains(persona, ".")
 }
 
-// isSnapshot reports whether obj is a snapshot its Persona controls.
+// isSnapshot reports whether obj is a snapshot its Persona controls, with
+// a snapshot's labels.
 func isSnapshot(obj client.Object) bool {
-	persona, _, ok := delivery.SnapshotOf(obj.GetName())
+	persona, _, ok := delivery.LabelledSnapshot(obj)
 	return ok && controlledByPersona(obj, persona)
+}
+
+// ownSnapshot reports whether obj is p's snapshot of revision n: of that
+// name, with a snapshot's labels, and controlled by p. Only the operator may
+// label a ConfigMap so, and a Persona's controller reference alone can be
+// forged where the ConfigMap policy is not installed.
+func ownSnapshot(p *v1alpha1.Persona, obj client.Object, n int64) bool {
+	persona, m, ok := delivery.LabelledSnapshot(obj)
+	return ok && persona == p.Name && m == n && controls(p, obj)
 }
 
 // configMapData is the data of the ConfigMap current, read from the API

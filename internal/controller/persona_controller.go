@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,11 @@ type PersonaReconciler struct {
 	configMaps *sourceReader
 	// pruned are the snapshots pruned whose deletion is not yet watched.
 	pruned *prunedSnapshots
+	// snapshotBytes is what each namespace's snapshots hold.
+	snapshotBytes *snapshotBytes
+	// halts are the RolloutHalted conditions the restarts decide, which
+	// this controller writes with the rest of the status.
+	halts *rolloutHalts
 	// keepers name further revisions whose snapshots are kept
 	// (keptRevisions): the revisions injected pods name plug in here.
 	keepers []revisionKeeper
@@ -113,6 +119,7 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 		ReferenceGracePeriod:      opts.ReferenceGracePeriod,
 		SnapshotBytesPerNamespace: opts.SnapshotBytesPerNamespace,
 		pruned:                    newPrunedSnapshots(),
+		halts:                     newRolloutHalts(),
 		writes:                    newOwnWrites(),
 		configMapMetadata:         ownConfigMaps,
 		deferred:                  newDeferredStatuses(),
@@ -121,7 +128,8 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 		overruns:                  newOverruns(),
 		configMaps:                sources,
 	}
-	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns}
+	r.snapshotBytes = newSnapshotBytes(r.namespaceSnapshots)
+	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns, r.halts}
 	return r
 }
 
@@ -130,7 +138,8 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 //   - Personas and PromptLayers are read from the cache: its informers watch,
 //     with a streaming initial list (WatchList); list is held for API servers
 //     that serve no streaming lists, where the initial list is a list.
-//   - Status is only patched (patchStatus).
+//   - Status is only patched (patchStatus); its RolloutHalted condition
+//     too, as the restarts decide it (rolloutHalts).
 //   - personas/finalizers update is no request: the admission plugin
 //     OwnerReferencesPermissionEnforcement checks it when a ConfigMap's owner
 //     reference sets blockOwnerDeletion.
@@ -163,6 +172,10 @@ type outcome struct {
 	// retryAfter is set for a render that ran out of wall time and is
 	// tried again by itself.
 	retryAfter time.Duration
+	// budgetEnd is when the reconcile's render budget (MaxPersonaDuration
+	// from the render's start) ends: a pinned revision's re-render is
+	// charged to what is left of it.
+	budgetEnd time.Time
 	// wrote is set when the ConfigMap was created or updated.
 	wrote bool
 	// previous is the data an update replaced, for the Rendered Event to
@@ -206,6 +219,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		if deferStatus {
 			return
 		}
+		r.halts.apply(&p)
 		patchStatus(ctx, r.Client, &p, before, &p.Status, &err)
 		if err == nil {
 			// Pruning waits until the status names the revision kept.
@@ -213,12 +227,16 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 	}()
 
+	renderStart := time.Now()
 	attempt, err := r.render(ctx, &p)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	pn := pinOf(&p)
 	if pn.revision > 0 {
+		if budget := render.Default().Limits().MaxPersonaDuration; budget > 0 {
+			attempt.budgetEnd = renderStart.Add(budget)
+		}
 		if result, done, err := r.reconcilePinned(ctx, &p, before, &pn, attempt); done || err != nil {
 			return result, err
 		}
@@ -246,6 +264,9 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	}
 	if retryAfter, err = r.keepSnapshot(ctx, &p, attempt, retryAfter); err != nil {
 		return ctrl.Result{}, err
+	}
+	if pn.retryAfter > 0 && (retryAfter == 0 || pn.retryAfter < retryAfter) {
+		retryAfter = pn.retryAfter
 	}
 	// Other than a retried render or an awaited reference, a failure waits
 	// for a change to the persona or what it reads: the watches bring it back.
@@ -306,6 +327,13 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 			return !isSnapshot(e.Object) || !r.pruned.take(client.ObjectKeyFromObject(e.Object))
 		},
 	}
+	informer, err := own.GetInformer(context.Background(), configMapMetadata(), cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("the informer of the operator's ConfigMaps: %w", err)
+	}
+	if err := r.snapshotBytes.watch(informer); err != nil {
+		return fmt.Errorf("count the snapshots' bytes: %w", err)
+	}
 	owner := handler.TypedEnqueueRequestForOwner[*metav1.PartialObjectMetadata](mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Persona{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Persona{}, specLabelsOrPinChanged).
@@ -318,6 +346,7 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 		WatchesRawSource(r.watchClusterLayers(mgr)).
 		WatchesRawSource(r.watchNamespaceLabels(mgr)).
 		WatchesRawSource(r.watchPlatform(mgr)).
+		WatchesRawSource(source.Channel(r.halts.events, &handler.EnqueueRequestForObject{})).
 		// The priority queue lets the status passes of a fan-out wait
 		// behind its deliveries.
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1), UsePriorityQueue: new(true)}).

@@ -48,12 +48,15 @@ func newSteps(t *testing.T, objs ...client.Object) *steps {
 		WithIndex(&v1alpha1.Persona{}, dependencyIndex, indexDependencies).
 		WithIndex(&v1alpha1.Persona{}, referenceIndex, indexPersonaReferences).
 		WithIndex(&v1alpha1.PromptLayer{}, referenceIndex, indexLayerReferences).
+		WithIndex(&v1alpha1.Persona{}, "metadata.name", indexName). // the API server's own field selector
 		Build()
 	w := &countingWriter{c: c}
 	rec := events.NewFakeRecorder(16)
 	r := newPersonaReconciler(c, stepsScheme, rec, c, c, newSourceReader(c, c, false), w, personaOptions{})
 	return &steps{PersonaReconciler: r, cluster: c, writer: w, recorder: rec}
 }
+
+func indexName(obj client.Object) []string { return []string{obj.GetName()} }
 
 // events are the Events recorded so far, as "<type> <reason> <note>".
 func (s *steps) events() []string {

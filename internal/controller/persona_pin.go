@@ -3,9 +3,11 @@ package controller
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +41,9 @@ type pin struct {
 	// failure is why the pin is not honoured: InvalidPin, RevisionNotFound,
 	// or the reason a re-render with the current guardrails failed.
 	failure, message string
+	// retryAfter is set when that re-render ran out of the time the latest
+	// render left it: the pin is tried again by itself.
+	retryAfter time.Duration
 }
 
 func pinOf(p *v1alpha1.Persona) pin {
@@ -56,7 +61,7 @@ func pinOf(p *v1alpha1.Persona) pin {
 func (r *PersonaReconciler) pinnedSource(ctx context.Context, p *v1alpha1.Persona, n int64) (*corev1.ConfigMap, error) {
 	var snap corev1.ConfigMap
 	switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.SnapshotName(p.Name, n)}, &snap); {
-	case err == nil && controls(p, &snap):
+	case err == nil && ownSnapshot(p, &snap, n):
 		return &snap, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get snapshot %s: %w", delivery.SnapshotName(p.Name, n), err)
@@ -97,8 +102,15 @@ func (r *PersonaReconciler) deliverPinned(ctx context.Context, p *v1alpha1.Perso
 	identity := resolve.GuardrailsIdentity(guardrails)
 	data := withoutRevisionKey(src.Data)
 	rec, _ := decodeRecord(src.Data[render.RevisionKey])
+	if why := unfaithful(p, pn.revision, src, data, rec); why != "" {
+		pn.failure, pn.message = v1alpha1.RevisionNotFoundReason, fmt.Sprintf("revision %d: ConfigMap %s %s; the latest render is delivered", pn.revision, src.Name, why)
+		return outcome{}, latestFailure, nil
+	}
 	pinned := outcome{reason: v1alpha1.RenderedReason, read: attempt.read, guardrails: identity}
-	if src.Annotations[delivery.GuardrailsAnnotation] == identity && rec != nil {
+	if live, ok := r.rebasedLive(ctx, p, pn.revision, identity); ok {
+		// Delivered already, re-rendered with these guardrails: as it is, not rendered again.
+		pinned.output, pinned.render, pinned.pinned = live.output, live.render, live.pinned
+	} else if src.Annotations[delivery.GuardrailsAnnotation] == identity && rec != nil {
 		// The snapshot's content, byte for byte, and its revision.json.
 		out := &render.Output{Data: data, Hash: render.ContentHash(data), Bytes: dataSize(data)}
 		pinned.output, pinned.render = out, status.Render{Hash: out.Hash, Bytes: out.Bytes}
@@ -111,9 +123,15 @@ func (r *PersonaReconciler) deliverPinned(ctx context.Context, p *v1alpha1.Perso
 			return outcome{}, latestFailure, nil
 		}
 		bundle.ClusterLayers = resolve.Layers(guardrails)
-		out, err := render.Default().ConfigMap(bundle)
+		// Charged to what the latest render left of the Persona's budget.
+		out, err := render.Default().ConfigMapBy(bundle, attempt.budgetEnd)
 		if err != nil {
 			pn.failure, pn.message = status.RenderReason(err), fmt.Sprintf("revision %d with the current ClusterPromptLayers does not render: %v; the latest render is delivered", pn.revision, err)
+			// Out of what the latest render left, the time may be there next time.
+			var limit *render.LimitError
+			if errors.As(err, &limit) && (limit.Limit == render.LimitTime || limit.Limit == render.LimitPersonaTime) {
+				pn.retryAfter = overrunRetry
+			}
 			return outcome{}, latestFailure, nil
 		}
 		pinned.output, pinned.render = out, status.RenderOf(out)
@@ -122,6 +140,51 @@ func (r *PersonaReconciler) deliverPinned(ctx context.Context, p *v1alpha1.Perso
 	}
 	delivered, err := r.deliver(ctx, p, pinned, false)
 	return delivered, latestFailure, err
+}
+
+// rebasedLive is the delivery of p's live ConfigMap when it holds the
+// revision based on n, re-rendered with the guardrails of identity, as the
+// operator wrote it (the status's delivered revision): a pin delivers it as
+// it is rather than render n's inputs again at every reconcile.
+func (r *PersonaReconciler) rebasedLive(ctx context.Context, p *v1alpha1.Persona, n int64, identity string) (outcome, bool) {
+	if p.Status.PinnedRevision != n || p.Status.CurrentRevision == n {
+		return outcome{}, false
+	}
+	live, _, err := r.readConfigMap(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.ConfigMapName(p.Name)})
+	if err != nil || !controls(p, live) || live.Annotations[delivery.GuardrailsAnnotation] != identity ||
+		delivery.Revision(live.Annotations) != p.Status.CurrentRevision {
+		return outcome{}, false
+	}
+	rec, ok := decodeRecord(live.Data[render.RevisionKey])
+	data := withoutRevisionKey(live.Data)
+	if !ok || rec.Base != n || unfaithful(p, p.Status.CurrentRevision, live, data, rec) != "" {
+		return outcome{}, false
+	}
+	out := &render.Output{Data: data, Hash: render.ContentHash(data), Bytes: dataSize(data)}
+	delivered := status.Render{Hash: out.Hash, Bytes: out.Bytes}
+	if p.Status.ContentHash == out.Hash {
+		delivered.Sections = p.Status.Sections // what the render that wrote it told
+	}
+	return outcome{output: out, render: delivered,
+		pinned: &revision{entry: rec.Entry(), record: []byte(live.Data[render.RevisionKey])}}, true
+}
+
+// unfaithful says why src does not hold revision n as the operator wrote
+// it, "" when it does: its data (less revision.json) must have the content
+// hash its annotation names, which its revision.json and p's history, where
+// they name revision n, name too.
+func unfaithful(p *v1alpha1.Persona, n int64, src *corev1.ConfigMap, data map[string]string, rec *delivery.Record) string {
+	hash := render.ContentHash(data)
+	if annotated := src.Annotations[delivery.ContentHashAnnotation]; annotated != hash {
+		return fmt.Sprintf("holds data of content hash %s, not the %q its annotation %s names", hash, annotated, delivery.ContentHashAnnotation)
+	}
+	if rec != nil && (rec.Revision != n || rec.ContentHash != hash) {
+		return fmt.Sprintf("holds a revision.json of revision %d, content hash %s, not of revision %d, %s", rec.Revision, rec.ContentHash, n, hash)
+	}
+	if e, ok := historyEntry(p.Status.History, n); ok && e.ContentHash != hash {
+		return fmt.Sprintf("holds data of content hash %s, not the %s status.history names for it", hash, e.ContentHash)
+	}
+	return ""
 }
 
 // rebase is what a revision re-rendered from another's inputs records.
@@ -152,15 +215,15 @@ func (r *PersonaReconciler) keepLatest(ctx context.Context, p *v1alpha1.Persona,
 			newest := snapshots[len(snapshots)-1]
 			if newest.meta.Annotations[delivery.ContentHashAnnotation] == out.Hash && newest.number > p.Status.CurrentRevision {
 				var cm corev1.ConfigMap
-				if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(newest.meta), &cm); err == nil {
-					if rec, ok := decodeRecord(cm.Data[render.RevisionKey]); ok {
+				if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(newest.meta), &cm); err == nil && ownSnapshot(p, &cm, newest.number) {
+					if rec, ok := decodeRecord(cm.Data[render.RevisionKey]); ok && rec.Revision == newest.number && rec.ContentHash == out.Hash {
 						return rec.Entry(), nil, nil
 					}
 				}
 			}
 			if e, ok := latestEntry(&p.Status); ok {
 				previous = &corev1.ConfigMap{}
-				if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.SnapshotName(p.Name, e.Revision)}, previous); err != nil {
+				if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.SnapshotName(p.Name, e.Revision)}, previous); err != nil || !ownSnapshot(p, previous, e.Revision) {
 					previous = nil
 				}
 			}

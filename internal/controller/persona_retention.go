@@ -52,14 +52,16 @@ func (r *PersonaReconciler) keptRevisions(ctx context.Context, p *v1alpha1.Perso
 }
 
 // evict deletes the oldest snapshots of p's namespace that no Persona
-// keeps until need bytes are freed, and returns what the namespace's
-// snapshots then hold (used before). When those snapshots together free
-// less than need, it deletes none: they would be lost for nothing.
-func (r *PersonaReconciler) evict(ctx context.Context, p *v1alpha1.Persona, used, need int) (int, error) {
+// keeps until need bytes are freed, each deletion counted in ledger (whose
+// lock the caller holds). When those snapshots together free less than
+// need, it deletes none: they would be lost for nothing. One deleted
+// meanwhile by anyone else frees nothing here: the cache's event counts it.
+func (r *PersonaReconciler) evict(ctx context.Context, p *v1alpha1.Persona, ledger *namespaceSnapshotBytes, need int) error {
 	all, err := r.namespaceSnapshots(ctx, p.Namespace)
 	if err != nil {
-		return used, err
+		return err
 	}
+	all = slices.DeleteFunc(all, ledger.isDeleted)
 	slices.SortFunc(all, func(a, b *metav1.PartialObjectMetadata) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
@@ -78,7 +80,7 @@ func (r *PersonaReconciler) evict(ctx context.Context, p *v1alpha1.Persona, used
 		}
 		evictable, err := r.evictable(ctx, m, personas, keptOf)
 		if err != nil {
-			return used, err
+			return err
 		}
 		if evictable {
 			victims = append(victims, m)
@@ -86,14 +88,14 @@ func (r *PersonaReconciler) evict(ctx context.Context, p *v1alpha1.Persona, used
 		}
 	}
 	if freed < need {
-		return used, nil
+		return nil
 	}
 	for _, m := range victims {
 		if err := r.deleteSnapshot(ctx, m); err != nil {
-			return used, err
+			return err
 		}
 	}
-	return used - freed, nil
+	return nil
 }
 
 // evictable reports whether snapshot m may go to make room: it is its

@@ -41,7 +41,7 @@ func (r *PersonaReconciler) snapshots(ctx context.Context, p *v1alpha1.Persona) 
 	var out []snapshotRef
 	for i := range list.Items {
 		m := &list.Items[i]
-		if persona, n, ok := delivery.SnapshotOf(m.Name); ok && persona == p.Name && controls(p, m) {
+		if _, n, ok := delivery.LabelledSnapshot(m); ok && ownSnapshot(p, m, n) {
 			out = append(out, snapshotRef{meta: m, number: n})
 		}
 	}
@@ -60,7 +60,7 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 	held := configMapMetadata()
 	switch err := r.configMapMetadata.Get(ctx, key, held); {
 	case err == nil:
-		return heldSnapshot(p, held), nil
+		return heldSnapshot(p, held, rev.Revision), nil
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get snapshot %s: %w", key.Name, err)
 	}
@@ -76,21 +76,8 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 		data, guardrails = live.Data, live.Annotations[delivery.GuardrailsAnnotation]
 	}
 	size := dataSize(data)
-	used, err := r.snapshotBytes(ctx, p.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	limit := r.snapshotBytesLimit()
-	if used+size > limit {
-		// The oldest snapshots no Persona keeps make room, if they can.
-		if used, err = r.evict(ctx, p, used, used+size-limit); err != nil {
-			return nil, err
-		}
-	}
-	if used+size > limit {
-		return &snapshotFailure{reason: v1alpha1.SnapshotBytesExceededReason, message: fmt.Sprintf(
-			"snapshot %s not written: the snapshots of namespace %s would hold %d bytes, over the operator's cap of %d (--snapshot-bytes-per-namespace), even without those no Persona keeps; retrying",
-			key.Name, p.Namespace, used+size, limit)}, nil
+	if failure, err := r.reserveSnapshotBytes(ctx, p, key.Name, size); failure != nil || err != nil {
+		return failure, err
 	}
 	snap := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -107,7 +94,11 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 	if err := controllerutil.SetControllerReference(p, snap, r.Scheme); err != nil {
 		return nil, fmt.Errorf("own snapshot: %w", err)
 	}
-	switch _, err := r.configMapWriter.create(ctx, snap); {
+	_, err := r.configMapWriter.create(ctx, snap)
+	if err != nil {
+		r.snapshotBytes.namespace(p.Namespace).release(key.Name)
+	}
+	switch {
 	case err == nil:
 		return nil, nil
 	case !apierrors.IsAlreadyExists(err):
@@ -118,7 +109,7 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 	if err := r.APIReader.Get(ctx, key, &existing); err != nil {
 		return nil, fmt.Errorf("get snapshot %s: %w", key.Name, err)
 	}
-	return heldSnapshot(p, &existing), nil
+	return heldSnapshot(p, &existing, rev.Revision), nil
 }
 
 // keepSnapshot makes sure the revision attempt delivered has its snapshot,
@@ -146,32 +137,47 @@ const snapshotRetry = 30 * time.Second
 // snapshotFailure is why a revision has no snapshot (SnapshotFailed).
 type snapshotFailure struct{ reason, message string }
 
-// heldSnapshot is the failure when the snapshot's name is held by an
-// object that is not p's, nil when it is p's.
-func heldSnapshot(p *v1alpha1.Persona, held client.Object) *snapshotFailure {
-	if controls(p, held) {
+// heldSnapshot is the failure when the name of p's snapshot of revision n
+// is held by an object that is not that snapshot (another owner's, or one
+// without a snapshot's labels), nil when it is.
+func heldSnapshot(p *v1alpha1.Persona, held client.Object, n int64) *snapshotFailure {
+	if ownSnapshot(p, held, n) {
 		return nil
 	}
 	return &snapshotFailure{reason: v1alpha1.SnapshotNameTakenReason, message: fmt.Sprintf(
-		"ConfigMap %s exists and is not this Persona's (an older Persona of this name not yet deleted?); retrying", held.GetName())}
+		"ConfigMap %s exists and is not this Persona's snapshot (an older Persona of this name not yet deleted, or a ConfigMap without a snapshot's labels?); retrying", held.GetName())}
 }
 
-// snapshotBytes is what the snapshots of namespace hold, as their
-// delivery.SnapshotBytesAnnotation says.
-func (r *PersonaReconciler) snapshotBytes(ctx context.Context, namespace string) (int, error) {
-	all, err := r.namespaceSnapshots(ctx, namespace)
+// reserveSnapshotBytes counts size bytes for the snapshot name of p's
+// namespace, about to be created, when they fit under the cap, the oldest
+// snapshots no Persona keeps evicted to make room if they can; else it is
+// the SnapshotBytesExceeded failure. The check, the evictions and the
+// reservation hold the namespace's lock, so the cap holds however many
+// workers write at once.
+func (r *PersonaReconciler) reserveSnapshotBytes(ctx context.Context, p *v1alpha1.Persona, name string, size int) (*snapshotFailure, error) {
+	ledger, err := r.snapshotBytes.lock(ctx, p.Namespace)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	total := 0
-	for _, m := range all {
-		total += snapshotSize(m)
+	defer ledger.unlock()
+	used, limit := ledger.used(), r.snapshotBytesLimit()
+	if used+size > limit {
+		if err := r.evict(ctx, p, ledger, used+size-limit); err != nil {
+			return nil, err
+		}
+		used = ledger.used()
 	}
-	return total, nil
+	if used+size > limit {
+		return &snapshotFailure{reason: v1alpha1.SnapshotBytesExceededReason, message: fmt.Sprintf(
+			"snapshot %s not written: the snapshots of namespace %s would hold %d bytes, over the operator's cap of %d (--snapshot-bytes-per-namespace), even without those no Persona keeps; retrying",
+			name, p.Namespace, used+size, limit)}, nil
+	}
+	ledger.reserve(name, size)
+	return nil, nil
 }
 
 // namespaceSnapshots are the snapshots of every Persona of namespace, as
-// the metadata cache has them.
+// the metadata cache has them: shared with the cache, not to be changed.
 func (r *PersonaReconciler) namespaceSnapshots(ctx context.Context, namespace string) ([]*metav1.PartialObjectMetadata, error) {
 	hasRevision, err := labels.NewRequirement(delivery.RevisionLabel, selection.Exists, nil)
 	if err != nil {
@@ -179,12 +185,13 @@ func (r *PersonaReconciler) namespaceSnapshots(ctx context.Context, namespace st
 	}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-	if err := r.configMapMetadata.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*hasRevision)}); err != nil {
+	if err := r.configMapMetadata.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*hasRevision)},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list the snapshots of namespace %s: %w", namespace, err)
 	}
 	var out []*metav1.PartialObjectMetadata
 	for i := range list.Items {
-		if _, _, ok := delivery.SnapshotOf(list.Items[i].Name); ok {
+		if _, _, ok := delivery.LabelledSnapshot(&list.Items[i]); ok {
 			out = append(out, &list.Items[i])
 		}
 	}
@@ -240,7 +247,12 @@ func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona) erro
 		if err != nil {
 			return err
 		}
-		older = slices.DeleteFunc(older, func(s snapshotRef) bool { return inUse[s.number] })
+		// p was read at the start of the reconcile: a pin set since may name one of these.
+		pinned, err := r.pinNow(ctx, p)
+		if err != nil {
+			return err
+		}
+		older = slices.DeleteFunc(older, func(s snapshotRef) bool { return inUse[s.number] || s.number == pinned })
 		over = len(older) - p.Spec.HistoryLimit()
 	}
 	for _, s := range older[:max(over, 0)] {
@@ -251,19 +263,43 @@ func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona) erro
 	return nil
 }
 
+// pinNow is the revision p's pin annotation names as the API server has
+// it now, 0 when none (or p is gone). It lists p's metadata by name: the
+// manager's rights on Personas are list and watch.
+func (r *PersonaReconciler) pinNow(ctx context.Context, p *v1alpha1.Persona) (int64, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("PersonaList"))
+	if err := r.APIReader.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingFields{"metadata.name": p.Name}); err != nil {
+		return 0, fmt.Errorf("read the pin of persona %s: %w", p.Name, err)
+	}
+	for _, now := range list.Items {
+		if now.Name == p.Name {
+			n, _, _ := v1alpha1.PinnedRevisionOf(now.Annotations)
+			return n, nil
+		}
+	}
+	return 0, nil
+}
+
 // deleteSnapshot deletes the snapshot m, noting that the controller did:
-// its deletion's event needs no reconcile.
+// its deletion's event needs no reconcile, and its bytes are freed before
+// the cache sees it go. One gone already frees nothing here: whoever
+// deleted it, the cache's event counts its bytes off.
 func (r *PersonaReconciler) deleteSnapshot(ctx context.Context, m *metav1.PartialObjectMetadata) error {
 	key := client.ObjectKeyFromObject(m)
 	r.pruned.add(key)
-	err := r.Delete(ctx, m, client.Preconditions{UID: &m.UID})
+	target := configMapMetadata() // m may be the cache's own
+	target.Namespace, target.Name = m.Namespace, m.Name
+	err := r.Delete(ctx, target, client.Preconditions{UID: &m.UID})
 	switch {
-	case apierrors.IsNotFound(err):
-		r.pruned.remove(key) // deleted before: its event came or comes as anyone's
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		r.pruned.remove(key) // deleted before (or another of its name): its event came or comes as anyone's
+		return nil
 	case err != nil:
 		r.pruned.remove(key)
 		return fmt.Errorf("delete snapshot %s: %w", m.Name, err)
 	}
+	r.snapshotBytes.deletedHere(m)
 	return nil
 }
 

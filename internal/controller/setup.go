@@ -32,6 +32,10 @@ type Options struct {
 	// AgentsInterval is the shortest time between two writes of a
 	// Persona's status.agents; 0 means DefaultAgentsInterval.
 	AgentsInterval time.Duration
+	// Restarts, when set, restarts the workloads that opt in onto each
+	// revision their Persona delivers (--restart-workloads); the manager's
+	// cache must then hold them (RestartCacheObjects).
+	Restarts *RestartOptions
 }
 
 // Caches are the controllers' ConfigMap metadata caches the webhooks read.
@@ -103,6 +107,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 	}
 	if err := (&PromptPlatformReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return Caches{}, fmt.Errorf("set up the PromptPlatform controller: %w", err)
+	}
+	if opts.Restarts != nil {
+		if err := setupRestarts(ctx, mgr, recorder, *opts.Restarts, personas.halts); err != nil {
+			return Caches{}, fmt.Errorf("set up the workload restarts: %w", err)
+		}
+	} else if err := mgr.Add(restartsOff{client: mgr.GetClient(), reader: mgr.GetAPIReader()}); err != nil {
+		return Caches{}, fmt.Errorf("add the restarts check: %w", err)
 	}
 	return Caches{TemplateSources: sourceMetadata, Delivered: own}, nil
 }

@@ -82,6 +82,22 @@ func SnapshotLabels(persona string, n int64) map[string]string {
 	}
 }
 
+// LabelledSnapshot is the Persona and revision of a snapshot by its name,
+// when its labels are the SnapshotLabels of that name too. A ConfigMap of
+// a snapshot's name without them is not the operator's snapshot, whoever
+// its owners are: the ConfigMap policy refuses its label, not its name.
+func LabelledSnapshot(obj metav1.Object) (persona string, n int64, ok bool) {
+	persona, n, ok = SnapshotOf(obj.GetName())
+	if !ok {
+		return "", 0, false
+	}
+	l := obj.GetLabels()
+	if l[ManagedByLabel] != ManagedBy || l[PersonaLabel] != persona || l[RevisionLabel] != strconv.FormatInt(n, 10) {
+		return "", 0, false
+	}
+	return persona, n, true
+}
+
 // Revision is the revision number a ConfigMap's RevisionAnnotation holds;
 // 0 when it holds none.
 func Revision(annotations map[string]string) int64 {

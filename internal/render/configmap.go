@@ -39,9 +39,20 @@ type Output struct {
 // per variant, persona.md and bundle.json (personas.md#delivery). The renders
 // share one budget of MaxPersonaDuration besides their own (personas.md#limits).
 func (e *Engine) ConfigMap(b *Bundle) (*Output, error) {
-	var deadline time.Time
+	return e.ConfigMapBy(b, time.Time{})
+}
+
+// ConfigMapBy is ConfigMap within what is left of a budget already begun:
+// the renders end by deadline too, when it is not zero and comes first (a
+// second render charged to a Persona's one budget).
+func (e *Engine) ConfigMapBy(b *Bundle, deadline time.Time) (*Output, error) {
+	if !deadline.IsZero() && !time.Now().Before(deadline) {
+		return nil, e.limits.personaDurationError() // nothing left of it
+	}
 	if e.limits.MaxPersonaDuration > 0 {
-		deadline = time.Now().Add(e.limits.MaxPersonaDuration)
+		if own := time.Now().Add(e.limits.MaxPersonaDuration); deadline.IsZero() || own.Before(deadline) {
+			deadline = own
+		}
 	}
 	prompt, err := e.render(b, "", deadline)
 	if err != nil {

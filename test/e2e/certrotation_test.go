@@ -51,7 +51,7 @@ func (s *suite) certificateRotationUnderLoad(t *testing.T) {
 			return fmt.Errorf("delete the Secret %s: %w", webhookSecret, err)
 		}
 		var newCA *x509.Certificate
-		return waitForEvery(50*time.Millisecond, keepPreviousCAs+time.Minute, "a new CA in the Secret, injected, served, and the old one dropped", func() (bool, error) {
+		return waitForEvery(50*time.Millisecond, keepPreviousCAs+servedTTL+time.Minute, "a new CA in the Secret, injected, served, and the old one dropped", func() (bool, error) {
 			if newCA == nil {
 				var secret corev1.Secret
 				if err := s.c.Get(s.ctx, key, &secret); err != nil {
@@ -97,8 +97,13 @@ func (s *suite) certificateRotationUnderLoad(t *testing.T) {
 }
 
 // keepPreviousCAs is how long the manager keeps the deleted Secret's CA in
-// the bundle it injects (cmd/certsecret.go).
-const keepPreviousCAs = time.Minute
+// the bundle it injects at least, and servedTTL how long after its last word
+// a replica that was restarted (RolloutRestartUnderLoad) may still hold it
+// there (cmd/certsecret.go, cmd/certserved.go).
+const (
+	keepPreviousCAs = time.Minute
+	servedTTL       = 2 * time.Minute
+)
 
 // webhookAddresses are the webhook Service's address and every running
 // manager pod's webhook port.
@@ -148,4 +153,51 @@ func firstCertificate(bundle []byte) *x509.Certificate {
 		return c[0]
 	}
 	return nil
+}
+
+// certificateHealsWithNoReplicaRunning deletes the webhook certificate
+// Secret while the manager has no replica: scaled back to 2, the pods start
+// without it (the volume is optional), the manager creates it again, both
+// replicas become Ready and the webhook answers admission requests.
+func (s *suite) certificateHealsWithNoReplicaRunning(t *testing.T) {
+	deployment := "deployment/" + managerDeployment
+	if out, err := s.kubectl("-n", installNamespace, "scale", deployment, "--replicas=0"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if err := waitFor(2*time.Minute, "no manager pod left", func() (bool, error) {
+		var pods corev1.PodList
+		if err := s.c.List(s.ctx, &pods, client.InNamespace(installNamespace), client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, fmt.Errorf("%d manager pods", len(pods.Items))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: installNamespace, Name: webhookSecret}
+	var old corev1.Secret
+	if err := s.c.Get(s.ctx, key, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.Delete(s.ctx, &old); err != nil {
+		t.Fatal(err)
+	}
+	scaled := time.Now()
+	if out, err := s.kubectl("-n", installNamespace, "scale", deployment, "--replicas=2"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if err := s.waitManagerReplicas(); err != nil {
+		t.Fatal(err)
+	}
+	toReady := time.Since(scaled)
+	var secret corev1.Secret
+	if err := s.c.Get(s.ctx, key, &secret); err != nil {
+		t.Fatalf("the Secret was not created again: %v", err)
+	}
+	if secret.UID == old.UID || firstCertificate(secret.Data["ca.crt"]) == nil {
+		t.Fatalf("the Secret holds no new CA")
+	}
+	if err := s.releaseServes(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the Secret deleted with no replica running: both replicas Ready %s after scaling back to 2, and the webhook answers", toReady.Round(time.Second))
 }

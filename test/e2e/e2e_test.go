@@ -78,6 +78,7 @@ func TestDelivery(t *testing.T) {
 		{"LeaderFailover", s.leaderFailover},
 		{"RolloutRestartUnderLoad", s.rolloutRestartUnderLoad},
 		{"CertificateRotationUnderLoad", s.certificateRotationUnderLoad},
+		{"CertificateHealsWithNoReplicaRunning", s.certificateHealsWithNoReplicaRunning},
 		{"DeletedPersona", s.deletedPersona},
 	}
 	for _, c := range checks {

@@ -86,6 +86,7 @@ func checkBundle(t *testing.T, binary string, bundle objects) {
 		t.Fatal(err)
 	}
 	checkRights(ctx, t, p.Client, sa)
+	checkSecretWrites(ctx, t, p.Client, sa)
 	// Last, so that the manager has posted the events of its renders.
 	if strings.Contains(strings.ToLower(log.String()), "forbidden") {
 		t.Errorf("the manager was refused something: its log has \"forbidden\"")

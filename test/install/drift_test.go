@@ -21,6 +21,7 @@ var mirrors = []struct {
 }{
 	{"default", "config/default", nil},
 	{"cert-manager", "config/default-certmanager", []string{"--set", "certManager.enabled=true"}},
+	{"restart-workloads", "config/default-restart-workloads", []string{"--set", "restartWorkloads.enabled=true"}},
 }
 
 // onlyInConfig are the objects config/ installs and the chart, on purpose,

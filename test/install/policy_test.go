@@ -1,6 +1,7 @@
 package install
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,19 @@ func TestConfigMapPolicy(t *testing.T) {
 				return tenant.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "persona-forged",
 					Labels: map[string]string{"app.kubernetes.io/managed-by": "persona-operator"}}, Data: map[string]string{"system-prompt.md": "forged\n"}})
 			}},
+			{"create an unlabelled one its Persona controls (a forged snapshot)", func() error {
+				return tenant.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "persona-p.r99",
+					OwnerReferences: []metav1.OwnerReference{personaController(ctx, t, admin, ns, "p")}}, Data: map[string]string{"system-prompt.md": "forged\n"}})
+			}},
+			{"make its Persona the controller of an unlabelled one of its own", func() error {
+				squat := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "persona-p.r98"}, Data: map[string]string{"system-prompt.md": "forged\n"}}
+				if err := tenant.Create(ctx, squat); err != nil { // unowned, it is any ConfigMap
+					return err
+				}
+				defer func() { _ = admin.Delete(ctx, squat) }()
+				squat.OwnerReferences = []metav1.OwnerReference{personaController(ctx, t, admin, ns, "p")}
+				return tenant.Update(ctx, squat)
+			}},
 			{"label one of its own", func() error {
 				if err := tenant.Create(ctx, plain); err != nil { // any other ConfigMap is its to write
 					return err
@@ -106,6 +120,15 @@ func TestConfigMapPolicy(t *testing.T) {
 		}
 		if err := tenant.Delete(ctx, plain); err != nil {
 			t.Errorf("delete an unlabelled ConfigMap of its own: %v", err)
+		}
+		// A Persona as a mere owner is no controller: that ConfigMap is any other.
+		owned := personaController(ctx, t, admin, ns, "p")
+		owned.Controller = nil
+		dependent := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owned-by-p", OwnerReferences: []metav1.OwnerReference{owned}}}
+		if err := tenant.Create(ctx, dependent); err != nil {
+			t.Errorf("create a ConfigMap a Persona owns without controlling it: %v", err)
+		} else if err := tenant.Delete(ctx, dependent); err != nil {
+			t.Errorf("delete a ConfigMap a Persona owns without controlling it: %v", err)
 		}
 		waitPrompt(ctx, t, admin, ns, "p", "First")
 	})
@@ -269,6 +292,18 @@ func TestConfigMapPolicy(t *testing.T) {
 }
 
 // refusedByPolicy reports whether err is the refusal of a ValidatingAdmissionPolicy.
+// personaController is a controller owner reference to the Persona name.
+func personaController(ctx context.Context, t *testing.T, c client.Client, namespace, name string) metav1.OwnerReference {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("prompts.persona-operator.dev/v1alpha1")
+	u.SetKind("Persona")
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+		t.Fatal(err)
+	}
+	return metav1.OwnerReference{APIVersion: u.GetAPIVersion(), Kind: "Persona", Name: name, UID: u.GetUID(), Controller: ptr.To(true)}
+}
+
 func refusedByPolicy(err error) bool {
 	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+configMapWriters+"'")
 }

@@ -144,6 +144,45 @@ func TestManagerRBACIsWhatItUses(t *testing.T) {
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	// Its Secret deleted while it is down: it starts without it, creates it
+	// again and injects its CA, and keeps running.
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: webhookSecret}, &deleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Delete(ctx, &deleted); err != nil {
+		t.Fatal(err)
+	}
+	m, err = p.NewManagerAs(binary, log, serviceAccountUser, serviceAccountGroups, "--leader-elect")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ManageCertificate = true
+	emptyMount := t.TempDir() // the optional volume, empty while the Secret is missing
+	m.Extra = append(m.Extra, "--webhook-secret-mount-path="+emptyMount)
+	if err := m.Launch(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, 60*time.Second, "the manager, started without its Secret, creates it and injects its CA", func() (bool, string) {
+		var secret corev1.Secret
+		var vwc admissionv1.ValidatingWebhookConfiguration
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: webhookSecret}, &secret); err != nil {
+			return false, err.Error()
+		}
+		mountSecret(t, emptyMount, &secret) // the kubelet's next sync
+		if err := admin.Get(ctx, client.ObjectKey{Name: webhookConfig}, &vwc); err != nil {
+			return false, err.Error()
+		}
+		injected := string(vwc.Webhooks[0].ClientConfig.CABundle) == string(secret.Data["ca.crt"])
+		return secret.UID != deleted.UID && injected, fmt.Sprintf("injected %v", injected)
+	})
+	// The rotator's first read of the Secret came after the create: it did not stop the manager.
+	time.Sleep(2 * time.Second)
+	if strings.Contains(log.String(), "could not refresh cert on startup") {
+		t.Error("the certificate rotator found no Secret at its start")
+	}
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
 	// The API server calls the test's manager with the test's CA again.
 	var vwc admissionv1.ValidatingWebhookConfiguration
 	if err := admin.Get(ctx, client.ObjectKey{Name: webhookConfig}, &vwc); err != nil {

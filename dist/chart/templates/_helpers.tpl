@@ -123,8 +123,10 @@ ClusterRole, or with rbac.namespaced in a Role in each watched namespace.
 
 {{/*
 The manager's rights on cluster-scoped objects, from config/rbac/role.yaml:
-always in its ClusterRole. ClusterPromptLayers, the PromptPlatform, and the
-Namespaces whose labels a ClusterPromptLayer's namespaceSelector reads.
+always in its ClusterRole. ClusterPromptLayers, the PromptPlatform, the
+Namespaces whose labels a ClusterPromptLayer's namespaceSelector reads, and
+the SelfSubjectAccessReviews that tell whether it may list workloads (to say
+that restarts on change are off while workloads opt in).
 */}}
 {{- define "persona-operator.managerClusterRules" -}}
 - apiGroups:
@@ -134,6 +136,12 @@ Namespaces whose labels a ClusterPromptLayer's namespaceSelector reads.
   verbs:
   - list
   - watch
+- apiGroups:
+  - authorization.k8s.io
+  resources:
+  - selfsubjectaccessreviews
+  verbs:
+  - create
 - apiGroups:
   - prompts.persona-operator.dev
   resources:

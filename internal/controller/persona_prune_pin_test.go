@@ -1,0 +1,76 @@
+package controller
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+)
+
+// snapshotExists reports whether p's snapshot of revision n is in the cluster.
+func snapshotExists(t *testing.T, c client.Client, persona string, n int64) bool {
+	t.Helper()
+	err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: delivery.SnapshotName(persona, n)}, &corev1.ConfigMap{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// A pin set while a reconcile ran, after it read the Persona, keeps the
+// snapshot it names from that reconcile's pruning.
+func TestPruneKeepsAPinSetMeanwhile(t *testing.T) {
+	s, p, req := guardedSteps(t)
+	limit := int32(1)
+	p.Spec.RevisionHistoryLimit = &limit
+	if err := s.cluster.Update(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"Two", "Three"} {
+		editText(t, s, p, req, text)
+	}
+	if !snapshotExists(t, s.cluster, "p", 2) {
+		t.Fatal("revision 2's snapshot is gone before the pin")
+	}
+	read := p.DeepCopy() // what the reconcile read, before the pin
+	pinned := p.DeepCopy()
+	pinned.Annotations = map[string]string{v1alpha1.PinRevisionAnnotation: "2"}
+	if err := s.cluster.Update(t.Context(), pinned); err != nil {
+		t.Fatal(err)
+	}
+	read.Status.CurrentRevision, read.Status.LatestRevision = 4, 4 // a fourth revision, whose pruning sees no pin
+	if err := s.prune(t.Context(), read); err != nil {
+		t.Fatal(err)
+	}
+	if !snapshotExists(t, s.cluster, "p", 2) {
+		t.Error("pruning deleted revision 2's snapshot, which the pin set meanwhile names")
+	}
+	if !snapshotExists(t, s.cluster, "p", 3) || snapshotExists(t, s.cluster, "p", 1) {
+		t.Error("want revision 3's snapshot kept (the one within the limit) and revision 1's pruned")
+	}
+}
+
+// The revision the pin annotation names is kept before the status names it
+// pinned (the reconcile that honours it is still to come).
+func TestKeptRevisionsHoldThePinAnnotation(t *testing.T) {
+	p := barePersona("p", "Hello")
+	p.Status.CurrentRevision, p.Status.LatestRevision = 5, 6
+	p.Annotations = map[string]string{v1alpha1.PinRevisionAnnotation: "2"}
+	s := newSteps(t, p)
+	kept, err := s.keptRevisions(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int64{2, 5, 6} {
+		if !kept[n] {
+			t.Errorf("revision %d not kept; kept %v", n, kept)
+		}
+	}
+	if len(kept) != 3 {
+		t.Errorf("kept %v, want 2, 5 and 6", kept)
+	}
+}

@@ -1,0 +1,411 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/waves"
+)
+
+// RestartFieldManager is the field manager of the restarts' writes: the
+// pod template's revision annotation and the applied-revision annotation of
+// workloads. A Persona's RolloutHalted condition is written by the Persona
+// controller, as the restarts decide it (rolloutHalts).
+const RestartFieldManager = "persona-operator-restarts"
+
+// Defaults of RestartOptions.
+const (
+	DefaultMaxConcurrentRestarts = 5
+	DefaultRestartDeadline       = 10 * time.Minute
+)
+
+// RestartOptions tune the restarts on change (--restart-workloads).
+type RestartOptions struct {
+	// MaxConcurrent is how many workloads may be rolling out at once.
+	MaxConcurrent int
+	// Deadline is how long a rollout may take before it counts as failed.
+	Deadline time.Duration
+}
+
+// Workload kinds, as the restarts name them.
+const (
+	deploymentKind  = "Deployment"
+	statefulSetKind = "StatefulSet"
+	daemonSetKind   = "DaemonSet"
+)
+
+// workloadRestarter restarts opted-in workloads onto their Persona's
+// delivered revision, in the waves of its scheduler. It reconciles one
+// workload at a time: the writes it admits are few, and one worker keeps
+// admission and the writes in order.
+type workloadRestarter struct {
+	client    client.Client
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	waves     *waves.Scheduler
+	limit     int
+	deadline  time.Duration
+
+	// primed: the first reconcile has seen every opted-in workload, so
+	// rollouts a previous leader started count before anything is admitted.
+	primed bool
+	// warned is the last Warning told about each workload, so it is told once.
+	warned sync.Map
+	// halted are the Personas showing RolloutHalted, by the halt's namespace and cause.
+	halted map[types.NamespacedName]waves.Cause
+	// halts has the Persona controller write their RolloutHalted.
+	halts *rolloutHalts
+}
+
+func newWorkloadRestarter(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts RestartOptions, halts *rolloutHalts) *workloadRestarter {
+	limit := opts.MaxConcurrent
+	if limit <= 0 {
+		limit = DefaultMaxConcurrentRestarts
+	}
+	deadline := opts.Deadline
+	if deadline <= 0 {
+		deadline = DefaultRestartDeadline
+	}
+	return &workloadRestarter{client: c, apiReader: apiReader, recorder: recorder, waves: waves.New(limit),
+		limit: limit, deadline: deadline, halted: map[types.NamespacedName]waves.Cause{}, halts: halts}
+}
+
+// The workloads' RBAC is opt-in: config/components/restart-workloads.
+
+// Reconcile observes one workload: a finished or failed rollout, a new
+// revision to restart onto. Then it admits what the limit allows.
+func (r *workloadRestarter) Reconcile(ctx context.Context, w waves.Workload) (reconcile.Result, error) {
+	now := time.Now()
+	if !r.primed {
+		if err := r.prime(ctx, now); err != nil {
+			return reconcile.Result{}, err
+		}
+		r.primed = true
+	}
+	var after time.Duration
+	obj, err := r.get(ctx, w)
+	switch {
+	case apierrors.IsNotFound(err):
+		r.waves.Forget(w)
+		r.warned.Delete(w)
+	case err != nil:
+		return reconcile.Result{}, err
+	default:
+		if after, err = r.observe(ctx, w, obj, now, false); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if err := r.admit(ctx, now); err != nil {
+		return reconcile.Result{}, err
+	}
+	restartCounts.set(r.waves.Counts())
+	return reconcile.Result{RequeueAfter: after}, nil
+}
+
+// prime observes every opted-in workload once, before the first admission:
+// a new leader counts the rollouts its predecessor started against the
+// limit, and reads the applied-revision annotations for what is done.
+func (r *workloadRestarter) prime(ctx context.Context, now time.Time) error {
+	for _, kind := range []string{deploymentKind, statefulSetKind, daemonSetKind} {
+		objs, err := r.list(ctx, kind, "")
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			w := waves.Workload{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+			if _, err := r.observe(ctx, w, obj, now, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// observe records what obj shows: the end of its rollout, and the restart
+// its Persona's delivered revision asks for. It returns when to look again
+// at a rollout still running. At priming, a rollout onto the applied
+// revision that has not completed is adopted as rolling.
+func (r *workloadRestarter) observe(ctx context.Context, w waves.Workload, obj client.Object, now time.Time, priming bool) (time.Duration, error) {
+	name := workloadPersona(obj)
+	if name == "" {
+		r.warn(w, obj, "PersonaNotNamed", "the workload opts in to restarts on change but names no Persona: label prompts.persona-operator.dev/persona on its metadata or pod template")
+		r.waves.Forget(w)
+		return 0, nil
+	}
+	var p v1alpha1.Persona
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: name}, &p); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return 0, fmt.Errorf("get Persona %s: %w", name, err)
+		}
+		r.warn(w, obj, "PersonaNotFound", fmt.Sprintf("Persona %s, which the workload names, does not exist: it is not restarted", name))
+		r.waves.Forget(w)
+		return 0, nil
+	}
+	r.warned.Delete(w)
+	desired := p.Status.CurrentRevision
+	if desired == 0 {
+		return 0, nil
+	}
+	applied, roll := appliedRevision(obj), rolloutOf(obj)
+	restart := r.restartFor(&p, w, desired)
+	if priming && applied == desired && !roll.done() {
+		r.waves.Adopt(restart, now)
+	}
+	var after time.Duration
+	if cur, since, ok := r.waves.Rolling(w); ok && applied == cur.Revision {
+		// The cache shows the write: the status read is of this rollout.
+		switch {
+		case roll.done():
+			r.finish(ctx, w, &p)
+		case roll == rolloutFailed:
+			r.fail(ctx, w, "ProgressDeadlineExceeded")
+		case now.Sub(since) >= r.deadline:
+			r.fail(ctx, w, fmt.Sprintf("not complete within %s", r.deadline))
+		default:
+			after = since.Add(r.deadline).Sub(now)
+		}
+	} else if !ok && roll.done() {
+		r.waves.Finish(w) // a failed rollout that completed after all
+	}
+	if applied != desired {
+		r.waves.Add(restart)
+	}
+	r.clearHalt(ctx, &p, w.Namespace)
+	return after, nil
+}
+
+// restartFor is the restart of w onto revision n of p, with its cause: a
+// pin, an unpin (the delivered revision is not the latest render's, or the
+// workload goes back), a guardrail change, or the revision's cause.
+func (r *workloadRestarter) restartFor(p *v1alpha1.Persona, w waves.Workload, n int64) waves.Restart {
+	out := waves.Restart{Workload: w, Persona: p.Name, Revision: n}
+	if p.Status.LatestRevision != n {
+		out.Cause = waves.Cause{Kind: v1alpha1.PersonaKind, Namespace: p.Namespace, Name: p.Name, Version: "pin/" + strconv.FormatInt(n, 10)}
+		out.Priority = true
+		return out
+	}
+	e, ok := historyEntry(p.Status.History, n)
+	if !ok || e.Cause.Kind == v1alpha1.RevisionCauseOperator {
+		out.Cause = waves.Cause{Kind: v1alpha1.RevisionCauseOperator, Version: strconv.FormatInt(n, 10)}
+		return out
+	}
+	c := e.Cause
+	version := c.ResourceVersion
+	if c.Generation != 0 {
+		version = strconv.FormatInt(c.Generation, 10)
+	}
+	out.Cause = waves.Cause{Kind: c.Kind, Namespace: c.Namespace, Name: c.Name, Version: version}
+	if namespaced(c.Kind) && out.Cause.Namespace == "" {
+		out.Cause.Namespace = p.Namespace
+	}
+	out.Priority = c.Kind == v1alpha1.ClusterPromptLayerKind
+	return out
+}
+
+func namespaced(kind string) bool {
+	switch kind {
+	case v1alpha1.ClusterPromptLayerKind, v1alpha1.PromptPlatformKind, v1alpha1.NamespaceKind, v1alpha1.RevisionCauseOperator:
+		return false
+	}
+	return true
+}
+
+// admit starts the restarts the limit allows.
+func (r *workloadRestarter) admit(ctx context.Context, now time.Time) error {
+	var errs []error
+	for _, rs := range r.waves.Admit(now) {
+		if err := r.apply(ctx, rs); err != nil {
+			r.waves.Abort(rs)
+			errs = append(errs, fmt.Errorf("restart %s %s/%s: %w", rs.Workload.Kind, rs.Workload.Namespace, rs.Workload.Name, err))
+			continue
+		}
+		log.FromContext(ctx).Info("restarting onto a new revision", "workload", rs.Workload, "persona", rs.Persona, "revision", rs.Revision)
+	}
+	return errors.Join(errs...)
+}
+
+// apply writes the restart: the pod template's revision annotation and the
+// applied-revision annotation, both in one server-side apply of its own
+// field manager, forced, so that a leader change neither forgets nor
+// repeats it, and a rollout undo that took the field gives it back.
+func (r *workloadRestarter) apply(ctx context.Context, rs waves.Restart) error {
+	n := strconv.FormatInt(rs.Revision, 10)
+	applied := map[string]string{v1alpha1.AppliedRevisionAnnotation: n}
+	template := corev1ac.PodTemplateSpec().WithAnnotations(map[string]string{delivery.RevisionAnnotation: n})
+	var ac runtime.ApplyConfiguration
+	switch rs.Workload.Kind {
+	case deploymentKind:
+		ac = appsv1ac.Deployment(rs.Workload.Name, rs.Workload.Namespace).WithAnnotations(applied).
+			WithSpec(appsv1ac.DeploymentSpec().WithTemplate(template))
+	case statefulSetKind:
+		ac = appsv1ac.StatefulSet(rs.Workload.Name, rs.Workload.Namespace).WithAnnotations(applied).
+			WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(template))
+	case daemonSetKind:
+		ac = appsv1ac.DaemonSet(rs.Workload.Name, rs.Workload.Namespace).WithAnnotations(applied).
+			WithSpec(appsv1ac.DaemonSetSpec().WithTemplate(template))
+	default:
+		return fmt.Errorf("unknown kind %s", rs.Workload.Kind)
+	}
+	return r.client.Apply(ctx, ac, client.FieldOwner(RestartFieldManager), client.ForceOwnership)
+}
+
+// finish records w's completed rollout and tells its cause's progress: at
+// the end of each wave's worth of workloads, and at the last.
+func (r *workloadRestarter) finish(ctx context.Context, w waves.Workload, p *v1alpha1.Persona) {
+	rs, progress, ok := r.waves.Finish(w)
+	if !ok {
+		return
+	}
+	if progress.Done == progress.Total || progress.Done%r.limit == 0 {
+		r.recorder.Eventf(r.causeObject(ctx, rs.Cause, p), nil, corev1.EventTypeNormal, "Restarted", "Restart",
+			"restarted %d of %d workloads onto their Personas' new revision", progress.Done, progress.Total)
+	}
+}
+
+// fail records w's failed rollout: the waiting restarts of its cause in its
+// namespace halt, the cause gets a RestartsHalted Event naming w, and the
+// Personas concerned show RolloutHalted.
+func (r *workloadRestarter) fail(ctx context.Context, w waves.Workload, why string) {
+	rs, held, ok := r.waves.Fail(w)
+	if !ok {
+		return
+	}
+	var p v1alpha1.Persona
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: rs.Persona}, &p); err != nil {
+		p = v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: rs.Persona}}
+	}
+	message := fmt.Sprintf("the rollout of %s %s/%s onto revision %d of Persona %s failed (%s): %d waiting restarts of the same cause in namespace %s are halted until its next revision",
+		w.Kind, w.Namespace, w.Name, rs.Revision, rs.Persona, why, len(held), w.Namespace)
+	r.recorder.Eventf(r.causeObject(ctx, rs.Cause, &p), nil, corev1.EventTypeWarning, "RestartsHalted", "Restart", "%s", message)
+	personas := map[string]bool{rs.Persona: true}
+	for _, h := range held {
+		personas[h.Persona] = true
+	}
+	for name := range personas {
+		key := types.NamespacedName{Namespace: w.Namespace, Name: name}
+		r.halted[key] = rs.Cause
+		r.halts.set(key, metav1.ConditionTrue, v1alpha1.RolloutFailedReason, message)
+	}
+}
+
+// clearHalt sets RolloutHalted False on p once the halt it shows is over.
+func (r *workloadRestarter) clearHalt(ctx context.Context, p *v1alpha1.Persona, namespace string) {
+	key := client.ObjectKeyFromObject(p)
+	cause, ok := r.halted[key]
+	if !ok || r.waves.Halted(namespace, cause) {
+		return
+	}
+	delete(r.halted, key)
+	r.halts.set(key, metav1.ConditionFalse, v1alpha1.RolloutsResumedReason, "a new revision of the cause resumed the halted restarts")
+}
+
+// warn tells a Warning about obj once, until it is different.
+func (r *workloadRestarter) warn(w waves.Workload, obj client.Object, reason, message string) {
+	if prev, ok := r.warned.Load(w); ok && prev == reason+message {
+		return
+	}
+	r.warned.Store(w, reason+message)
+	r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Restart", "%s", message)
+}
+
+// causeObject is the object a restart's Events go on: the cause, else the
+// Persona (the operator's defaults, or a cause that cannot be read).
+func (r *workloadRestarter) causeObject(ctx context.Context, c waves.Cause, p *v1alpha1.Persona) runtime.Object {
+	var obj client.Object
+	key := client.ObjectKey{Namespace: c.Namespace, Name: c.Name}
+	switch c.Kind {
+	case v1alpha1.PersonaKind:
+		obj = &v1alpha1.Persona{}
+	case v1alpha1.PromptLayerKind:
+		obj = &v1alpha1.PromptLayer{}
+	case v1alpha1.ClusterPromptLayerKind:
+		obj = &v1alpha1.ClusterPromptLayer{}
+	case v1alpha1.PromptPlatformKind:
+		obj = &v1alpha1.PromptPlatform{}
+	case v1alpha1.ConfigMapKind:
+		m := configMapMetadata()
+		if err := r.apiReader.Get(ctx, key, m); err == nil {
+			return m
+		}
+		return p
+	default:
+		return p
+	}
+	if err := r.client.Get(ctx, key, obj); err != nil {
+		return p
+	}
+	return obj
+}
+
+// get reads w from the cache, which holds opted-in workloads only.
+func (r *workloadRestarter) get(ctx context.Context, w waves.Workload) (client.Object, error) {
+	obj := newWorkload(w.Kind)
+	if obj == nil {
+		return nil, fmt.Errorf("unknown kind %s", w.Kind)
+	}
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Name}, obj)
+	return obj, err
+}
+
+// list reads the opted-in workloads of kind, in namespace (empty: all).
+func (r *workloadRestarter) list(ctx context.Context, kind, namespace string) ([]client.Object, error) {
+	var out []client.Object
+	switch kind {
+	case deploymentKind:
+		var l appsv1.DeploymentList
+		if err := r.client.List(ctx, &l, client.InNamespace(namespace)); err != nil {
+			return nil, err
+		}
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case statefulSetKind:
+		var l appsv1.StatefulSetList
+		if err := r.client.List(ctx, &l, client.InNamespace(namespace)); err != nil {
+			return nil, err
+		}
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case daemonSetKind:
+		var l appsv1.DaemonSetList
+		if err := r.client.List(ctx, &l, client.InNamespace(namespace)); err != nil {
+			return nil, err
+		}
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	}
+	return out, nil
+}
+
+func newWorkload(kind string) client.Object {
+	switch kind {
+	case deploymentKind:
+		return &appsv1.Deployment{}
+	case statefulSetKind:
+		return &appsv1.StatefulSet{}
+	case daemonSetKind:
+		return &appsv1.DaemonSet{}
+	}
+	return nil
+}

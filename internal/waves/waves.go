@@ -1,0 +1,368 @@
+// Package waves paces the restarts of workloads onto a Persona's new
+// revision (delivery.md#restarts-on-change): at most a limit rolling out at
+// once, shared round-robin between namespaces, pins and guardrail changes
+// first, and a failed rollout halting only its own namespace's restarts of
+// the same cause. It holds no client: the controller tells it what it sees
+// and does what it admits.
+package waves
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// Workload is a Deployment, StatefulSet or DaemonSet.
+type Workload struct{ Kind, Namespace, Name string }
+
+// Cause is the object whose change made a revision, at its version
+// (generation or resourceVersion): a new version of the same object is the
+// cause's next revision, which resumes its halted restarts.
+type Cause struct {
+	Kind, Namespace, Name string
+	Version               string
+}
+
+// Object is the cause without its version.
+func (c Cause) Object() Cause { c.Version = ""; return c }
+
+// Restart is a workload to be restarted onto a revision of its Persona.
+type Restart struct {
+	Workload Workload
+	Persona  string
+	Revision int64
+	Cause    Cause
+	// Priority restarts (pins, unpins, guardrail changes) go first.
+	Priority bool
+}
+
+// halt is a namespace's restarts of one cause object that a failed rollout
+// stopped, at the cause's version.
+type halt struct {
+	namespace string
+	cause     Cause // without version
+}
+
+type rolling struct {
+	Restart
+	since time.Time
+}
+
+// Progress is how far the restarts of one cause are.
+type Progress struct{ Done, Total int }
+
+// Counts are the figures of the metrics.
+type Counts struct{ Waiting, Rolling, Halted int }
+
+// Scheduler holds the waiting, rolling and halted restarts. It is safe
+// for concurrent use.
+type Scheduler struct {
+	mu    sync.Mutex
+	limit int
+
+	waiting map[Workload]Restart
+	// queues are each namespace's waiting workloads in arrival order, one
+	// for priority restarts and one for the others; namespaces is the
+	// round-robin ring of namespaces with waiting restarts, next its cursor.
+	queues     map[string]*[2][]Workload
+	namespaces []string
+	next       int
+
+	rolling map[Workload]rolling
+	// failed are the workloads whose rollout failed, until their next
+	// restart or their rollout completes after all.
+	failed map[Workload]Restart
+	halts  map[halt]string // the cause's version halted
+
+	progress map[Cause]*Progress
+}
+
+// New is a scheduler that lets at most limit workloads roll out at once.
+func New(limit int) *Scheduler {
+	return &Scheduler{limit: max(limit, 1), waiting: map[Workload]Restart{}, queues: map[string]*[2][]Workload{},
+		rolling: map[Workload]rolling{}, failed: map[Workload]Restart{}, halts: map[halt]string{}, progress: map[Cause]*Progress{}}
+}
+
+func haltOf(r Restart) halt { return halt{namespace: r.Workload.Namespace, cause: r.Cause.Object()} }
+
+// Add makes r wait, in place of any restart of the same workload still
+// waiting: a waiting workload keeps only its newest revision. A workload
+// already rolling out onto r's revision is left alone. A new version of a
+// halted cause resumes that namespace's restarts of it.
+func (s *Scheduler) Add(r Restart) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.rolling[r.Workload]; ok && cur.Revision == r.Revision {
+		return
+	}
+	if v, ok := s.halts[haltOf(r)]; ok && v != r.Cause.Version {
+		delete(s.halts, haltOf(r))
+	}
+	if old, ok := s.waiting[r.Workload]; ok {
+		if old == r {
+			return
+		}
+		s.countOut(old)
+		s.unqueue(old)
+	}
+	if f, ok := s.failed[r.Workload]; ok && f.Revision != r.Revision {
+		delete(s.failed, r.Workload)
+	}
+	s.waiting[r.Workload] = r
+	s.countIn(r)
+	s.enqueue(r)
+}
+
+// Adopt records r as rolling out since now without admitting it: a rollout
+// a previous leader started, found still running. It counts against the
+// limit, which it may exceed.
+func (s *Scheduler) Adopt(r Restart, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.rolling[r.Workload]; ok {
+		return
+	}
+	if old, ok := s.waiting[r.Workload]; ok {
+		s.countOut(old)
+		s.unqueue(old)
+		delete(s.waiting, r.Workload)
+	}
+	s.rolling[r.Workload] = rolling{Restart: r, since: now}
+	s.countIn(r)
+}
+
+// Rolling is the restart w is rolling out, and since when.
+func (s *Scheduler) Rolling(w Workload) (Restart, time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rolling[w]
+	return r.Restart, r.since, ok
+}
+
+// Admit moves waiting restarts to rolling, since now, until the limit is
+// reached, and returns them: priority restarts first, then the others,
+// each taking one namespace at a time round-robin and skipping halted ones.
+func (s *Scheduler) Admit(now time.Time) []Restart {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Restart
+	for class := range 2 {
+		for len(s.rolling) < s.limit {
+			r, ok := s.take(class)
+			if !ok {
+				break
+			}
+			s.rolling[r.Workload] = rolling{Restart: r, since: now}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// take removes and returns the next admissible restart of class, going
+// round the namespaces from the cursor.
+func (s *Scheduler) take(class int) (Restart, bool) {
+	for i := range len(s.namespaces) {
+		at := (s.next + i) % len(s.namespaces)
+		ns := s.namespaces[at]
+		q := &s.queues[ns][class]
+		for j, w := range *q {
+			if _, busy := s.rolling[w]; busy {
+				continue // onto an older revision: it finishes first
+			}
+			r := s.waiting[w]
+			if v, halted := s.halts[haltOf(r)]; halted && v == r.Cause.Version {
+				continue
+			}
+			*q = slices.Delete(*q, j, j+1)
+			delete(s.waiting, w)
+			s.dropEmpty(ns)
+			// The next turn is the following namespace's.
+			if n := len(s.namespaces); n > 0 {
+				if idx := slices.Index(s.namespaces, ns); idx >= 0 {
+					s.next = (idx + 1) % n
+				} else {
+					s.next = at % n
+				}
+			}
+			return r, true
+		}
+	}
+	return Restart{}, false
+}
+
+// Abort puts back a restart Admit returned whose write failed.
+func (s *Scheduler) Abort(r Restart) {
+	s.mu.Lock()
+	cur, ok := s.rolling[r.Workload]
+	if ok && cur.Restart == r {
+		delete(s.rolling, r.Workload)
+		s.countOut(r)
+	}
+	s.mu.Unlock()
+	s.Add(r)
+}
+
+// Finish records w's rollout as complete, and returns the progress of its
+// cause; ok is false when w was not rolling.
+func (s *Scheduler) Finish(w Workload) (Restart, Progress, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.failed, w)
+	r, ok := s.rolling[w]
+	if !ok {
+		return Restart{}, Progress{}, false
+	}
+	delete(s.rolling, w)
+	return r.Restart, s.done(r.Restart), true
+}
+
+// Fail records w's rollout as failed: it no longer counts against the
+// limit, and its namespace's waiting restarts of the same cause halt until
+// the cause's next version. It returns the restart and the waiting ones it
+// halts.
+func (s *Scheduler) Fail(w Workload) (Restart, []Restart, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rolling[w]
+	if !ok {
+		return Restart{}, nil, false
+	}
+	delete(s.rolling, w)
+	s.countOut(r.Restart)
+	s.failed[w] = r.Restart
+	h := haltOf(r.Restart)
+	s.halts[h] = r.Cause.Version
+	var held []Restart
+	if queues := s.queues[w.Namespace]; queues != nil { // nil: nothing waits there
+		for _, q := range queues {
+			for _, o := range q {
+				if wr := s.waiting[o]; haltOf(wr) == h && wr.Cause.Version == r.Cause.Version {
+					held = append(held, wr)
+				}
+			}
+		}
+	}
+	return r.Restart, held, true
+}
+
+// Halted says whether a waiting restart of cause in namespace is halted.
+func (s *Scheduler) Halted(namespace string, cause Cause) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.halts[halt{namespace: namespace, cause: cause.Object()}]
+	return ok && v == cause.Version
+}
+
+// Forget drops every record of w: it is gone, or no longer opted in.
+func (s *Scheduler) Forget(w Workload) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.waiting[w]; ok {
+		s.countOut(r)
+		s.unqueue(r)
+		delete(s.waiting, w)
+	}
+	if r, ok := s.rolling[w]; ok {
+		s.countOut(r.Restart)
+		delete(s.rolling, w)
+	}
+	delete(s.failed, w)
+}
+
+// Counts are the waiting (not halted), rolling and halted workloads: a
+// halted one is a failed rollout or a restart its halt holds.
+func (s *Scheduler) Counts() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := Counts{Rolling: len(s.rolling), Halted: len(s.failed)}
+	for _, r := range s.waiting {
+		if v, ok := s.halts[haltOf(r)]; ok && v == r.Cause.Version {
+			c.Halted++
+		} else {
+			c.Waiting++
+		}
+	}
+	return c
+}
+
+func (s *Scheduler) countIn(r Restart) {
+	p := s.progress[r.Cause]
+	if p == nil {
+		p = &Progress{}
+		s.progress[r.Cause] = p
+	}
+	p.Total++
+}
+
+// countOut takes r out of its cause's total: it was replaced or dropped.
+func (s *Scheduler) countOut(r Restart) {
+	if p := s.progress[r.Cause]; p != nil {
+		p.Total--
+		if p.Total <= p.Done {
+			delete(s.progress, r.Cause)
+		}
+	}
+}
+
+func (s *Scheduler) done(r Restart) Progress {
+	p := s.progress[r.Cause]
+	if p == nil {
+		return Progress{Done: 1, Total: 1}
+	}
+	p.Done++
+	out := *p
+	if p.Done >= p.Total {
+		delete(s.progress, r.Cause)
+	}
+	return out
+}
+
+func class(r Restart) int {
+	if r.Priority {
+		return 0
+	}
+	return 1
+}
+
+func (s *Scheduler) enqueue(r Restart) {
+	ns := r.Workload.Namespace
+	q := s.queues[ns]
+	if q == nil {
+		q = &[2][]Workload{}
+		s.queues[ns] = q
+		s.namespaces = append(s.namespaces, ns)
+	}
+	q[class(r)] = append(q[class(r)], r.Workload)
+}
+
+func (s *Scheduler) unqueue(r Restart) {
+	ns := r.Workload.Namespace
+	if q := s.queues[ns]; q != nil {
+		c := class(r)
+		if i := slices.Index(q[c], r.Workload); i >= 0 {
+			q[c] = slices.Delete(q[c], i, i+1)
+		}
+	}
+	s.dropEmpty(ns)
+}
+
+// dropEmpty takes ns out of the ring once it has nothing waiting, keeping
+// the cursor on the namespace that was next.
+func (s *Scheduler) dropEmpty(ns string) {
+	q := s.queues[ns]
+	if q == nil || len(q[0])+len(q[1]) > 0 {
+		return
+	}
+	delete(s.queues, ns)
+	i := slices.Index(s.namespaces, ns)
+	s.namespaces = slices.Delete(s.namespaces, i, i+1)
+	if i < s.next {
+		s.next--
+	}
+	if len(s.namespaces) == 0 {
+		s.next = 0
+	} else {
+		s.next %= len(s.namespaces)
+	}
+}
