@@ -18,7 +18,9 @@ type turn struct {
 	Turn   int    `json:"turn"`
 	Prompt string `json:"prompt"`
 	Render string `json:"render"`
-	Error  string `json:"error"`
+	// Revision is the PERSONA_REVISION the container has.
+	Revision string `json:"revision"`
+	Error    string `json:"error"`
 }
 
 // agentTurns reads a container's log from the kubelet's podLogsDir

@@ -53,6 +53,8 @@ type suite struct {
 	// read at start (the subPath mount must keep it).
 	agentPod    string
 	firstPrompt string
+	// injection is what the injection checks share (injection_test.go).
+	injection *injection
 }
 
 // TestDelivery runs config/samples on a real node and checks how the
@@ -68,6 +70,10 @@ func TestDelivery(t *testing.T) {
 		{"EditsReachTheRunningPod", s.editsReachTheRunningPod},
 		{"StuckPersonaLeavesTheLastGoodPrompt", s.stuckPersonaLeavesTheLastGoodPrompt},
 		{"KubeletRestartKeepsThePrompt", s.kubeletRestartKeepsThePrompt},
+		{"InjectedPodsReadTheirPrompt", s.injectedPodsReadTheirPrompt},
+		{"EditReachesOnlyTheLivePod", s.editReachesOnlyTheLivePod},
+		{"RollingUpdateCanariesTheRevision", s.rollingUpdateCanariesTheRevision},
+		{"AgentsStatusCountsPodsByRevision", s.agentsStatusCountsPodsByRevision},
 		{"MetricsNeedAToken", s.metricsNeedAToken},
 		{"LeaderFailover", s.leaderFailover},
 		{"RolloutRestartUnderLoad", s.rolloutRestartUnderLoad},

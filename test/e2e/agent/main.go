@@ -4,7 +4,9 @@
 // kubectl-persona. It logs one JSON line per turn with the SHA-256 of both,
 // so the suite can tell from the container's log which render the pod saw,
 // and when. With --once it is an agent that reads its prompt only at start,
-// which only a restart brings a new prompt to.
+// which only a restart brings a new prompt to. In an injected pod it reads
+// the file the webhook names in PERSONA_PROMPT_FILE (--prompt-env), and logs
+// PERSONA_REVISION.
 package main
 
 import (
@@ -29,7 +31,10 @@ type Turn struct {
 	Prompt string `json:"prompt,omitempty"`
 	// Render is sha256:<hex> of kubectl-persona's per-turn render.
 	Render string `json:"render,omitempty"`
-	Error  string `json:"error,omitempty"`
+	// Revision is PERSONA_REVISION, which the webhook sets in a pod
+	// injected with a snapshot.
+	Revision string `json:"revision,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 func main() {
@@ -41,7 +46,11 @@ func main() {
 	once := flag.Bool("once", false, "read the prompt once, at start, and keep it for every turn")
 	refuse := flag.String("refuse", "", "refuse a prompt that holds this text: an agent whose new prompt breaks it")
 	readyAddr := flag.String("ready-addr", "", "serve GET /readyz on this address: 200, or 503 while the agent refuses its prompt")
+	promptEnv := flag.String("prompt-env", "", "an environment variable whose value is the system prompt to read, in place of --prompt")
 	flag.Parse()
+	if *promptEnv != "" {
+		*prompt = os.Getenv(*promptEnv)
+	}
 
 	// It keeps running when it refuses its prompt: a container that exits
 	// would be Ready for a moment at each restart, which a Deployment counts
@@ -56,12 +65,18 @@ func main() {
 		go func() { log.Fatal(http.ListenAndServe(*readyAddr, nil)) }() //nolint:gosec // a test agent's probe
 	}
 	enc := json.NewEncoder(os.Stdout)
-	raw, readErr := os.ReadFile(*prompt)
+	read := func() ([]byte, error) {
+		if *prompt == "" {
+			return nil, fmt.Errorf("$%s is empty", *promptEnv)
+		}
+		return os.ReadFile(*prompt)
+	}
+	raw, readErr := read()
 	for n := 1; ; n++ {
-		t := Turn{Turn: n}
+		t := Turn{Turn: n, Revision: os.Getenv("PERSONA_REVISION")}
 		var errs []string
 		if !*once && n > 1 {
-			raw, readErr = os.ReadFile(*prompt)
+			raw, readErr = read()
 		}
 		if readErr != nil {
 			errs = append(errs, readErr.Error())
