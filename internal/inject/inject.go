@@ -67,6 +67,16 @@ var envNames = []string{EnvName, EnvPromptFile, EnvBundleFile, EnvRevision}
 // on a path is the node's, far above any real mount point.
 const maxMountPath = 256
 
+// The bounds of what a pod may ask of the webhook, which sees a pod before
+// the API server validates it: its containers (init containers included),
+// the containers annotation, and the refusals one answer lists. Within them
+// an injection costs microseconds, whatever the pod.
+const (
+	maxContainers           = 128
+	maxContainersAnnotation = 4096
+	maxRefusals             = 10
+)
+
 // namePattern is a Persona's and a variant's name (personas.md#writing-a-persona-spec).
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
@@ -99,6 +109,9 @@ func Pod(pod *corev1.Pod, persona *Persona) (Result, field.ErrorList) {
 	name, labelled := pod.Labels[PersonaLabel]
 	if !labelled || handMounted(pod, name) {
 		return Result{}, nil
+	}
+	if n := len(pod.Spec.Containers) + len(pod.Spec.InitContainers); n > maxContainers {
+		return Result{}, field.ErrorList{field.TooMany(field.NewPath("spec", "containers"), n, maxContainers)}
 	}
 	opts, errs := readOptions(pod, name)
 	if len(errs) > 0 {
@@ -194,7 +207,9 @@ func readOptions(pod *corev1.Pod, name string) (options, field.ErrorList) {
 			opts.mountPath = v
 		}
 	}
-	if v, ok := a[ContainersAnnotation]; ok {
+	if v, ok := a[ContainersAnnotation]; ok && len(v) > maxContainersAnnotation {
+		errs = append(errs, field.TooLong(annotationPath(ContainersAnnotation), truncate(v), maxContainersAnnotation))
+	} else if ok {
 		names := strings.Split(v, ",")
 		for i := range names {
 			names[i] = strings.TrimSpace(names[i])
@@ -352,6 +367,9 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string) fie
 				continue
 			}
 			if p := path.Clean(m.MountPath); p == mountPath || strings.HasPrefix(p, mountPath+"/") {
+				if len(errs) == maxRefusals {
+					return errs // the mounts are the tenant's, of any number: the first ones tell the cause
+				}
 				errs = append(errs, field.Forbidden(containerPath(pod, c).Child("volumeMounts").Index(j).Child("mountPath"),
 					fmt.Sprintf("volume %s is mounted at %s, at or under %s where the prompt of persona %s is mounted: it would shadow the prompt (set %s to mount it elsewhere)",
 						m.Name, m.MountPath, mountPath, pod.Labels[PersonaLabel], MountPathAnnotation)))

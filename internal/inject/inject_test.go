@@ -334,8 +334,8 @@ func TestRefusalMessagesAreBounded(t *testing.T) {
 		"prompts.persona-operator.dev/delivery": long,
 	})
 	_, errs := Pod(pod, reviewer())
-	if len(errs) != 4 { // the containers are checked once the annotations parse
-		t.Errorf("errors = %v, want 4", errs)
+	if len(errs) != 5 { // each annotation, the containers one too long
+		t.Errorf("errors = %v, want 5", errs)
 	}
 	pod = agentPod(map[string]string{"prompts.persona-operator.dev/containers": strings.Repeat("x,", 100_000) + "x"})
 	if _, errs := Pod(pod, reviewer()); len(errs) != 1 || len(errs.ToAggregate().Error()) > 512 {
@@ -343,5 +343,50 @@ func TestRefusalMessagesAreBounded(t *testing.T) {
 	}
 	if n := len(errs.ToAggregate().Error()); n > 4096 {
 		t.Errorf("the message is %d bytes for 500 KB of annotations", n)
+	}
+}
+
+// worstPod is the costliest pod within the bounds: the most containers,
+// each with many mounts under the mount path, and the longest containers
+// annotation, of names that repeat the last container's.
+func worstPod(containers int) *corev1.Pod {
+	pod := agentPod(map[string]string{"prompts.persona-operator.dev/containers": strings.TrimSuffix(strings.Repeat("c,", maxContainersAnnotation/2), ",")})
+	pod.Spec.InitContainers = nil
+	pod.Spec.Containers = make([]corev1.Container, containers)
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].Name = "a"
+		for range 1000 {
+			pod.Spec.Containers[i].VolumeMounts = append(pod.Spec.Containers[i].VolumeMounts, corev1.VolumeMount{Name: "cache", MountPath: "/etc/persona/x"})
+		}
+	}
+	pod.Spec.Containers[containers-1].Name = "c"
+	return pod
+}
+
+// A pod reaches the webhook before the API server validates it: too many
+// containers are refused before any work, and what is checked within the
+// bounds lists at most maxRefusals refusals.
+func TestWorstPodsAreBounded(t *testing.T) {
+	if _, errs := Pod(worstPod(maxContainers+1), reviewer()); len(errs) != 1 || errs[0].Type != "FieldValueTooMany" {
+		t.Errorf("%d containers: %v, want one refusal of too many", maxContainers+1, errs)
+	}
+	pod := worstPod(maxContainers)
+	pod.Annotations = nil // every container gets the mount: each shadows it
+	if _, errs := Pod(pod, reviewer()); len(errs) != maxRefusals {
+		t.Errorf("%d refusals, want %d", len(errs), maxRefusals)
+	}
+	if _, errs := Pod(worstPod(maxContainers), reviewer()); len(errs) != maxRefusals {
+		t.Errorf("with the containers annotation: %d refusals, want %d", len(errs), maxRefusals)
+	}
+}
+
+// BenchmarkWorstPod is the cost of the costliest pod within the bounds.
+// The pod is refused, so left as it came: one serves every round.
+func BenchmarkWorstPod(b *testing.B) {
+	pod, p := worstPod(maxContainers), reviewer()
+	for b.Loop() {
+		if _, errs := Pod(pod, p); len(errs) == 0 {
+			b.Fatal("the worst pod was admitted")
+		}
 	}
 }
