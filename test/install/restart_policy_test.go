@@ -136,6 +136,25 @@ func TestRestartWorkloadsPolicy(t *testing.T) {
 		}
 	})
 
+	t.Run("only workloads that opt in", func(t *testing.T) {
+		other := workload(ns, "not-opted-in")
+		other.Labels = nil
+		if err := admin.Create(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		if err := restartApply(ctx, mgr, ns, "not-opted-in", "7"); !refusedByRestartPolicy(err) {
+			t.Errorf("the restart of a workload that does not opt in: want the policy's refusal, got %s", errString(err))
+		}
+	})
+
+	t.Run("only a revision as the value", func(t *testing.T) {
+		for _, v := range []string{"x", "0", "-1", "01"} {
+			if err := restartApply(ctx, mgr, ns, "agent", v); !refusedByRestartPolicy(err) {
+				t.Errorf("the annotations set to %q: want the policy's refusal, got %s", v, errString(err))
+			}
+		}
+	})
+
 	t.Run("neither create nor delete", func(t *testing.T) {
 		if err := mgr.Create(ctx, workload(ns, "new")); !apierrors.IsForbidden(err) {
 			t.Errorf("create: want Forbidden, got %s", errString(err))
