@@ -23,6 +23,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/version"
 	"github.com/persona-operator/persona-operator/internal/waves"
 )
 
@@ -205,7 +206,7 @@ func (r *workloadRestarter) restartFor(p *v1alpha1.Persona, w waves.Workload, n 
 	}
 	e, ok := historyEntry(p.Status.History, n)
 	if !ok || e.Cause.Kind == v1alpha1.RevisionCauseOperator {
-		out.Cause = waves.Cause{Kind: v1alpha1.RevisionCauseOperator, Version: strconv.FormatInt(n, 10)}
+		out.Cause = waves.Cause{Kind: v1alpha1.RevisionCauseOperator, Version: version.String()}
 		return out
 	}
 	c := e.Cause

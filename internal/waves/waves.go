@@ -8,6 +8,7 @@ package waves
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -95,7 +96,7 @@ func (s *Scheduler) Add(r Restart) {
 	if cur, ok := s.rolling[r.Workload]; ok && cur.Revision == r.Revision {
 		return
 	}
-	if v, ok := s.halts[haltOf(r)]; ok && v != r.Cause.Version {
+	if v, ok := s.halts[haltOf(r)]; ok && newer(r.Cause.Version, v) {
 		delete(s.halts, haltOf(r))
 	}
 	if old, ok := s.waiting[r.Workload]; ok {
@@ -171,7 +172,7 @@ func (s *Scheduler) take(class int) (Restart, bool) {
 				continue // onto an older revision: it finishes first
 			}
 			r := s.waiting[w]
-			if v, halted := s.halts[haltOf(r)]; halted && v == r.Cause.Version {
+			if v, halted := s.halts[haltOf(r)]; halted && !newer(r.Cause.Version, v) {
 				continue
 			}
 			*q = slices.Delete(*q, j, j+1)
@@ -237,7 +238,7 @@ func (s *Scheduler) Fail(w Workload) (Restart, []Restart, bool) {
 	if queues := s.queues[w.Namespace]; queues != nil { // nil: nothing waits there
 		for _, q := range queues {
 			for _, o := range q {
-				if wr := s.waiting[o]; haltOf(wr) == h && wr.Cause.Version == r.Cause.Version {
+				if wr := s.waiting[o]; haltOf(wr) == h && !newer(wr.Cause.Version, r.Cause.Version) {
 					held = append(held, wr)
 				}
 			}
@@ -251,7 +252,7 @@ func (s *Scheduler) Halted(namespace string, cause Cause) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.halts[halt{namespace: namespace, cause: cause.Object()}]
-	return ok && v == cause.Version
+	return ok && !newer(cause.Version, v)
 }
 
 // Forget drops every record of w: it is gone, or no longer opted in.
@@ -365,4 +366,16 @@ func (s *Scheduler) dropEmpty(ns string) {
 	} else {
 		s.next %= len(s.namespaces)
 	}
+}
+
+// newer reports whether version a of a cause comes after b: by number when
+// both are numbers (generations, resource versions), so that a restart still
+// waiting on an older version lifts no halt; else when they differ.
+func newer(a, b string) bool {
+	x, errA := strconv.ParseInt(a, 10, 64)
+	y, errB := strconv.ParseInt(b, 10, 64)
+	if errA == nil && errB == nil {
+		return x > y
+	}
+	return a != b
 }

@@ -133,6 +133,18 @@ func TestFailHaltsOnlyItsNamespaceAndCause(t *testing.T) {
 	if c := s.Counts(); c != (Counts{Halted: 2}) {
 		t.Fatalf("counts %+v, want the failed and the held one halted", c)
 	}
+	// A restart still waiting on an older version of the guardrail lifts nothing.
+	older := guardrail
+	older.Version = "3"
+	s.Add(restart("b", "late", 5, older))
+	s.Add(restart("a", "held", 5, older))
+	if got := names(s.Admit(now)); fmt.Sprint(got) != "[b/late]" {
+		t.Fatalf("admitted %v, want b/late alone: a stays halted", got)
+	}
+	s.Finish(Workload{Kind: "Deployment", Namespace: "b", Name: "late"})
+	if got := names(s.Admit(now)); len(got) != 0 {
+		t.Fatalf("admitted %v: an older version of the cause lifted a's halt", got)
+	}
 	// The guardrail's next version resumes a.
 	next := guardrail
 	next.Version = "5"
