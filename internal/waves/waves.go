@@ -141,53 +141,64 @@ func (s *Scheduler) Rolling(w Workload) (Restart, time.Time, bool) {
 }
 
 // Admit moves waiting restarts to rolling, since now, until the limit is
-// reached, and returns them: priority restarts first, then the others,
-// each taking one namespace at a time round-robin and skipping halted ones.
+// reached, and returns them: one namespace at a time, round-robin, and in
+// each namespace's turn its priority restarts first, skipping halted ones.
+// Priority orders a namespace's own restarts and never another's: a tenant
+// that pins and unpins does not overtake other tenants.
 func (s *Scheduler) Admit(now time.Time) []Restart {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Restart
-	for class := range 2 {
-		for len(s.rolling) < s.limit {
-			r, ok := s.take(class)
-			if !ok {
-				break
-			}
-			s.rolling[r.Workload] = rolling{Restart: r, since: now}
-			out = append(out, r)
+	for len(s.rolling) < s.limit {
+		r, ok := s.take()
+		if !ok {
+			break
 		}
+		s.rolling[r.Workload] = rolling{Restart: r, since: now}
+		out = append(out, r)
 	}
 	return out
 }
 
-// take removes and returns the next admissible restart of class, going
-// round the namespaces from the cursor.
-func (s *Scheduler) take(class int) (Restart, bool) {
+// take removes and returns the next admissible restart, going round the
+// namespaces from the cursor, priority first in each.
+func (s *Scheduler) take() (Restart, bool) {
 	for i := range len(s.namespaces) {
 		at := (s.next + i) % len(s.namespaces)
 		ns := s.namespaces[at]
-		q := &s.queues[ns][class]
-		for j, w := range *q {
-			if _, busy := s.rolling[w]; busy {
-				continue // onto an older revision: it finishes first
+		for class := range 2 {
+			if r, ok := s.takeFrom(ns, at, class); ok {
+				return r, true
 			}
-			r := s.waiting[w]
-			if v, halted := s.halts[haltOf(r)]; halted && !newer(r.Cause.Version, v) {
-				continue
-			}
-			*q = slices.Delete(*q, j, j+1)
-			delete(s.waiting, w)
-			s.dropEmpty(ns)
-			// The next turn is the following namespace's.
-			if n := len(s.namespaces); n > 0 {
-				if idx := slices.Index(s.namespaces, ns); idx >= 0 {
-					s.next = (idx + 1) % n
-				} else {
-					s.next = at % n
-				}
-			}
-			return r, true
 		}
+	}
+	return Restart{}, false
+}
+
+// takeFrom removes and returns the first admissible restart of class in
+// namespace ns, at index at of the namespaces, and moves the cursor past it.
+func (s *Scheduler) takeFrom(ns string, at, class int) (Restart, bool) {
+	q := &s.queues[ns][class]
+	for j, w := range *q {
+		if _, busy := s.rolling[w]; busy {
+			continue // onto an older revision: it finishes first
+		}
+		r := s.waiting[w]
+		if v, halted := s.halts[haltOf(r)]; halted && !newer(r.Cause.Version, v) {
+			continue
+		}
+		*q = slices.Delete(*q, j, j+1)
+		delete(s.waiting, w)
+		s.dropEmpty(ns)
+		// The next turn is the following namespace's.
+		if n := len(s.namespaces); n > 0 {
+			if idx := slices.Index(s.namespaces, ns); idx >= 0 {
+				s.next = (idx + 1) % n
+			} else {
+				s.next = at % n
+			}
+		}
+		return r, true
 	}
 	return Restart{}, false
 }

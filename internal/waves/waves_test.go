@@ -76,6 +76,23 @@ func TestPriorityOvertakesTheQueue(t *testing.T) {
 	}
 }
 
+// A tenant's pins order its own restarts, and never overtake another's:
+// the namespaces still take turns.
+func TestPriorityStaysInItsNamespace(t *testing.T) {
+	s := New(2)
+	for i := range 3 {
+		pin := restart("a", fmt.Sprintf("pinned%d", i), 1, Cause{Kind: "Persona", Namespace: "a", Name: "p", Version: "pin/1"})
+		pin.Priority = true
+		s.Add(pin)
+	}
+	for i := range 3 {
+		s.Add(restart("b", fmt.Sprintf("w%d", i), 2, Cause{Kind: "PromptLayer", Namespace: "b", Name: "shared", Version: "2"}))
+	}
+	if got := names(s.Admit(now)); fmt.Sprint(got) != "[a/pinned0 b/w0]" {
+		t.Fatalf("admitted %v, want one of each namespace", got)
+	}
+}
+
 func TestWaitingKeepsOnlyTheNewestRevision(t *testing.T) {
 	s := New(5)
 	s.Add(restart("a", "w", 2, edit))
