@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -215,9 +216,20 @@ func (r *agentsReconciler) SetupWithManager(mgr ctrl.Manager, pods cache.Cache) 
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Persona{}, builder.WithPredicates(currentRevisionChanged)).
-		WatchesRawSource(source.Kind(pods, podMetadata(), ofPersona)).
+		WatchesRawSource(source.Kind(pods, podMetadata(), ofPersona, countedChange)).
 		Named("persona-agents").
 		Complete(r)
+}
+
+// countedChange passes the pod events that can change a count: a pod
+// created or deleted, its labels changed, its deletion begun. A pod's status
+// changes often, and its metadata's resourceVersion with it, but never the
+// count.
+var countedChange = predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
+	UpdateFunc: func(e event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return !maps.Equal(o.Labels, n.Labels) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
+	},
 }
 
 // revisionsNamedByPods is the revisionKeeper of the injected pods: the

@@ -13,8 +13,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
 func agentPodMeta(name string, labels map[string]string) metav1.PartialObjectMetadata {
@@ -153,5 +155,32 @@ func TestPruneKeepsTheSnapshotsPodsName(t *testing.T) {
 	}
 	if want := []string{"persona-reviewer.r2", "persona-reviewer.r4", "persona-reviewer.r5"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("snapshots left %v, want %v", names, want)
+	}
+}
+
+// A pod's status change moves its metadata's resourceVersion, not its
+// count: only a label change or the start of its deletion recounts.
+func TestAgentsRecountOnlyOnCountedChanges(t *testing.T) {
+	pod := func(rv, revision string, deleting bool) *metav1.PartialObjectMetadata {
+		m := podMetadata()
+		m.Name, m.ResourceVersion = "agent", rv
+		m.Labels = map[string]string{delivery.PersonaLabel: "p", delivery.RevisionLabel: revision}
+		if deleting {
+			m.DeletionTimestamp = new(metav1.Now())
+		}
+		return m
+	}
+	for _, c := range []struct {
+		what     string
+		old, new *metav1.PartialObjectMetadata
+		want     bool
+	}{
+		{"a status change", pod("1", "2", false), pod("2", "2", false), false},
+		{"a new revision label", pod("1", "2", false), pod("2", "3", false), true},
+		{"its deletion begun", pod("1", "2", false), pod("2", "2", true), true},
+	} {
+		if got := countedChange.Update(event.TypedUpdateEvent[*metav1.PartialObjectMetadata]{ObjectOld: c.old, ObjectNew: c.new}); got != c.want {
+			t.Errorf("%s: recount %v, want %v", c.what, got, c.want)
+		}
 	}
 }
