@@ -307,6 +307,9 @@ spec: {model: m1, revisionHistoryLimit: 0}
 		handMounted.Spec.Volumes = []corev1.Volume{{Name: "prompt", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources: []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "persona-reviewer"}}}}}}}}
 		Expect(suite.K8s.Create(suite.Ctx, handMounted)).To(MatchError(ContainSubstring("may not mount a persona-* ConfigMap by hand (volumes prompt)")))
+		byEnv := podOf("reviewer", nil)
+		byEnv.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "persona-reviewer.r1"}}}}
+		Expect(suite.K8s.Create(suite.Ctx, byEnv)).To(MatchError(ContainSubstring("may not read a persona-* ConfigMap into the environment (containers " + byEnv.Spec.Containers[0].Name + ")")))
 		Expect(promptVolumes(create(podOf("reviewer", nil)))).To(Equal([]string{"persona-prompt=persona-reviewer.r1"}))
 	})
 
