@@ -224,13 +224,7 @@ var _ = Describe("Pinning a revision", func() {
 		Eventually(pinnedRevision(ns, "p")).Should(Equal(int64(1)))
 		live := configMap(ns, "p")
 		Expect(k8s.Delete(ctx, snapshotOf(ns, "p", 1))).To(Succeed())
-		Eventually(func() map[string]string {
-			var cm corev1.ConfigMap
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "persona-p.r1"}, &cm); err != nil {
-				return nil
-			}
-			return cm.Data
-		}).Should(Equal(live.Data))
+		Eventually(snapshotData(ns, "p", 1)).Should(Equal(live.Data))
 		Expect(pinCondition(ns, "p")()).To(Equal("True Pinned"))
 	})
 })

@@ -65,6 +65,17 @@ func snapshotNames(ns, name string) func() []string {
 	}
 }
 
+// snapshotData is the data of the snapshot persona-<name>.r<n>, nil while there is none.
+func snapshotData(ns, name string, n int64) func() map[string]string {
+	return func() map[string]string {
+		var cm corev1.ConfigMap
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("persona-%s.r%d", name, n)}, &cm); err != nil {
+			return nil
+		}
+		return cm.Data
+	}
+}
+
 func snapshotOf(ns, name string, n int64) *corev1.ConfigMap {
 	var cm corev1.ConfigMap
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("persona-%s.r%d", name, n)}, &cm)).To(Succeed())
@@ -155,13 +166,7 @@ var _ = Describe("Revisions", func() {
 		Eventually(snapshotNames(ns, "p")).Should(Equal([]string{"persona-p.r1"}))
 		live := configMap(ns, "p")
 		Expect(k8s.Delete(ctx, snapshotOf(ns, "p", 1))).To(Succeed())
-		Eventually(func() map[string]string {
-			var cm corev1.ConfigMap
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "persona-p.r1"}, &cm); err != nil {
-				return nil
-			}
-			return cm.Data
-		}, 5*time.Second).Should(Equal(live.Data))
+		Eventually(snapshotData(ns, "p", 1), 5*time.Second).Should(Equal(live.Data))
 		Expect(resourceVersion(ns, "p")).To(Equal(live.ResourceVersion))
 	})
 
