@@ -8,9 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
@@ -97,6 +99,24 @@ func setupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 	return indexer.IndexField(ctx, &v1alpha1.PromptLayer{}, referenceIndex, indexLayerReferences)
+}
+
+// personaConfigMapIndex indexes the operator's ConfigMaps (the live one
+// and the snapshots) by the Persona their label names, so that a
+// delivery finds its Persona's snapshots without scanning every ConfigMap
+// of the namespace.
+const personaConfigMapIndex = "persona"
+
+func indexConfigMapPersona(obj client.Object) []string {
+	if name, ok := obj.GetLabels()[delivery.PersonaLabel]; ok {
+		return []string{name}
+	}
+	return nil
+}
+
+// setupOwnIndexes registers the index of the cache of the operator's ConfigMaps.
+func setupOwnIndexes(ctx context.Context, own cache.Cache) error {
+	return own.IndexField(ctx, configMapMetadata(), personaConfigMapIndex, indexConfigMapPersona)
 }
 
 // listNames lists the names of the objects of list's kind in namespace

@@ -58,6 +58,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 	if err != nil {
 		return Caches{}, fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
 	}
+	if err := setupOwnIndexes(ctx, own); err != nil {
+		return Caches{}, fmt.Errorf("index the operator's ConfigMaps: %w", err)
+	}
 	// With unlabelled sources read, every ConfigMap may be one: all are watched.
 	var sourceSelector labels.Selector = templateSourceSelector
 	if opts.ReadUnlabelledSources {
