@@ -101,22 +101,9 @@ func setupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	return indexer.IndexField(ctx, &v1alpha1.PromptLayer{}, referenceIndex, indexLayerReferences)
 }
 
-// personaConfigMapIndex indexes the operator's ConfigMaps (the live one
-// and the snapshots) by the Persona their label names, so that a
-// delivery finds its Persona's snapshots without scanning every ConfigMap
-// of the namespace.
-const personaConfigMapIndex = "persona"
-
-func indexConfigMapPersona(obj client.Object) []string {
-	if name, ok := obj.GetLabels()[delivery.PersonaLabel]; ok {
-		return []string{name}
-	}
-	return nil
-}
-
 // setupOwnIndexes registers the index of the cache of the operator's ConfigMaps.
 func setupOwnIndexes(ctx context.Context, own cache.Cache) error {
-	return own.IndexField(ctx, configMapMetadata(), personaConfigMapIndex, indexConfigMapPersona)
+	return own.IndexField(ctx, configMapMetadata(), delivery.PersonaIndex, delivery.IndexByPersona)
 }
 
 // listNames lists the names of the objects of list's kind in namespace

@@ -49,7 +49,7 @@ func newSteps(t *testing.T, objs ...client.Object) *steps {
 		WithIndex(&v1alpha1.Persona{}, referenceIndex, indexPersonaReferences).
 		WithIndex(&v1alpha1.PromptLayer{}, referenceIndex, indexLayerReferences).
 		WithIndex(&v1alpha1.Persona{}, "metadata.name", indexName). // the API server's own field selector
-		WithIndex(&corev1.ConfigMap{}, personaConfigMapIndex, indexConfigMapPersona).
+		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).
 		Build()
 	w := &countingWriter{c: c}
 	rec := events.NewFakeRecorder(16)

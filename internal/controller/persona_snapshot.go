@@ -35,7 +35,7 @@ type snapshotRef struct {
 func (r *PersonaReconciler) snapshots(ctx context.Context, p *v1alpha1.Persona) ([]snapshotRef, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-	if err := r.configMapMetadata.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingFields{personaConfigMapIndex: p.Name}); err != nil {
+	if err := r.configMapMetadata.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingFields{delivery.PersonaIndex: p.Name}); err != nil {
 		return nil, fmt.Errorf("list the snapshots of persona %s: %w", p.Name, err)
 	}
 	var out []snapshotRef

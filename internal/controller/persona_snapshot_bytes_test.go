@@ -60,7 +60,7 @@ func stalePersonas(t testing.TB, n, limit int, objs ...client.Object) (*PersonaR
 	c := fake.NewClientBuilder().WithScheme(stepsScheme).WithObjects(all...).WithStatusSubresource(&v1alpha1.Persona{}).
 		WithIndex(&v1alpha1.Persona{}, "metadata.name", indexName).Build()
 	cached := &staleCache{Reader: fake.NewClientBuilder().WithScheme(stepsScheme).WithObjects(objs...).
-		WithIndex(&corev1.ConfigMap{}, personaConfigMapIndex, indexConfigMapPersona).Build()}
+		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).Build()}
 	w := &countingWriter{c: c}
 	r := newPersonaReconciler(c, stepsScheme, events.NewFakeRecorder(100), c, cached, newSourceReader(c, c, false), w,
 		personaOptions{SnapshotBytesPerNamespace: limit})

@@ -141,7 +141,7 @@ func (i *Injector) persona(ctx context.Context, namespace, name string) (*inject
 	}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-	if err := i.ConfigMaps.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{delivery.PersonaLabel: name}); err != nil {
+	if err := i.ConfigMaps.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{delivery.PersonaIndex: name}); err != nil {
 		// Without the snapshots the current revision is not known to be
 		// there: the live ConfigMap.
 		facts.CurrentRevision = 0

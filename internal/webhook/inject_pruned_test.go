@@ -37,7 +37,8 @@ func TestInjectionSkipsASnapshotPrunedSinceTheCacheSawIt(t *testing.T) {
 			Labels:          delivery.SnapshotLabels("reviewer", n),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "prompts.persona-operator.dev/v1alpha1", Kind: "Persona", Name: "reviewer", UID: "u1", Controller: new(true)}}}}
 	}
-	cached := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p, snapshot(1), snapshot(2)).Build()
+	cached := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p, snapshot(1), snapshot(2)).
+		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).Build()
 	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(snapshot(2)).Build()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "team",
 		Labels:      map[string]string{delivery.PersonaLabel: "reviewer"},
