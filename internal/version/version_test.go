@@ -15,3 +15,17 @@ func TestStringPrefersTheBuildsVersion(t *testing.T) {
 		t.Errorf("String() = %q with no version set", got)
 	}
 }
+
+// Only a release's version is reported: the pseudo-version Go stamps on a
+// build in a git checkout names none.
+func TestReleased(t *testing.T) {
+	for v, want := range map[string]bool{
+		"v0.1.0": true, "v1.2.3-rc.1": true,
+		"": false, "(devel)": false, "v0.0.0-20261201170759-422c6b6ba5f1": false,
+		"v0.1.1-0.20261201170759-422c6b6ba5f1": false, "v0.1.0+dirty": false,
+	} {
+		if got := released(v); got != want {
+			t.Errorf("released(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
