@@ -54,7 +54,7 @@ func (r *PersonaReconciler) readConfigMap(ctx context.Context, key client.Object
 	if len(cm.BinaryData) == 0 {
 		hash = render.ContentHash(cm.Data)
 	}
-	r.writes.read(key, cm.ResourceVersion, hash)
+	r.writes.read(key, cm.ResourceVersion, hash, cm.Data)
 	return &cm, hash, nil
 }
 

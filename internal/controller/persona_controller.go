@@ -259,7 +259,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		// priority, after the ConfigMaps of every dependent; the delay lets
 		// the cache see this write first.
 		deferStatus = true
-		r.deferred.put(req.NamespacedName, attempt.inputs, attempt.render, *attempt.revision)
+		r.deferred.put(req.NamespacedName, attempt.inputs, attempt.render, *attempt.revision, attempt.written, attempt.guardrails)
 		return ctrl.Result{RequeueAfter: statusDelay, Priority: new(statusPriority)}, nil
 	}
 	if retryAfter, err = r.keepSnapshot(ctx, &p, attempt, retryAfter); err != nil {

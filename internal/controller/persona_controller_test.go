@@ -45,8 +45,8 @@ func TestForgetDropsThePersonaFromEachStore(t *testing.T) {
 	ref := objectRef{Kind: "PromptLayer", Namespace: "team", Name: "later"}
 	for _, p := range []types.NamespacedName{gone, kept} {
 		cm := client.ObjectKey{Namespace: p.Namespace, Name: "persona-" + p.Name}
-		r.writes.read(cm, "7", "hash")
-		r.deferred.put(p, inputs{1}, status.Render{Hash: "hash"}, v1alpha1.RevisionHistoryEntry{})
+		r.writes.read(cm, "7", "hash", nil)
+		r.deferred.put(p, inputs{1}, status.Render{Hash: "hash"}, v1alpha1.RevisionHistoryEntry{}, nil, "")
 		r.waiting.set(p, []objectRef{ref})
 		r.overruns.add(p, 1, &render.Bundle{})
 	}

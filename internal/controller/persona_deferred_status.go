@@ -15,17 +15,29 @@ import (
 // to say and the inputs of the render. The pass resolves again; when it
 // reads the same inputs and the ConfigMap still holds the render, it
 // reports the render without rendering it a second time. Entries live
-// from the delivery until the Persona's next reconcile, so they hold no
-// rendered text.
+// from the delivery until the Persona's next reconcile. They also hold the
+// data written, for the pass to write the revision's snapshot without
+// reading the ConfigMap back, while all of them together hold at most
+// deferredDataBytes; past that, the pass reads it.
 type deferredStatuses struct {
 	mu        sync.Mutex
 	byPersona map[types.NamespacedName]deferredStatus
+	dataBytes int
 }
+
+// deferredDataBytes bounds the data the deferred statuses of a fan-out hold
+// at once: a fan-out of 50,000 Personas holds the first 32 MiB of what it
+// wrote, and its status passes read the rest back.
+const deferredDataBytes = 32 << 20
 
 type deferredStatus struct {
 	inputs   inputs
 	render   status.Render
 	revision v1alpha1.RevisionHistoryEntry
+	// written is the data the delivery wrote (nil past deferredDataBytes),
+	// rendered with guardrails.
+	written    map[string]string
+	guardrails string
 }
 
 func newDeferredStatuses() *deferredStatuses {
@@ -33,23 +45,35 @@ func newDeferredStatuses() *deferredStatuses {
 }
 
 // put records the render delivered for persona, read from in, whose status
-// is deferred; its section names are shared with the statuses that have them.
-func (d *deferredStatuses) put(persona types.NamespacedName, in inputs, r status.Render, rev v1alpha1.RevisionHistoryEntry) {
+// is deferred, and the data written with the guardrails it was rendered
+// with; its section names are shared with the statuses that have them.
+func (d *deferredStatuses) put(persona types.NamespacedName, in inputs, r status.Render, rev v1alpha1.RevisionHistoryEntry, written map[string]string, guardrails string) {
 	r.Sections = slices.Clone(r.Sections)
 	for i := range r.Sections {
 		r.Sections[i].Name, r.Sections[i].Origin = intern(r.Sections[i].Name), intern(r.Sections[i].Origin)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.byPersona[persona] = deferredStatus{inputs: in, render: r, revision: rev}
+	d.dropLocked(persona)
+	s := deferredStatus{inputs: in, render: r, revision: rev}
+	if size := dataSize(written); d.dataBytes+size <= deferredDataBytes {
+		s.written, s.guardrails = written, guardrails
+		d.dataBytes += size
+	}
+	d.byPersona[persona] = s
 }
 
 // take returns and forgets what was recorded for persona.
 func (d *deferredStatuses) take(persona types.NamespacedName) (deferredStatus, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.dropLocked(persona)
+}
+
+func (d *deferredStatuses) dropLocked(persona types.NamespacedName) (deferredStatus, bool) {
 	s, ok := d.byPersona[persona]
 	delete(d.byPersona, persona)
+	d.dataBytes -= dataSize(s.written)
 	return s, ok
 }
 

@@ -104,7 +104,7 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, at
 // way, it fails, for the Persona to be reconciled again.
 func (r *PersonaReconciler) write(ctx context.Context, key client.ObjectKey, hash string,
 	do func(context.Context, *corev1.ConfigMap) (string, error), cm *corev1.ConfigMap) error {
-	r.writes.writing(key, hash)
+	r.writes.writing(key, hash, cm.Data)
 	version, err := do(ctx, cm)
 	if err != nil {
 		r.writes.forget(key)

@@ -24,17 +24,20 @@ type ownWrites struct {
 	known map[client.ObjectKey]knownData
 }
 
-// knownData is what a ConfigMap holds at resourceVersion; while a write is
-// under way, also what that write carries.
+// knownData is what a ConfigMap holds at resourceVersion: its content hash
+// and the inputs its revision.json names (nil when not known); while a
+// write is under way, also what that write carries.
 type knownData struct {
 	resourceVersion, hash string
+	record                *recordedInputs
 	writing               *pendingWrite
 }
 
 // pendingWrite is a write whose answer has not come back yet: its own watch
 // event may come first, and is told by the content hash it carries.
 type pendingWrite struct {
-	hash string
+	hash   string
+	record *recordedInputs
 	// seen are the versions of the events taken for this write.
 	seen []string
 }
@@ -43,14 +46,15 @@ func newOwnWrites() *ownWrites {
 	return &ownWrites{known: map[client.ObjectKey]knownData{}}
 }
 
-// writing notes that a write of the content hash hash into the ConfigMap
-// key is about to be sent. It is called before the write, so that the
-// write's event cannot arrive unrecognized.
-func (w *ownWrites) writing(key client.ObjectKey, hash string) {
+// writing notes that a write of data, of content hash hash, into the
+// ConfigMap key is about to be sent. It is called before the write, so that
+// the write's event cannot arrive unrecognized.
+func (w *ownWrites) writing(key client.ObjectKey, hash string, data map[string]string) {
+	record := recordedInputsOf(data)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k := w.known[key]
-	k.writing = &pendingWrite{hash: hash}
+	k.writing = &pendingWrite{hash: hash, record: record}
 	w.known[key] = k
 }
 
@@ -68,17 +72,18 @@ func (w *ownWrites) wrote(key client.ObjectKey, resourceVersion string) (overwri
 		return false
 	}
 	overwritten = slices.ContainsFunc(p.seen, func(rv string) bool { return rv != resourceVersion })
-	w.known[key] = knownData{resourceVersion: resourceVersion, hash: p.hash}
+	w.known[key] = knownData{resourceVersion: resourceVersion, hash: p.hash, record: p.record}
 	return overwritten
 }
 
 // read records that the ConfigMap key, read from the API server, holds
-// hash at resourceVersion.
-func (w *ownWrites) read(key client.ObjectKey, resourceVersion, hash string) {
+// data of content hash hash at resourceVersion.
+func (w *ownWrites) read(key client.ObjectKey, resourceVersion, hash string, data map[string]string) {
+	record := recordedInputsOf(data)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k := w.known[key]
-	k.resourceVersion, k.hash = resourceVersion, hash
+	k.resourceVersion, k.hash, k.record = resourceVersion, hash, record
 	w.known[key] = k
 }
 
@@ -92,6 +97,18 @@ func (w *ownWrites) hashAt(key client.ObjectKey, resourceVersion string) (string
 		return "", false
 	}
 	return k.hash, true
+}
+
+// recordAt is what the revision.json of the ConfigMap key names at
+// resourceVersion, if it is known.
+func (w *ownWrites) recordAt(key client.ObjectKey, resourceVersion string) (*recordedInputs, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k, ok := w.known[key]
+	if !ok || k.record == nil || k.resourceVersion == "" || k.resourceVersion != resourceVersion {
+		return nil, false
+	}
+	return k.record, true
 }
 
 // forget drops what is known of the ConfigMap key, once its Persona is gone.

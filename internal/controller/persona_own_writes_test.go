@@ -31,7 +31,7 @@ func TestOwnWrites(t *testing.T) {
 	}
 
 	// A write whose event comes before its answer.
-	w.writing(key, "sha256:a")
+	w.writing(key, "sha256:a", nil)
 	if !w.holds(event("2", "sha256:a", true)) {
 		t.Error("the event of the write under way is not recognized")
 	}
@@ -63,14 +63,14 @@ func TestOwnWrites(t *testing.T) {
 
 	// Someone else's write with the same annotation lands between the
 	// controller's write and its answer.
-	w.writing(key, "sha256:c")
+	w.writing(key, "sha256:c", nil)
 	w.holds(event("5", "sha256:c", true))
 	w.holds(event("6", "sha256:c", true))
 	if !w.wrote(key, "5") {
 		t.Error("a write answered with version 5, whose ConfigMap was also seen at version 6, was not reported overwritten")
 	}
 
-	w.read(key, "6", "sha256:d")
+	w.read(key, "6", "sha256:d", nil)
 	if hash, ok := w.hashAt(key, "6"); !ok || hash != "sha256:d" {
 		t.Errorf("hash at the version read: %q, %v; want sha256:d", hash, ok)
 	}
@@ -78,7 +78,7 @@ func TestOwnWrites(t *testing.T) {
 		t.Error("the event of the version read is not recognized")
 	}
 
-	w.writing(key, "sha256:e")
+	w.writing(key, "sha256:e", nil)
 	w.forget(key) // the write failed
 	if _, ok := w.hashAt(key, "6"); ok {
 		t.Error("a failed write leaves what the ConfigMap holds known")
@@ -87,7 +87,7 @@ func TestOwnWrites(t *testing.T) {
 		t.Error("a failed write's hash is still taken for the controller's own")
 	}
 
-	w.read(key, "8", "sha256:f")
+	w.read(key, "8", "sha256:f", nil)
 	w.forget(key)
 	if _, ok := w.hashAt(key, "8"); ok || w.holds(event("8", "sha256:f", true)) {
 		t.Error("known after forget")

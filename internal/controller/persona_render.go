@@ -33,7 +33,8 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 	}
 	if isDeferred && deferred.inputs == in && r.configMapHolds(ctx, p, deferred.render.Hash) {
 		r.overruns.reset(key)
-		return outcome{reason: v1alpha1.RenderedReason, render: deferred.render, inputs: in, read: read, delivered: true, revision: &deferred.revision}, nil
+		return outcome{reason: v1alpha1.RenderedReason, render: deferred.render, inputs: in, read: read, delivered: true,
+			revision: &deferred.revision, written: deferred.written, guardrails: deferred.guardrails}, nil
 	}
 	defer func() { renderDuration.Observe(time.Since(start).Seconds()) }()
 	out, err := render.Default().ConfigMap(res.Bundle)

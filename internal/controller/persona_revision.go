@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
@@ -134,31 +135,47 @@ func (r *PersonaReconciler) cause(ctx context.Context, p *v1alpha1.Persona, read
 	if current == nil {
 		return self, nil
 	}
-	var previous *delivery.Record
-	if controls(p, current) {
-		data, err := r.configMapData(ctx, current)
-		if err != nil {
-			return v1alpha1.RevisionInput{}, err
-		}
-		previous, _ = decodeRecord(data[render.RevisionKey])
-	}
-	if previous == nil {
+	if !controls(p, current) {
 		return operator, nil
 	}
-	if !slices.Contains(previous.Inputs, self) {
+	previous, err := r.recordOf(ctx, current)
+	if err != nil {
+		return v1alpha1.RevisionInput{}, err
+	}
+	if !previous.readable {
+		return operator, nil
+	}
+	before := previous.values()
+	if !slices.Contains(before, self) {
 		return self, nil
 	}
 	for _, in := range read {
-		if !slices.Contains(previous.Inputs, in) {
+		if !slices.Contains(before, in) {
 			return in, nil
 		}
 	}
-	for _, in := range previous.Inputs {
+	for _, in := range before {
 		if !slices.Contains(read, in) {
 			return in, nil
 		}
 	}
 	return operator, nil
+}
+
+// recordOf is what the revision.json of the ConfigMap current names: as
+// known at its version when the controller wrote or read it there, else
+// read from its data.
+func (r *PersonaReconciler) recordOf(ctx context.Context, current *corev1.ConfigMap) (*recordedInputs, error) {
+	if current.Data == nil {
+		if known, ok := r.writes.recordAt(client.ObjectKeyFromObject(current), current.ResourceVersion); ok {
+			return known, nil
+		}
+	}
+	data, err := r.configMapData(ctx, current)
+	if err != nil {
+		return nil, err
+	}
+	return recordedInputsOf(data), nil
 }
 
 // historyEntry is revision n's entry in history.
