@@ -115,6 +115,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 		if err := setupRestarts(ctx, mgr, recorder, *opts.Restarts, personas.halts); err != nil {
 			return Caches{}, fmt.Errorf("set up the workload restarts: %w", err)
 		}
+		misplaced, err := newMisplacedRestartLabels(mgr, opts.WatchNamespaces, recorder)
+		if err != nil {
+			return Caches{}, err
+		}
+		if err := mgr.Add(misplaced); err != nil {
+			return Caches{}, fmt.Errorf("add the misplaced restart labels' check: %w", err)
+		}
 	} else if err := mgr.Add(restartsOff{client: mgr.GetClient(), reader: mgr.GetAPIReader()}); err != nil {
 		return Caches{}, fmt.Errorf("add the restarts check: %w", err)
 	}

@@ -108,6 +108,12 @@ func (r *workloadRestarter) Reconcile(ctx context.Context, w waves.Workload) (re
 	case apierrors.IsNotFound(err):
 		r.waves.Forget(w)
 		r.warned.Delete(w)
+		// It may have been what held its namespace's Personas halted.
+		for key := range r.halted {
+			if key.Namespace == w.Namespace {
+				r.clearHalt(key)
+			}
+		}
 	case err != nil:
 		return reconcile.Result{}, err
 	default:
@@ -190,7 +196,7 @@ func (r *workloadRestarter) observe(ctx context.Context, w waves.Workload, obj c
 	if applied != desired {
 		r.waves.Add(restart)
 	}
-	r.clearHalt(ctx, &p, w.Namespace)
+	r.clearHalt(client.ObjectKeyFromObject(&p))
 	return after, nil
 }
 
@@ -308,15 +314,24 @@ func (r *workloadRestarter) fail(ctx context.Context, w waves.Workload, why stri
 	}
 }
 
-// clearHalt sets RolloutHalted False on p once the halt it shows is over.
-func (r *workloadRestarter) clearHalt(ctx context.Context, p *v1alpha1.Persona, namespace string) {
-	key := client.ObjectKeyFromObject(p)
+// clearHalt sets RolloutHalted False on p once the halt it shows is over:
+// the cause's next revision resumed it, or no restart of p's workloads is
+// halted any more, their next revision having come from another cause (or
+// the halted workloads being gone).
+func (r *workloadRestarter) clearHalt(key types.NamespacedName) {
 	cause, ok := r.halted[key]
-	if !ok || r.waves.Halted(namespace, cause) {
+	if !ok {
 		return
 	}
+	message := "a new revision of the cause resumed the halted restarts"
+	if r.waves.Halted(key.Namespace, cause) {
+		if r.waves.PersonaHalted(key.Namespace, key.Name) {
+			return
+		}
+		message = "no restart of this Persona's workloads is halted any more: their next revision has another cause, or the workloads are gone"
+	}
 	delete(r.halted, key)
-	r.halts.set(key, metav1.ConditionFalse, v1alpha1.RolloutsResumedReason, "a new revision of the cause resumed the halted restarts")
+	r.halts.set(key, metav1.ConditionFalse, v1alpha1.RolloutsResumedReason, message)
 }
 
 // warn tells a Warning about obj once, until it is different.

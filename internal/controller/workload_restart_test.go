@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -74,6 +75,30 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 		Expect(getPersona(ns, "agent").Status.CurrentRevision).To(Equal(int64(2)))
 	})
 
+	It("tells a restart label on another kind once, and not on an object a controller made", func() {
+		ns := newNamespace()
+		restart := map[string]string{v1alpha1.RestartOnChangeLabel: "true"}
+		pod := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "agent", Image: "agent:1"}}}
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly", Labels: restart},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: pod}}}
+		Expect(k8s.Create(ctx, job)).To(Succeed())
+		bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bare", Labels: restart}, Spec: pod}
+		Expect(k8s.Create(ctx, bare)).To(Succeed())
+		// A Deployment's ReplicaSet has its template's labels: the Deployment is what opts in.
+		owned := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "made-by-a-deployment", Labels: map[string]string{v1alpha1.RestartOnChangeLabel: "true", "app": "x"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "agent", UID: "uid-of-a-deployment", Controller: ptr.To(true)}}},
+			Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}},
+					Spec: corev1.PodSpec{Containers: pod.Containers}}}}
+		Expect(k8s.Create(ctx, owned)).To(Succeed())
+
+		Eventually(func() string { return eventNote("nightly", "RestartLabelIgnored") }).Should(
+			ContainSubstring("Job nightly is not restarted on change: the label " + v1alpha1.RestartOnChangeLabel + " works on Deployments, StatefulSets and DaemonSets only"))
+		Eventually(func() string { return eventNote("bare", "RestartLabelIgnored") }).Should(ContainSubstring("Pod bare is not restarted on change"))
+		Consistently(func() string { return eventNote("made-by-a-deployment", "RestartLabelIgnored") }, 2*time.Second).Should(BeEmpty())
+		Expect(eventCount(ns, "nightly", "RestartLabelIgnored")).To(Equal(int32(1)))
+	})
+
 	It("never has more than the limit rolling out, and restarts all 20", func() {
 		ns := newNamespace()
 		apply(ns, layerManifest("shared", "app", "append", "One"))
@@ -130,6 +155,37 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 		rev3 := waitForNewRevision(a, "agent")
 		Eventually(appliedFunc(a, "second"), 20*time.Second).Should(Equal(fmt.Sprint(rev3)))
 		Eventually(func() string { return haltedCondition(a, "agent") }, 20*time.Second).Should(Equal("False"))
+	})
+
+	It("lifts RolloutHalted when the Persona's next revision has another cause, or the halted workload is deleted", func() {
+		guardrail := nextGuardrailName()
+		ns := labelledNamespace("guardrails", guardrail)
+		g := newNamedGuardrail(guardrail, v1alpha1.ClusterLayerLast, "Rule one")
+		halt := func(persona string) {
+			Eventually(func() int64 { return getPersona(ns, persona).Status.CurrentRevision }).ShouldNot(BeZero())
+			createWorkload(ns, persona+"-workload", persona)
+			Eventually(appliedFunc(ns, persona+"-workload")).ShouldNot(BeEmpty())
+			Eventually(func() bool { d := deployment(ns, persona+"-workload"); return d.Status.ObservedGeneration == d.Generation }).Should(BeTrue())
+			rollouts.breakOne(ns, persona+"-workload")
+		}
+		apply(ns, barePersona("edited", "Edited"))
+		apply(ns, barePersona("deleted", "Deleted"))
+		halt("edited")
+		halt("deleted")
+		updateGuardrail(g, func(l *v1alpha1.ClusterPromptLayer) { l.Spec.Template = "Rule two" })
+		for _, persona := range []string{"edited", "deleted"} {
+			Eventually(func() string { return haltedCondition(ns, persona) }, 20*time.Second).Should(Equal("True"))
+		}
+
+		By("the Persona's own edit makes the next revision: no restart of its workloads is halted any more")
+		rollouts.repair(ns, "edited-workload")
+		apply(ns, barePersona("edited", "Edited again"))
+		Eventually(func() string { return haltedCondition(ns, "edited") }, 20*time.Second).Should(Equal("False"))
+		Expect(haltedMessage(ns, "edited")).To(ContainSubstring("another cause"))
+
+		By("the halted workload is deleted")
+		Expect(k8s.Delete(ctx, deployment(ns, "deleted-workload"))).To(Succeed())
+		Eventually(func() string { return haltedCondition(ns, "deleted") }, 20*time.Second).Should(Equal("False"))
 	})
 
 	It("lets a guardrail's restart overtake a queue of layer-edit restarts", func() {
@@ -439,6 +495,14 @@ func waitForNewRevision(ns, name string) int64 {
 	return now
 }
 
+func haltedMessage(ns, name string) string {
+	c := meta.FindStatusCondition(getPersona(ns, name).Status.Conditions, v1alpha1.RolloutHaltedCondition)
+	if c == nil {
+		return ""
+	}
+	return c.Message
+}
+
 func haltedCondition(ns, name string) string {
 	c := meta.FindStatusCondition(getPersona(ns, name).Status.Conditions, v1alpha1.RolloutHaltedCondition)
 	if c == nil {
@@ -574,4 +638,21 @@ func (f *fakeDeployments) peak(ns string) int {
 func (f *fakeDeployments) stop() {
 	close(f.done)
 	f.wg.Wait()
+}
+
+// eventCount is how many times Events of reason on name in ns were told,
+// their series counted.
+func eventCount(ns, name, reason string) int32 {
+	var list corev1.EventList
+	Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var n int32
+	for _, e := range list.Items {
+		if e.Reason == reason && e.InvolvedObject.Name == name {
+			n += max(e.Count, 1)
+			if e.Series != nil {
+				n += e.Series.Count - 1
+			}
+		}
+	}
+	return n
 }

@@ -1,6 +1,7 @@
 // Package waves paces the restarts of workloads onto a Persona's new
 // revision (delivery.md#restarts-on-change): at most a limit rolling out at
-// once, shared round-robin between namespaces, pins and guardrail changes
+// once, shared round-robin between namespaces, each held to its share of
+// the limit while others wait, pins and guardrail changes
 // first, and a failed rollout halting only its own namespace's restarts of
 // the same cause. It holds no client: the controller tells it what it sees
 // and does what it admits.
@@ -161,18 +162,69 @@ func (s *Scheduler) Admit(now time.Time) []Restart {
 }
 
 // take removes and returns the next admissible restart, going round the
-// namespaces from the cursor, priority first in each.
+// namespaces from the cursor, priority first in each. While several
+// namespaces have restarts waiting, one that already rolls out its share
+// of the limit (the limit divided by those namespaces, at least 1) is
+// passed over, so that a namespace whose rollouts take long, or never
+// complete until --restart-deadline, cannot come to hold every slot; a
+// slot no namespace under its share can take goes round as before.
 func (s *Scheduler) take() (Restart, bool) {
-	for i := range len(s.namespaces) {
-		at := (s.next + i) % len(s.namespaces)
-		ns := s.namespaces[at]
-		for class := range 2 {
-			if r, ok := s.takeFrom(ns, at, class); ok {
-				return r, true
+	share := 0
+	if n := s.namespacesWaiting(); n > 1 {
+		share = max(1, s.limit/n)
+	}
+	for _, fair := range []bool{true, false} {
+		if !fair && share == 0 {
+			break // the first round went round every namespace already
+		}
+		for i := range len(s.namespaces) {
+			at := (s.next + i) % len(s.namespaces)
+			ns := s.namespaces[at]
+			if fair && share > 0 && s.rollingIn(ns) >= share {
+				continue
+			}
+			for class := range 2 {
+				if r, ok := s.takeFrom(ns, at, class); ok {
+					return r, true
+				}
 			}
 		}
 	}
 	return Restart{}, false
+}
+
+// namespacesWaiting counts the namespaces with an admissible restart waiting.
+func (s *Scheduler) namespacesWaiting() int {
+	n := 0
+	for _, ns := range s.namespaces {
+		if slices.ContainsFunc(s.queues[ns][:], func(q []Workload) bool { return slices.ContainsFunc(q, s.admissible) }) {
+			n++
+		}
+	}
+	return n
+}
+
+// rollingIn counts the workloads of ns rolling out.
+func (s *Scheduler) rollingIn(ns string) int {
+	n := 0
+	for w := range s.rolling {
+		if w.Namespace == ns {
+			n++
+		}
+	}
+	return n
+}
+
+// admissible reports whether w's waiting restart may be admitted: w is not
+// rolling out onto an older revision, which finishes first, and its cause
+// is not halted in its namespace.
+func (s *Scheduler) admissible(w Workload) bool {
+	if _, busy := s.rolling[w]; busy {
+		return false
+	}
+	r := s.waiting[w]
+	v, halted := s.halts[haltOf(r)]
+	return !halted || newer(r.Cause.Version, v)
 }
 
 // takeFrom removes and returns the first admissible restart of class in
@@ -180,13 +232,10 @@ func (s *Scheduler) take() (Restart, bool) {
 func (s *Scheduler) takeFrom(ns string, at, class int) (Restart, bool) {
 	q := &s.queues[ns][class]
 	for j, w := range *q {
-		if _, busy := s.rolling[w]; busy {
-			continue // onto an older revision: it finishes first
-		}
-		r := s.waiting[w]
-		if v, halted := s.halts[haltOf(r)]; halted && !newer(r.Cause.Version, v) {
+		if !s.admissible(w) {
 			continue
 		}
+		r := s.waiting[w]
 		*q = slices.Delete(*q, j, j+1)
 		delete(s.waiting, w)
 		s.dropEmpty(ns)
@@ -264,6 +313,26 @@ func (s *Scheduler) Halted(namespace string, cause Cause) bool {
 	defer s.mu.Unlock()
 	v, ok := s.halts[halt{namespace: namespace, cause: cause.Object()}]
 	return ok && !newer(cause.Version, v)
+}
+
+// PersonaHalted reports whether a restart of persona's workloads in
+// namespace is halted: a failed rollout, or a waiting restart a halt holds.
+func (s *Scheduler) PersonaHalted(namespace, persona string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w, r := range s.failed {
+		if w.Namespace == namespace && r.Persona == persona {
+			return true
+		}
+	}
+	for w, r := range s.waiting {
+		if w.Namespace == namespace && r.Persona == persona {
+			if v, ok := s.halts[haltOf(r)]; ok && !newer(r.Cause.Version, v) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Forget drops every record of w: it is gone, or no longer opted in.

@@ -223,3 +223,59 @@ func TestForget(t *testing.T) {
 		t.Fatalf("counts %+v after forgetting both", c)
 	}
 }
+
+// A namespace whose rollouts never complete, each of a cause of its own so
+// that no halt stops the next, is held to its share of the limit while
+// another namespace waits: round-robin alone would hand it every slot the
+// other's quick rollouts free, until it held them all. Once nothing else
+// waits it takes the free slots again.
+func TestANamespaceIsHeldToItsShareWhileOthersWait(t *testing.T) {
+	s := New(4)
+	for i := range 10 {
+		s.Add(restart("slow", fmt.Sprintf("w%d", i), 2, Cause{Kind: "Persona", Namespace: "slow", Name: fmt.Sprintf("p%d", i), Version: "1"}))
+		s.Add(restart("quick", fmt.Sprintf("w%d", i), 2, edit))
+	}
+	rollingIn := func(ns string) (n int, ws []Workload) {
+		for w := range s.rolling {
+			if w.Namespace == ns {
+				n++
+				ws = append(ws, w)
+			}
+		}
+		return n, ws
+	}
+	s.Admit(now)
+	for round := range 4 {
+		_, quick := rollingIn("quick")
+		for _, w := range quick {
+			s.Finish(w)
+		}
+		s.Admit(now)
+		slow, _ := rollingIn("slow")
+		if n, _ := rollingIn("quick"); slow != 2 || n != 2 {
+			t.Fatalf("round %d: slow rolls out %d and quick %d, want 2 and 2 (half the limit each)", round, slow, n)
+		}
+	}
+	for _, w := range s.waitingIn("quick") {
+		s.Forget(w)
+	}
+	_, quick := rollingIn("quick")
+	for _, w := range quick {
+		s.Finish(w)
+	}
+	s.Admit(now)
+	if slow, _ := rollingIn("slow"); slow != 4 {
+		t.Fatalf("with nothing else waiting slow rolls out %d, want the limit, 4", slow)
+	}
+}
+
+// waitingIn are the workloads of ns waiting.
+func (s *Scheduler) waitingIn(ns string) []Workload {
+	var out []Workload
+	for w := range s.waiting {
+		if w.Namespace == ns {
+			out = append(out, w)
+		}
+	}
+	return out
+}

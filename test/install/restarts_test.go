@@ -50,8 +50,14 @@ func TestChartRestartWorkloads(t *testing.T) {
 			want[`"apps" `+res+": "+verb] = true
 		}
 	}
+	// The kinds a restart label is told on (RestartLabelIgnored), read only.
+	for _, res := range []string{`"apps" replicasets`, `"batch" jobs`, `"batch" cronjobs`} {
+		for _, verb := range []string{"list", "watch"} {
+			want[res+": "+verb] = true
+		}
+	}
 	if d := append(setDiff(rights, want), setDiff(want, rights)...); len(d) > 0 {
-		t.Errorf("the restarts' role differs from get, list, watch and patch on the three kinds:\n  %s", strings.Join(d, "\n  "))
+		t.Errorf("the restarts' role differs from get, list, watch and patch on the three kinds and list and watch on the misplaced ones:\n  %s", strings.Join(d, "\n  "))
 	}
 	binding := on.get(t, "ClusterRoleBinding", "", "persona-operator-restart-workloads-rolebinding")
 	if s := subjects(binding); len(s) != 1 || !s["ServiceAccount "+ns+"/"+deploymentName] {
