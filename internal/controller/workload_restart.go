@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -69,8 +68,9 @@ type workloadRestarter struct {
 	// primed: the first reconcile has seen every opted-in workload, so
 	// rollouts a previous leader started count before anything is admitted.
 	primed bool
-	// warned is the last Warning told about each workload, so it is told once.
-	warned sync.Map
+	// warned is the last Warning told about each workload, so it is told
+	// once; writeFailed the last failed write of a restart, until one succeeds.
+	warned, writeFailed sync.Map
 	// halted are the Personas showing RolloutHalted, by the halt's namespace and cause.
 	halted map[types.NamespacedName]waves.Cause
 	// halts has the Persona controller write their RolloutHalted.
@@ -108,6 +108,7 @@ func (r *workloadRestarter) Reconcile(ctx context.Context, w waves.Workload) (re
 	case apierrors.IsNotFound(err):
 		r.waves.Forget(w)
 		r.warned.Delete(w)
+		r.writeFailed.Delete(w)
 		// It may have been what held its namespace's Personas halted.
 		for key := range r.halted {
 			if key.Namespace == w.Namespace {
@@ -121,8 +122,8 @@ func (r *workloadRestarter) Reconcile(ctx context.Context, w waves.Workload) (re
 			return reconcile.Result{}, err
 		}
 	}
-	if err := r.admit(ctx, now); err != nil {
-		return reconcile.Result{}, err
+	if r.admit(ctx, now) && (after == 0 || after > restartRetry) {
+		after = restartRetry
 	}
 	restartCounts.set(r.waves.Counts())
 	return reconcile.Result{RequeueAfter: after}, nil
@@ -236,18 +237,34 @@ func namespaced(kind string) bool {
 	return true
 }
 
-// admit starts the restarts the limit allows.
-func (r *workloadRestarter) admit(ctx context.Context, now time.Time) error {
-	var errs []error
+// restartRetry is how soon the restarts are admitted again after a write
+// of one failed.
+const restartRetry = 30 * time.Second
+
+// admit starts the restarts the limit allows, and reports whether the write
+// of one failed. That one goes back to wait, behind its namespace's others,
+// with a Warning Event RestartFailed on its workload, once per error. It is
+// no error of this reconcile, which may be another workload's: one
+// workload whose write always fails must not back off the others' checks.
+func (r *workloadRestarter) admit(ctx context.Context, now time.Time) (failed bool) {
 	for _, rs := range r.waves.Admit(now) {
 		if err := r.apply(ctx, rs); err != nil {
 			r.waves.Abort(rs)
-			errs = append(errs, fmt.Errorf("restart %s %s/%s: %w", rs.Workload.Kind, rs.Workload.Namespace, rs.Workload.Name, err))
+			failed = true
+			message := fmt.Sprintf("the restart onto revision %d of Persona %s could not be written, and is tried again: %v", rs.Revision, rs.Persona, err)
+			if prev, ok := r.writeFailed.Load(rs.Workload); !ok || prev != message {
+				r.writeFailed.Store(rs.Workload, message)
+				log.FromContext(ctx).Error(err, "restart not written", "workload", rs.Workload, "persona", rs.Persona, "revision", rs.Revision)
+				if obj, getErr := r.get(ctx, rs.Workload); getErr == nil {
+					r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "RestartFailed", "Restart", "%s", message)
+				}
+			}
 			continue
 		}
+		r.writeFailed.Delete(rs.Workload)
 		log.FromContext(ctx).Info("restarting onto a new revision", "workload", rs.Workload, "persona", rs.Persona, "revision", rs.Revision)
 	}
-	return errors.Join(errs...)
+	return failed
 }
 
 // apply writes the restart: the pod template's revision annotation and the

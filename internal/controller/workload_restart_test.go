@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,6 +98,29 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 		Eventually(func() string { return eventNote("bare", "RestartLabelIgnored") }).Should(ContainSubstring("Pod bare is not restarted on change"))
 		Consistently(func() string { return eventNote("made-by-a-deployment", "RestartLabelIgnored") }, 2*time.Second).Should(BeEmpty())
 		Expect(eventCount(ns, "nightly", "RestartLabelIgnored")).To(Equal(int32(1)))
+	})
+
+	It("tells a restart that cannot be written once, and goes on with the others", func() {
+		ns := newNamespace()
+		unwritable := unwritableWorkloads(ns)
+		DeferCleanup(func() {
+			for _, obj := range unwritable {
+				Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
+			}
+		})
+		apply(ns, barePersona("agent", "Agent"))
+		Eventually(func() int64 { return getPersona(ns, "agent").Status.CurrentRevision }).Should(Equal(int64(1)))
+		createLabelledWorkload(ns, "refused", "agent", map[string]string{"unwritable": "yes"})
+		createWorkload(ns, "written", "agent")
+		Eventually(appliedFunc(ns, "written")).Should(Equal("1"))
+
+		Eventually(func() string { return eventNote("refused", "RestartFailed") }).Should(
+			ContainSubstring("the restart onto revision 1 of Persona agent could not be written, and is tried again"))
+		apply(ns, barePersona("agent", "Agent edited"))
+		Eventually(appliedFunc(ns, "written")).Should(Equal("2"))
+		Consistently(func() int32 { return eventCount(ns, "refused", "RestartFailed") }, 3*time.Second).Should(BeNumerically("<=", 2),
+			"one Warning per error: revision 1's, then revision 2's")
+		Expect(appliedRevisionOf(ns, "refused")).To(BeEmpty())
 	})
 
 	It("never has more than the limit rolling out, and restarts all 20", func() {
@@ -356,6 +380,32 @@ func installRestartComponent() {
 	}
 }
 
+// unwritableWorkloads installs a policy that refuses every update of a
+// Deployment labelled unwritable in ns, and returns its objects.
+func unwritableWorkloads(ns string) []client.Object {
+	name := "unwritable-" + ns
+	policy := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+				ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Update},
+					Rule:       admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"*"}, Resources: []string{"deployments"}},
+				}}}},
+			Validations: []admissionv1.Validation{{Expression: "!has(oldObject.metadata.labels) || !('unwritable' in oldObject.metadata.labels)",
+				Message: "this Deployment may not be written"}},
+		}}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}}}
+	for _, obj := range []client.Object{policy, binding} {
+		Expect(k8s.Create(ctx, obj)).To(Succeed())
+	}
+	// The API server applies a new policy within a second or so.
+	time.Sleep(2 * time.Second)
+	return []client.Object{binding, policy}
+}
+
 // restartPolicy is the component's policy, matching user's requests.
 func restartPolicy(user string) *admissionv1.ValidatingAdmissionPolicy {
 	var policy admissionv1.ValidatingAdmissionPolicy
@@ -425,10 +475,15 @@ spec:
 
 // createWorkload creates a Deployment that opts in and names persona on
 // its pod template.
-func createWorkload(ns, name, persona string) {
+func createWorkload(ns, name, persona string) { createLabelledWorkload(ns, name, persona, nil) }
+
+// createLabelledWorkload is createWorkload with more labels on its metadata.
+func createLabelledWorkload(ns, name, persona string, more map[string]string) {
 	labels := map[string]string{"app": name}
+	meta := map[string]string{v1alpha1.RestartOnChangeLabel: "true"}
+	maps.Copy(meta, more)
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{v1alpha1.RestartOnChangeLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: meta},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
