@@ -141,7 +141,7 @@ func TestPruneKeepsTheSnapshotsPodsName(t *testing.T) {
 		fresh[i].SetResourceVersion("")
 	}
 	s = newSteps(t, fresh...)
-	if err := s.prune(context.Background(), p); err != nil {
+	if err := s.prune(context.Background(), p, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Kept: 5 (current), 2 (a pod names it), 4 (the limit of 1 older one).

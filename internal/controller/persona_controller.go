@@ -220,10 +220,10 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 			return
 		}
 		r.halts.apply(&p)
-		patchStatus(ctx, r.Client, &p, before, &p.Status, &err)
+		patched := patchStatus(ctx, r.Client, &p, before, &p.Status, &err)
 		if err == nil {
 			// Pruning waits until the status names the revision kept.
-			err = r.prune(ctx, &p)
+			err = r.prune(ctx, &p, patched)
 		}
 	}()
 

@@ -222,8 +222,9 @@ func dataSize(data map[string]string) int {
 
 // prune deletes p's snapshots past spec.revisionHistoryLimit, oldest
 // first, besides those keptRevisions keeps. It runs only once the status
-// names the current revision.
-func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona) error {
+// names the current revision; patched is p's metadata as this reconcile's
+// status patch left it (nil when it patched nothing).
+func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona, patched *metav1.PartialObjectMetadata) error {
 	// p's snapshots are of revisions 1 to the latest at most: while those
 	// are within the limit, there is nothing to list.
 	if max(p.Status.CurrentRevision, p.Status.LatestRevision) <= int64(p.Spec.HistoryLimit())+1 {
@@ -248,7 +249,7 @@ func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona) erro
 			return err
 		}
 		// p was read at the start of the reconcile: a pin set since may name one of these.
-		pinned, err := r.pinNow(ctx, p)
+		pinned, err := r.pinNow(ctx, p, patched)
 		if err != nil {
 			return err
 		}
@@ -264,9 +265,15 @@ func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona) erro
 }
 
 // pinNow is the revision p's pin annotation names as the API server has
-// it now, 0 when none (or p is gone). It lists p's metadata by name: the
-// manager's rights on Personas are list and watch.
-func (r *PersonaReconciler) pinNow(ctx context.Context, p *v1alpha1.Persona) (int64, error) {
+// it now, 0 when none (or p is gone): as this reconcile's status patch
+// answered (patched), which is as fresh as a read would be, else read. The
+// read lists p's metadata by name: the manager's rights on Personas are
+// list and watch.
+func (r *PersonaReconciler) pinNow(ctx context.Context, p *v1alpha1.Persona, patched *metav1.PartialObjectMetadata) (int64, error) {
+	if patched != nil {
+		n, _, _ := v1alpha1.PinnedRevisionOf(patched.Annotations)
+		return n, nil
+	}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("PersonaList"))
 	if err := r.APIReader.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingFields{"metadata.name": p.Name}); err != nil {

@@ -18,19 +18,20 @@ import (
 // patchStatus patches obj's status from before to after, once at the end of
 // a reconcile, and only when it changed: a reconcile that changes nothing
 // writes nothing. A failure joins the reconcile's error. obj is not updated:
-// nothing reads it after the patch, so the API server answers with its
-// metadata only rather than the whole object.
-func patchStatus(ctx context.Context, c client.Client, obj client.Object, before, after any, err *error) {
+// the API server answers with the object's metadata only rather than the
+// whole object, which patchStatus returns: what it is as the patch left
+// it, newer than the reconcile's copy (nil when nothing was patched).
+func patchStatus(ctx context.Context, c client.Client, obj client.Object, before, after any, err *error) *metav1.PartialObjectMetadata {
 	if equality.Semantic.DeepEqual(before, after) {
-		return
+		return nil
 	}
 	patch, patchErr := statusMergePatch(before, after)
 	var gvk schema.GroupVersionKind
 	if patchErr == nil {
 		gvk, patchErr = apiutil.GVKForObject(obj, c.Scheme())
 	}
+	target := &metav1.PartialObjectMetadata{}
 	if patchErr == nil {
-		target := &metav1.PartialObjectMetadata{}
 		target.SetGroupVersionKind(gvk)
 		target.SetNamespace(obj.GetNamespace())
 		target.SetName(obj.GetName())
@@ -38,7 +39,9 @@ func patchStatus(ctx context.Context, c client.Client, obj client.Object, before
 	}
 	if patchErr != nil {
 		*err = errors.Join(*err, fmt.Errorf("patch status: %w", patchErr))
+		return nil
 	}
+	return target
 }
 
 // statusMergePatch is the JSON merge patch from status before to after: the
