@@ -238,7 +238,7 @@ var countedChange = predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
 // instant ago.
 func revisionsNamedByPods(pods client.Reader) revisionKeeper {
 	return func(ctx context.Context, p *v1alpha1.Persona) ([]int64, error) {
-		inUse, err := revisionsInUse(ctx, pods, p)
+		inUse, err := revisionsInUse(ctx, pods, p.Namespace, p.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -252,10 +252,10 @@ func revisionsNamedByPods(pods client.Reader) revisionKeeper {
 
 // revisionsInUse are the revisions the pods of p name, as from reads:
 // the cache of the agent pods, or the API server for a fresh list.
-func revisionsInUse(ctx context.Context, api client.Reader, p *v1alpha1.Persona) (map[int64]bool, error) {
+func revisionsInUse(ctx context.Context, api client.Reader, namespace, persona string) (map[int64]bool, error) {
 	pods := podMetadataList()
-	if err := api.List(ctx, pods, client.InNamespace(p.Namespace), client.MatchingLabels{delivery.PersonaLabel: p.Name}); err != nil {
-		return nil, fmt.Errorf("list the pods of persona %s: %w", p.Name, err)
+	if err := api.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{delivery.PersonaLabel: persona}); err != nil {
+		return nil, fmt.Errorf("list the pods of persona %s: %w", persona, err)
 	}
 	out := map[int64]bool{}
 	for _, pod := range pods.Items {

@@ -54,7 +54,12 @@ func (r *PersonaReconciler) readConfigMap(ctx context.Context, key client.Object
 	if len(cm.BinaryData) == 0 {
 		hash = render.ContentHash(cm.Data)
 	}
-	r.writes.read(key, cm.ResourceVersion, hash, cm.Data)
+	// Only a Persona's own ConfigMap's revision.json is worth keeping.
+	var own map[string]string
+	if personasOwn(&cm) {
+		own = cm.Data
+	}
+	r.writes.read(key, cm.ResourceVersion, hash, own)
 	return &cm, hash, nil
 }
 

@@ -220,10 +220,15 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 			return
 		}
 		r.halts.apply(&p)
+		// Pruning waits until the status names the revision kept; the
+		// pods it must not take a snapshot from are listed meanwhile.
+		var pr *pruning
+		if err == nil {
+			pr, err = r.beginPrune(ctx, &p)
+		}
 		patched := patchStatus(ctx, r.Client, &p, before, &p.Status, &err)
 		if err == nil {
-			// Pruning waits until the status names the revision kept.
-			err = r.prune(ctx, &p, patched)
+			err = r.finishPrune(ctx, &p, pr, patched)
 		}
 	}()
 

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"maps"
 	"testing"
 
@@ -99,5 +101,34 @@ func TestDeferredStatusesBoundTheirData(t *testing.T) {
 	d.put(c, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g")
 	if s, _ := d.take(c); s.written == nil {
 		t.Error("no data held once the others were taken")
+	}
+}
+
+// A revision.json larger than a render writes, as someone else may write,
+// is not held: it is read again when needed.
+func TestOwnWritesHoldNoOversizedRecord(t *testing.T) {
+	record := func(size int) map[string]string {
+		rec := delivery.Record{Revision: 1, ContentHash: "sha256:a", Inputs: []v1alpha1.RevisionInput{{Kind: v1alpha1.PromptLayerKind, Namespace: ns, Name: "x"}}}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The layer's name fills the record to size bytes.
+		rec.Inputs[0].Name = strings.Repeat("x", 1+size-len(b))
+		if b, err = json.Marshal(rec); err != nil || len(b) != size {
+			t.Fatalf("record of %d bytes, want %d: %v", len(b), size, err)
+		}
+		return map[string]string{render.RevisionKey: string(b)}
+	}
+	w := newOwnWrites()
+	key := client.ObjectKey{Namespace: ns, Name: "persona-p"}
+	for _, tc := range []struct {
+		size int
+		held bool
+	}{{maxKeptRecordBytes, true}, {maxKeptRecordBytes + 1, false}} {
+		w.read(key, "7", "sha256:a", record(tc.size))
+		if _, ok := w.recordAt(key, "7"); ok != tc.held {
+			t.Errorf("a record of %d bytes: held %v, want %v", tc.size, ok, tc.held)
+		}
 	}
 }

@@ -50,7 +50,7 @@ func newOwnWrites() *ownWrites {
 // ConfigMap key is about to be sent. It is called before the write, so that
 // the write's event cannot arrive unrecognized.
 func (w *ownWrites) writing(key client.ObjectKey, hash string, data map[string]string) {
-	record := recordedInputsOf(data)
+	record := keptRecord(data)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k := w.known[key]
@@ -79,7 +79,7 @@ func (w *ownWrites) wrote(key client.ObjectKey, resourceVersion string) (overwri
 // read records that the ConfigMap key, read from the API server, holds
 // data of content hash hash at resourceVersion.
 func (w *ownWrites) read(key client.ObjectKey, resourceVersion, hash string, data map[string]string) {
-	record := recordedInputsOf(data)
+	record := keptRecord(data)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k := w.known[key]

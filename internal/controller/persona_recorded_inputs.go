@@ -32,6 +32,21 @@ func recordedInputsOf(data map[string]string) *recordedInputs {
 	return out
 }
 
+// maxKeptRecordBytes bounds the revision.json whose inputs ownWrites keeps:
+// a Persona's own renders name a few dozen inputs in a few KiB, while one
+// written by someone else may fill most of a ConfigMap, and is then read
+// again when needed rather than held.
+const maxKeptRecordBytes = 16 << 10
+
+// keptRecord is the record of data for ownWrites to keep, nil when there is
+// no data or its revision.json is over maxKeptRecordBytes.
+func keptRecord(data map[string]string) *recordedInputs {
+	if data == nil || len(data[render.RevisionKey]) > maxKeptRecordBytes {
+		return nil
+	}
+	return recordedInputsOf(data)
+}
+
 // values are the inputs, in the record's order.
 func (r *recordedInputs) values() []v1alpha1.RevisionInput {
 	out := make([]v1alpha1.RevisionInput, len(r.inputs))

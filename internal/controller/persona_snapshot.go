@@ -223,39 +223,80 @@ func dataSize(data map[string]string) int {
 // prune deletes p's snapshots past spec.revisionHistoryLimit, oldest
 // first, besides those keptRevisions keeps. It runs only once the status
 // names the current revision; patched is p's metadata as this reconcile's
-// status patch left it (nil when it patched nothing).
+// status patch left it (nil when it patched nothing). A reconcile begins
+// it before its status patch (beginPrune), so that the pods are listed
+// while the status is patched, and finishes it after (finishPrune).
 func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona, patched *metav1.PartialObjectMetadata) error {
+	pr, err := r.beginPrune(ctx, p)
+	if err != nil {
+		return err
+	}
+	return r.finishPrune(ctx, p, pr, patched)
+}
+
+// pruning is a prune begun: the snapshots past the limit, and the list of
+// the pods that may name some of them, under way.
+type pruning struct {
+	older []snapshotRef
+	over  int
+	pods  chan podRevisions
+}
+
+type podRevisions struct {
+	inUse map[int64]bool
+	err   error
+}
+
+// beginPrune finds the snapshots past p's limit from p's status as it is to
+// be patched and, when there are, lists p's pods afresh in the background:
+// a snapshot an injected pod names is kept (revisionsNamedByPods), and one
+// admitted an instant ago, which the cache may not hold yet, counts too.
+// nil when nothing is past the limit.
+func (r *PersonaReconciler) beginPrune(ctx context.Context, p *v1alpha1.Persona) (*pruning, error) {
 	// p's snapshots are of revisions 1 to the latest at most: while those
 	// are within the limit, there is nothing to list.
 	if max(p.Status.CurrentRevision, p.Status.LatestRevision) <= int64(p.Spec.HistoryLimit())+1 {
-		return nil
+		return nil, nil
 	}
 	kept, err := r.keptRevisions(ctx, p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	snapshots, err := r.snapshots(ctx, p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	older := slices.DeleteFunc(snapshots, func(s snapshotRef) bool { return kept[s.number] })
 	over := len(older) - p.Spec.HistoryLimit()
-	if over > 0 {
-		// A snapshot an injected pod names is kept (revisionsNamedByPods);
-		// before a delete the pods are listed afresh, so that one admitted
-		// an instant ago, which the cache may not hold yet, counts too.
-		inUse, err := revisionsInUse(ctx, r.APIReader, p)
-		if err != nil {
-			return err
-		}
-		// p was read at the start of the reconcile: a pin set since may name one of these.
-		pinned, err := r.pinNow(ctx, p, patched)
-		if err != nil {
-			return err
-		}
-		older = slices.DeleteFunc(older, func(s snapshotRef) bool { return inUse[s.number] || s.number == pinned })
-		over = len(older) - p.Spec.HistoryLimit()
+	if over <= 0 {
+		return nil, nil
 	}
+	pr := &pruning{older: older, over: over, pods: make(chan podRevisions, 1)}
+	namespace, name := p.Namespace, p.Name // the pods' list reads no more of p
+	go func() {
+		inUse, err := revisionsInUse(ctx, r.APIReader, namespace, name)
+		pr.pods <- podRevisions{inUse: inUse, err: err}
+	}()
+	return pr, nil
+}
+
+// finishPrune deletes what pr found past the limit, less the snapshots
+// the pods name and the one a pin set meanwhile names.
+func (r *PersonaReconciler) finishPrune(ctx context.Context, p *v1alpha1.Persona, pr *pruning, patched *metav1.PartialObjectMetadata) error {
+	if pr == nil {
+		return nil
+	}
+	pods := <-pr.pods
+	if pods.err != nil {
+		return pods.err
+	}
+	// p was read at the start of the reconcile: a pin set since may name one of these.
+	pinned, err := r.pinNow(ctx, p, patched)
+	if err != nil {
+		return err
+	}
+	older := slices.DeleteFunc(pr.older, func(s snapshotRef) bool { return pods.inUse[s.number] || s.number == pinned })
+	over := len(older) - p.Spec.HistoryLimit()
 	for _, s := range older[:max(over, 0)] {
 		if err := r.deleteSnapshot(ctx, s.meta); err != nil {
 			return err
@@ -266,9 +307,10 @@ func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona, patc
 
 // pinNow is the revision p's pin annotation names as the API server has
 // it now, 0 when none (or p is gone): as this reconcile's status patch
-// answered (patched), which is as fresh as a read would be, else read. The
-// read lists p's metadata by name: the manager's rights on Personas are
-// list and watch.
+// answered (patched), a moment before the deletes, else read. Either leaves a pin set in the last milliseconds
+// before a delete to find its snapshot gone (RevisionNotFound). The read
+// lists p's metadata by name: the manager's rights on Personas are list
+// and watch.
 func (r *PersonaReconciler) pinNow(ctx context.Context, p *v1alpha1.Persona, patched *metav1.PartialObjectMetadata) (int64, error) {
 	if patched != nil {
 		n, _, _ := v1alpha1.PinnedRevisionOf(patched.Annotations)

@@ -89,7 +89,9 @@ func (m *misplacedRestartLabels) Start(ctx context.Context) error {
 	for _, gvk := range misplacedRestartKinds {
 		obj := &metav1.PartialObjectMetadata{}
 		obj.SetGroupVersionKind(gvk)
-		informer, err := m.cache.GetInformer(ctx, obj)
+		// Not waiting for its sync: a kind whose list is refused (a role of an
+		// older release) leaves the others told, and its reflector logs why.
+		informer, err := m.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 		if err != nil {
 			return fmt.Errorf("watch %ss with the restart label: %w", gvk.Kind, err)
 		}

@@ -106,15 +106,8 @@ func (r *workloadRestarter) Reconcile(ctx context.Context, w waves.Workload) (re
 	obj, err := r.get(ctx, w)
 	switch {
 	case apierrors.IsNotFound(err):
-		r.waves.Forget(w)
+		r.forget(w)
 		r.warned.Delete(w)
-		r.writeFailed.Delete(w)
-		// It may have been what held its namespace's Personas halted.
-		for key := range r.halted {
-			if key.Namespace == w.Namespace {
-				r.clearHalt(key)
-			}
-		}
 	case err != nil:
 		return reconcile.Result{}, err
 	default:
@@ -122,8 +115,9 @@ func (r *workloadRestarter) Reconcile(ctx context.Context, w waves.Workload) (re
 			return reconcile.Result{}, err
 		}
 	}
-	if r.admit(ctx, now) && (after == 0 || after > restartRetry) {
-		after = restartRetry
+	r.admit(ctx, now)
+	if retry, ok := r.waves.NextRetry(now); ok && (after == 0 || retry < after) {
+		after = max(retry, time.Second)
 	}
 	restartCounts.set(r.waves.Counts())
 	return reconcile.Result{RequeueAfter: after}, nil
@@ -156,7 +150,7 @@ func (r *workloadRestarter) observe(ctx context.Context, w waves.Workload, obj c
 	name := workloadPersona(obj)
 	if name == "" {
 		r.warn(w, obj, "PersonaNotNamed", "the workload opts in to restarts on change but names no Persona: label prompts.persona-operator.dev/persona on its metadata or pod template")
-		r.waves.Forget(w)
+		r.forget(w)
 		return 0, nil
 	}
 	var p v1alpha1.Persona
@@ -165,7 +159,7 @@ func (r *workloadRestarter) observe(ctx context.Context, w waves.Workload, obj c
 			return 0, fmt.Errorf("get Persona %s: %w", name, err)
 		}
 		r.warn(w, obj, "PersonaNotFound", fmt.Sprintf("Persona %s, which the workload names, does not exist: it is not restarted", name))
-		r.waves.Forget(w)
+		r.forget(w)
 		return 0, nil
 	}
 	r.warned.Delete(w)
@@ -237,20 +231,15 @@ func namespaced(kind string) bool {
 	return true
 }
 
-// restartRetry is how soon the restarts are admitted again after a write
-// of one failed.
-const restartRetry = 30 * time.Second
-
-// admit starts the restarts the limit allows, and reports whether the write
-// of one failed. That one goes back to wait, behind its namespace's others,
-// with a Warning Event RestartFailed on its workload, once per error. It is
-// no error of this reconcile, which may be another workload's: one
-// workload whose write always fails must not back off the others' checks.
-func (r *workloadRestarter) admit(ctx context.Context, now time.Time) (failed bool) {
+// admit starts the restarts the limit allows. A restart whose write fails
+// goes back to wait (waves' Abort holds it back, with a backoff), with a
+// Warning Event RestartFailed on its workload, once per error. It is no
+// error of this reconcile, which may be another workload's: one workload
+// whose write always fails must not back off the others' checks.
+func (r *workloadRestarter) admit(ctx context.Context, now time.Time) {
 	for _, rs := range r.waves.Admit(now) {
 		if err := r.apply(ctx, rs); err != nil {
-			r.waves.Abort(rs)
-			failed = true
+			r.waves.Abort(rs, now)
 			message := fmt.Sprintf("the restart onto revision %d of Persona %s could not be written, and is tried again: %v", rs.Revision, rs.Persona, err)
 			if prev, ok := r.writeFailed.Load(rs.Workload); !ok || prev != message {
 				r.writeFailed.Store(rs.Workload, message)
@@ -261,10 +250,19 @@ func (r *workloadRestarter) admit(ctx context.Context, now time.Time) (failed bo
 			}
 			continue
 		}
+		r.waves.Wrote(rs.Workload)
 		r.writeFailed.Delete(rs.Workload)
 		log.FromContext(ctx).Info("restarting onto a new revision", "workload", rs.Workload, "persona", rs.Persona, "revision", rs.Revision)
 	}
-	return failed
+}
+
+// forget drops what the restarts hold of w, and lifts the halts shown by
+// the Personas whose restarts it held, where nothing else halts them.
+func (r *workloadRestarter) forget(w waves.Workload) {
+	r.writeFailed.Delete(w)
+	for _, persona := range r.waves.Forget(w) {
+		r.clearHalt(types.NamespacedName{Namespace: w.Namespace, Name: persona})
+	}
 }
 
 // apply writes the restart: the pod template's revision annotation and the
@@ -331,10 +329,10 @@ func (r *workloadRestarter) fail(ctx context.Context, w waves.Workload, why stri
 	}
 }
 
-// clearHalt sets RolloutHalted False on p once the halt it shows is over:
-// the cause's next revision resumed it, or no restart of p's workloads is
-// halted any more, their next revision having come from another cause (or
-// the halted workloads being gone).
+// clearHalt sets RolloutHalted False on the Persona key once the halt it
+// shows is over: the cause's next revision resumed it, or no restart of its
+// workloads is halted any more (their next revision has another cause, the
+// failed rollout completed after all, or the halted workloads are gone).
 func (r *workloadRestarter) clearHalt(key types.NamespacedName) {
 	cause, ok := r.halted[key]
 	if !ok {
@@ -345,7 +343,7 @@ func (r *workloadRestarter) clearHalt(key types.NamespacedName) {
 		if r.waves.PersonaHalted(key.Namespace, key.Name) {
 			return
 		}
-		message = "no restart of this Persona's workloads is halted any more: their next revision has another cause, or the workloads are gone"
+		message = "no restart of this Persona's workloads is halted any more"
 	}
 	delete(r.halted, key)
 	r.halts.set(key, metav1.ConditionFalse, v1alpha1.RolloutsResumedReason, message)

@@ -205,7 +205,7 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 		rollouts.repair(ns, "edited-workload")
 		apply(ns, barePersona("edited", "Edited again"))
 		Eventually(func() string { return haltedCondition(ns, "edited") }, 20*time.Second).Should(Equal("False"))
-		Expect(haltedMessage(ns, "edited")).To(ContainSubstring("another cause"))
+		Expect(haltedMessage(ns, "edited")).To(ContainSubstring("no restart of this Persona's workloads is halted any more"))
 
 		By("the halted workload is deleted")
 		Expect(k8s.Delete(ctx, deployment(ns, "deleted-workload"))).To(Succeed())

@@ -71,6 +71,10 @@ type Scheduler struct {
 	next       int
 
 	rolling map[Workload]rolling
+	// rollingIn counts each namespace's rolling workloads.
+	rollingIn map[string]int
+	// retries hold back a workload whose restart could not be written.
+	retries map[Workload]retry
 	// failed are the workloads whose rollout failed, until their next
 	// restart or their rollout completes after all.
 	failed map[Workload]Restart
@@ -82,7 +86,33 @@ type Scheduler struct {
 // New is a scheduler that lets at most limit workloads roll out at once.
 func New(limit int) *Scheduler {
 	return &Scheduler{limit: max(limit, 1), waiting: map[Workload]Restart{}, queues: map[string]*[2][]Workload{},
-		rolling: map[Workload]rolling{}, failed: map[Workload]Restart{}, halts: map[halt]string{}, progress: map[Cause]*Progress{}}
+		rolling: map[Workload]rolling{}, rollingIn: map[string]int{}, retries: map[Workload]retry{},
+		failed: map[Workload]Restart{}, halts: map[halt]string{}, progress: map[Cause]*Progress{}}
+}
+
+// retry is when a workload whose restart could not be written may be
+// admitted again, after how many failed writes in a row.
+type retry struct {
+	notBefore time.Time
+	failures  int
+}
+
+// Retry backoff: 5 s after a failed write, doubling to at most 5 minutes.
+const (
+	firstRetry = 5 * time.Second
+	lastRetry  = 5 * time.Minute
+)
+
+func (s *Scheduler) startRolling(r Restart, now time.Time) {
+	s.rolling[r.Workload] = rolling{Restart: r, since: now}
+	s.rollingIn[r.Workload.Namespace]++
+}
+
+func (s *Scheduler) stopRolling(w Workload) {
+	delete(s.rolling, w)
+	if s.rollingIn[w.Namespace]--; s.rollingIn[w.Namespace] <= 0 {
+		delete(s.rollingIn, w.Namespace)
+	}
 }
 
 func haltOf(r Restart) halt { return halt{namespace: r.Workload.Namespace, cause: r.Cause.Object()} }
@@ -129,7 +159,7 @@ func (s *Scheduler) Adopt(r Restart, now time.Time) {
 		s.unqueue(old)
 		delete(s.waiting, r.Workload)
 	}
-	s.rolling[r.Workload] = rolling{Restart: r, since: now}
+	s.startRolling(r, now)
 	s.countIn(r)
 }
 
@@ -143,36 +173,39 @@ func (s *Scheduler) Rolling(w Workload) (Restart, time.Time, bool) {
 
 // Admit moves waiting restarts to rolling, since now, until the limit is
 // reached, and returns them: one namespace at a time, round-robin, and in
-// each namespace's turn its priority restarts first, skipping halted ones.
-// Priority orders a namespace's own restarts and never another's: a tenant
-// that pins and unpins does not overtake other tenants.
+// each namespace's turn its priority restarts first, skipping halted ones
+// and those held back after a failed write. Priority orders a namespace's
+// own restarts and never another's: a tenant that pins and unpins does not
+// overtake other tenants.
+//
+// While several namespaces have restarts waiting, one that already rolls
+// out its share of the limit (the limit divided by those namespaces, at
+// least 1) is passed over, so that a namespace whose rollouts take long, or
+// never complete until --restart-deadline, cannot come to hold every slot;
+// a slot no namespace under its share can take goes round as before.
 func (s *Scheduler) Admit(now time.Time) []Restart {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	share := 0
+	if n := s.namespacesWaiting(now); n > 1 {
+		share = max(1, s.limit/n)
+	}
 	var out []Restart
 	for len(s.rolling) < s.limit {
-		r, ok := s.take()
+		r, ok := s.take(now, share)
 		if !ok {
 			break
 		}
-		s.rolling[r.Workload] = rolling{Restart: r, since: now}
+		s.startRolling(r, now)
 		out = append(out, r)
 	}
 	return out
 }
 
 // take removes and returns the next admissible restart, going round the
-// namespaces from the cursor, priority first in each. While several
-// namespaces have restarts waiting, one that already rolls out its share
-// of the limit (the limit divided by those namespaces, at least 1) is
-// passed over, so that a namespace whose rollouts take long, or never
-// complete until --restart-deadline, cannot come to hold every slot; a
-// slot no namespace under its share can take goes round as before.
-func (s *Scheduler) take() (Restart, bool) {
-	share := 0
-	if n := s.namespacesWaiting(); n > 1 {
-		share = max(1, s.limit/n)
-	}
+// namespaces from the cursor, priority first in each: first those under
+// share (0: no share), then any.
+func (s *Scheduler) take(now time.Time, share int) (Restart, bool) {
 	for _, fair := range []bool{true, false} {
 		if !fair && share == 0 {
 			break // the first round went round every namespace already
@@ -180,11 +213,11 @@ func (s *Scheduler) take() (Restart, bool) {
 		for i := range len(s.namespaces) {
 			at := (s.next + i) % len(s.namespaces)
 			ns := s.namespaces[at]
-			if fair && share > 0 && s.rollingIn(ns) >= share {
+			if fair && share > 0 && s.rollingIn[ns] >= share {
 				continue
 			}
 			for class := range 2 {
-				if r, ok := s.takeFrom(ns, at, class); ok {
+				if r, ok := s.takeFrom(ns, at, class, now); ok {
 					return r, true
 				}
 			}
@@ -194,21 +227,11 @@ func (s *Scheduler) take() (Restart, bool) {
 }
 
 // namespacesWaiting counts the namespaces with an admissible restart waiting.
-func (s *Scheduler) namespacesWaiting() int {
+func (s *Scheduler) namespacesWaiting(now time.Time) int {
 	n := 0
+	admissible := func(w Workload) bool { return s.admissible(w, now) }
 	for _, ns := range s.namespaces {
-		if slices.ContainsFunc(s.queues[ns][:], func(q []Workload) bool { return slices.ContainsFunc(q, s.admissible) }) {
-			n++
-		}
-	}
-	return n
-}
-
-// rollingIn counts the workloads of ns rolling out.
-func (s *Scheduler) rollingIn(ns string) int {
-	n := 0
-	for w := range s.rolling {
-		if w.Namespace == ns {
+		if slices.ContainsFunc(s.queues[ns][:], func(q []Workload) bool { return slices.ContainsFunc(q, admissible) }) {
 			n++
 		}
 	}
@@ -216,10 +239,13 @@ func (s *Scheduler) rollingIn(ns string) int {
 }
 
 // admissible reports whether w's waiting restart may be admitted: w is not
-// rolling out onto an older revision, which finishes first, and its cause
-// is not halted in its namespace.
-func (s *Scheduler) admissible(w Workload) bool {
+// rolling out onto an older revision, which finishes first, its cause is
+// not halted in its namespace, and no failed write holds it back.
+func (s *Scheduler) admissible(w Workload, now time.Time) bool {
 	if _, busy := s.rolling[w]; busy {
+		return false
+	}
+	if now.Before(s.retries[w].notBefore) {
 		return false
 	}
 	r := s.waiting[w]
@@ -229,10 +255,10 @@ func (s *Scheduler) admissible(w Workload) bool {
 
 // takeFrom removes and returns the first admissible restart of class in
 // namespace ns, at index at of the namespaces, and moves the cursor past it.
-func (s *Scheduler) takeFrom(ns string, at, class int) (Restart, bool) {
+func (s *Scheduler) takeFrom(ns string, at, class int, now time.Time) (Restart, bool) {
 	q := &s.queues[ns][class]
 	for j, w := range *q {
-		if !s.admissible(w) {
+		if !s.admissible(w, now) {
 			continue
 		}
 		r := s.waiting[w]
@@ -252,16 +278,47 @@ func (s *Scheduler) takeFrom(ns string, at, class int) (Restart, bool) {
 	return Restart{}, false
 }
 
-// Abort puts back a restart Admit returned whose write failed.
-func (s *Scheduler) Abort(r Restart) {
+// Abort puts back a restart Admit returned whose write failed, at now: it
+// waits behind its namespace's others, and is not admitted again for 5 s,
+// doubling with each failed write in a row to at most 5 minutes, so that a
+// write that always fails takes no slot or turn from anyone else.
+func (s *Scheduler) Abort(r Restart, now time.Time) {
 	s.mu.Lock()
 	cur, ok := s.rolling[r.Workload]
 	if ok && cur.Restart == r {
-		delete(s.rolling, r.Workload)
+		s.stopRolling(r.Workload)
 		s.countOut(r)
 	}
+	rt := s.retries[r.Workload]
+	rt.failures++
+	rt.notBefore = now.Add(min(firstRetry<<min(rt.failures-1, 16), lastRetry))
+	s.retries[r.Workload] = rt
 	s.mu.Unlock()
 	s.Add(r)
+}
+
+// NextRetry is how long until the first restart a failed write holds back
+// may be admitted again; ok is false when none is held back.
+func (s *Scheduler) NextRetry(now time.Time) (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var next time.Time
+	for w, rt := range s.retries {
+		if _, waits := s.waiting[w]; waits && (next.IsZero() || rt.notBefore.Before(next)) {
+			next = rt.notBefore
+		}
+	}
+	if next.IsZero() {
+		return 0, false
+	}
+	return max(next.Sub(now), 0), true
+}
+
+// Wrote records that w's restart was written: its failed writes are over.
+func (s *Scheduler) Wrote(w Workload) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.retries, w)
 }
 
 // Finish records w's rollout as complete, and returns the progress of its
@@ -274,7 +331,7 @@ func (s *Scheduler) Finish(w Workload) (Restart, Progress, bool) {
 	if !ok {
 		return Restart{}, Progress{}, false
 	}
-	delete(s.rolling, w)
+	s.stopRolling(w)
 	return r.Restart, s.done(r.Restart), true
 }
 
@@ -289,7 +346,7 @@ func (s *Scheduler) Fail(w Workload) (Restart, []Restart, bool) {
 	if !ok {
 		return Restart{}, nil, false
 	}
-	delete(s.rolling, w)
+	s.stopRolling(w)
 	s.countOut(r.Restart)
 	s.failed[w] = r.Restart
 	h := haltOf(r.Restart)
@@ -335,20 +392,30 @@ func (s *Scheduler) PersonaHalted(namespace, persona string) bool {
 	return false
 }
 
-// Forget drops every record of w: it is gone, or no longer opted in.
-func (s *Scheduler) Forget(w Workload) {
+// Forget drops every record of w: it is gone, or no longer opted in. It
+// returns the Personas its restarts were of, whose halts may be over.
+func (s *Scheduler) Forget(w Workload) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var personas []string
 	if r, ok := s.waiting[w]; ok {
 		s.countOut(r)
 		s.unqueue(r)
 		delete(s.waiting, w)
+		personas = append(personas, r.Persona)
 	}
 	if r, ok := s.rolling[w]; ok {
 		s.countOut(r.Restart)
-		delete(s.rolling, w)
+		s.stopRolling(w)
+		personas = append(personas, r.Persona)
 	}
-	delete(s.failed, w)
+	if r, ok := s.failed[w]; ok {
+		delete(s.failed, w)
+		personas = append(personas, r.Persona)
+	}
+	delete(s.retries, w)
+	slices.Sort(personas)
+	return slices.Compact(personas)
 }
 
 // Counts are the waiting (not halted), rolling and halted workloads: a

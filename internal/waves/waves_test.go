@@ -202,13 +202,50 @@ func TestAdoptedRolloutsCountAgainstTheLimit(t *testing.T) {
 	}
 }
 
-func TestAbortPutsBack(t *testing.T) {
+// A restart whose write failed waits again, held back 5 s, then 10 s after
+// a second failure; a write that succeeds ends the backoff.
+func TestAbortPutsBackWithABackoff(t *testing.T) {
 	s := New(1)
 	s.Add(restart("a", "w", 2, edit))
 	got := s.Admit(now)
-	s.Abort(got[0])
-	if again := s.Admit(now); len(again) != 1 {
-		t.Fatalf("aborted restart not admitted again")
+	s.Abort(got[0], now)
+	if again := s.Admit(now.Add(4 * time.Second)); len(again) != 0 {
+		t.Fatalf("aborted restart admitted again within 5 s")
+	}
+	if d, ok := s.NextRetry(now); !ok || d != 5*time.Second {
+		t.Fatalf("next retry in %s (%v), want 5s", d, ok)
+	}
+	at := now.Add(5 * time.Second)
+	got = s.Admit(at)
+	if len(got) != 1 {
+		t.Fatalf("aborted restart not admitted again after 5 s")
+	}
+	s.Abort(got[0], at)
+	if d, _ := s.NextRetry(at); d != 10*time.Second {
+		t.Fatalf("after a second failure the next retry is in %s, want 10s", d)
+	}
+	at = at.Add(10 * time.Second)
+	got = s.Admit(at)
+	s.Wrote(got[0].Workload)
+	s.Finish(got[0].Workload)
+	s.Add(restart("a", "w", 3, edit))
+	if again := s.Admit(at); len(again) != 1 {
+		t.Fatal("a written restart's next revision is held back")
+	}
+}
+
+// A namespace whose only waiting restart is held back by failed writes
+// does not count as waiting: the others are not held to a share for it.
+func TestAHeldBackRestartTakesNoShare(t *testing.T) {
+	s := New(4)
+	s.Add(restart("refused", "w", 2, edit))
+	got := s.Admit(now)
+	s.Abort(got[0], now)
+	for i := range 6 {
+		s.Add(restart("busy", fmt.Sprintf("w%d", i), 2, edit))
+	}
+	if got := s.Admit(now); len(got) != 4 {
+		t.Fatalf("admitted %v, want 4 of busy's: refused's restart waits out its backoff", names(got))
 	}
 }
 
