@@ -297,21 +297,21 @@ func (s *Scheduler) Abort(r Restart, now time.Time) {
 	s.Add(r)
 }
 
-// NextRetry is how long until the first restart a failed write holds back
-// may be admitted again; ok is false when none is held back.
+// NextRetry is how long until the first restart a failed write still holds
+// back may be admitted again; ok is false when none is held back.
 func (s *Scheduler) NextRetry(now time.Time) (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var next time.Time
 	for w, rt := range s.retries {
-		if _, waits := s.waiting[w]; waits && (next.IsZero() || rt.notBefore.Before(next)) {
+		if _, waits := s.waiting[w]; waits && rt.notBefore.After(now) && (next.IsZero() || rt.notBefore.Before(next)) {
 			next = rt.notBefore
 		}
 	}
 	if next.IsZero() {
 		return 0, false
 	}
-	return max(next.Sub(now), 0), true
+	return next.Sub(now), true
 }
 
 // Wrote records that w's restart was written: its failed writes are over.

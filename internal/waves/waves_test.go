@@ -216,6 +216,9 @@ func TestAbortPutsBackWithABackoff(t *testing.T) {
 		t.Fatalf("next retry in %s (%v), want 5s", d, ok)
 	}
 	at := now.Add(5 * time.Second)
+	if _, ok := s.NextRetry(at); ok {
+		t.Fatal("a restart whose backoff is over still counts as held back")
+	}
 	got = s.Admit(at)
 	if len(got) != 1 {
 		t.Fatalf("aborted restart not admitted again after 5 s")
