@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -71,5 +73,47 @@ func TestEvictionKeepsEveryPersonasRevisions(t *testing.T) {
 				t.Errorf("a's snapshot written: %v, want %v", got, !tc.failed)
 			}
 		})
+	}
+}
+
+// personaGets counts the Personas read through the client.
+type personaGets struct {
+	client.Client
+	gets int
+}
+
+func (c *personaGets) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*v1alpha1.Persona); ok {
+		c.gets++
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// A namespace over the cap with nothing to evict is scanned once: the next
+// snapshot refused within evictRescan, no bytes freed, reads no snapshot's
+// Persona again. Each scan reads every snapshot's Persona, so a tenant with
+// thousands of Personas over the cap would otherwise cost that at each one.
+func TestEvictionThatFreedTooLittleStands(t *testing.T) {
+	objs := []client.Object{}
+	var personas []*v1alpha1.Persona
+	for i := range 20 {
+		p := barePersona(fmt.Sprintf("p%d", i), "P")
+		p.Status.CurrentRevision, p.Status.LatestRevision = 1, 1
+		personas = append(personas, p)
+		objs = append(objs, p, snapshotOfBytes(p.Name, p.UID, 1, 100))
+	}
+	st := newSteps(t, objs...)
+	st.SnapshotBytesPerNamespace = 2000 // all 20 held, every one a delivered revision
+	gets := &personaGets{Client: st.Client}
+	st.Client = gets
+	for i, want := range []bool{true, false} {
+		before := gets.gets
+		failure, err := st.snapshot(t.Context(), personas[i], v1alpha1.RevisionHistoryEntry{Revision: 2}, snapshotOfBytes(personas[i].Name, personas[i].UID, 2, 100).Data, "")
+		if err != nil || failure == nil || failure.reason != v1alpha1.SnapshotBytesExceededReason {
+			t.Fatalf("snapshot %d: failure %+v, %v; want SnapshotBytesExceeded", i, failure, err)
+		}
+		if scanned := gets.gets > before; scanned != want {
+			t.Errorf("snapshot %d: the snapshots' Personas read %v, want %v", i, scanned, want)
+		}
 	}
 }

@@ -3,8 +3,8 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"maps"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"

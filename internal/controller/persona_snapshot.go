@@ -161,11 +161,13 @@ func (r *PersonaReconciler) reserveSnapshotBytes(ctx context.Context, p *v1alpha
 	}
 	defer ledger.unlock()
 	used, limit := ledger.used(), r.snapshotBytesLimit()
-	if used+size > limit {
+	if now := time.Now(); used+size > limit && !ledger.evictionExhausted(now, used) {
 		if err := r.evict(ctx, p, ledger, used+size-limit); err != nil {
 			return nil, err
 		}
-		used = ledger.used()
+		if used = ledger.used(); used+size > limit {
+			ledger.exhausted(now, used)
+		}
 	}
 	if used+size > limit {
 		return &snapshotFailure{reason: v1alpha1.SnapshotBytesExceededReason, message: fmt.Sprintf(

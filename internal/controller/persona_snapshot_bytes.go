@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,6 +50,30 @@ type namespaceSnapshotBytes struct {
 	// it has not seen, by UID.
 	created map[string]int
 	deleted map[types.UID]string
+	// exhaustedAt is when an eviction last could not free enough, with the
+	// bytes used then (under lock): see evictionExhausted.
+	exhaustedAt   time.Time
+	exhaustedUsed int
+}
+
+// evictRescan is how long an eviction that could not free enough stands for
+// its namespace while no bytes were freed: each eviction reads every
+// snapshot of the namespace and each of their Personas, so a namespace over
+// the cap with nothing to evict (every snapshot some Persona's delivered
+// revision) would otherwise cost that at every snapshot it refuses.
+const evictRescan = 10 * time.Second
+
+// evictionExhausted reports whether an eviction would find no more than the
+// last one, which could not free enough evictRescan ago at most, with no
+// bytes freed since (used is what is used now). The caller holds lock.
+func (n *namespaceSnapshotBytes) evictionExhausted(now time.Time, used int) bool {
+	return !n.exhaustedAt.IsZero() && now.Sub(n.exhaustedAt) < evictRescan && used >= n.exhaustedUsed
+}
+
+// exhausted records that an eviction could not free enough, at now, with
+// used bytes used. The caller holds lock.
+func (n *namespaceSnapshotBytes) exhausted(now time.Time, used int) {
+	n.exhaustedAt, n.exhaustedUsed = now, used
 }
 
 type cachedSnapshot struct {

@@ -189,7 +189,10 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 			Eventually(func() int64 { return getPersona(ns, persona).Status.CurrentRevision }).ShouldNot(BeZero())
 			createWorkload(ns, persona+"-workload", persona)
 			Eventually(appliedFunc(ns, persona+"-workload")).ShouldNot(BeEmpty())
-			Eventually(func() bool { d := deployment(ns, persona+"-workload"); return d.Status.ObservedGeneration == d.Generation }).Should(BeTrue())
+			Eventually(func() bool {
+				d := deployment(ns, persona+"-workload")
+				return d.Status.ObservedGeneration == d.Generation
+			}).Should(BeTrue())
 			rollouts.breakOne(ns, persona+"-workload")
 		}
 		apply(ns, barePersona("edited", "Edited"))

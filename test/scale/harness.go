@@ -11,9 +11,14 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/persona-operator/persona-operator/internal/controller"
 	"github.com/persona-operator/persona-operator/test/controlplane"
 	"github.com/persona-operator/persona-operator/test/scrape"
 )
+
+// snapshotBytesPerPersona is what the byte cap allows each of the world's
+// snapshots: their data is about 14 KiB.
+const snapshotBytesPerPersona = 32 << 10
 
 // harness is what the rounds share: the control plane, the harness's
 // client and the manager, which each round starts and stops.
@@ -68,6 +73,13 @@ func (h *harness) newManager(plane *controlplane.Plane, binary string, log io.Wr
 		}
 		flags = append(flags, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))
 		h.prof = &profiler{dir: h.o.profileDir, seconds: h.o.profileSeconds, apiserver: h.cfg, manager: fmt.Sprintf("http://127.0.0.1:%d", pprofPort)}
+	}
+	// The world puts every Persona in one namespace: its snapshot byte cap
+	// is sized for them as docs/performance.md#capacity says, Personas ×
+	// (revisionHistoryLimit 0 + 2) × data, with room for the data. Sized so
+	// only above the default, which holds N = 2,000.
+	if need := h.o.n * 2 * snapshotBytesPerPersona; need > controller.DefaultSnapshotBytesPerNamespace {
+		flags = append(flags, fmt.Sprintf("--snapshot-bytes-per-namespace=%d", need))
 	}
 	flags = append(flags, h.o.managerFlags...)
 	h.r.managerFlags = flags
