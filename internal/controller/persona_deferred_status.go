@@ -38,6 +38,8 @@ type deferredStatus struct {
 	// rendered with guardrails.
 	written    map[string]string
 	guardrails string
+	// size is what written counts against deferredDataBytes.
+	size int
 }
 
 func newDeferredStatuses() *deferredStatuses {
@@ -57,7 +59,7 @@ func (d *deferredStatuses) put(persona types.NamespacedName, in inputs, r status
 	d.dropLocked(persona)
 	s := deferredStatus{inputs: in, render: r, revision: rev}
 	if size := dataSize(written); d.dataBytes+size <= deferredDataBytes {
-		s.written, s.guardrails = written, guardrails
+		s.written, s.guardrails, s.size = written, guardrails, size
 		d.dataBytes += size
 	}
 	d.byPersona[persona] = s
@@ -73,7 +75,7 @@ func (d *deferredStatuses) take(persona types.NamespacedName) (deferredStatus, b
 func (d *deferredStatuses) dropLocked(persona types.NamespacedName) (deferredStatus, bool) {
 	s, ok := d.byPersona[persona]
 	delete(d.byPersona, persona)
-	d.dataBytes -= dataSize(s.written)
+	d.dataBytes -= s.size
 	return s, ok
 }
 

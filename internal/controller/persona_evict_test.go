@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -76,19 +75,6 @@ func TestEvictionKeepsEveryPersonasRevisions(t *testing.T) {
 	}
 }
 
-// personaGets counts the Personas read through the client.
-type personaGets struct {
-	client.Client
-	gets int
-}
-
-func (c *personaGets) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if _, ok := obj.(*v1alpha1.Persona); ok {
-		c.gets++
-	}
-	return c.Client.Get(ctx, key, obj, opts...)
-}
-
 // A namespace over the cap with nothing to evict is scanned once: the next
 // snapshot refused within evictRescan, no bytes freed, reads no snapshot's
 // Persona again. Each scan reads every snapshot's Persona, so a tenant with
@@ -104,15 +90,15 @@ func TestEvictionThatFreedTooLittleStands(t *testing.T) {
 	}
 	st := newSteps(t, objs...)
 	st.SnapshotBytesPerNamespace = 2000 // all 20 held, every one a delivered revision
-	gets := &personaGets{Client: st.Client}
-	st.Client = gets
+	read := &gets[*v1alpha1.Persona]{Client: st.Client}
+	st.Client = read
 	for i, want := range []bool{true, false} {
-		before := gets.gets
+		before := read.n
 		failure, err := st.snapshot(t.Context(), personas[i], v1alpha1.RevisionHistoryEntry{Revision: 2}, snapshotOfBytes(personas[i].Name, personas[i].UID, 2, 100).Data, "")
 		if err != nil || failure == nil || failure.reason != v1alpha1.SnapshotBytesExceededReason {
 			t.Fatalf("snapshot %d: failure %+v, %v; want SnapshotBytesExceeded", i, failure, err)
 		}
-		if scanned := gets.gets > before; scanned != want {
+		if scanned := read.n > before; scanned != want {
 			t.Errorf("snapshot %d: the snapshots' Personas read %v, want %v", i, scanned, want)
 		}
 	}

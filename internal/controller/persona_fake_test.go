@@ -175,3 +175,26 @@ func configMapOf(t *testing.T, s *steps, p *v1alpha1.Persona) *corev1.ConfigMap 
 	s.get(t, cm)
 	return cm
 }
+
+// gets counts the objects of type T read through the client it wraps.
+type gets[T client.Object] struct {
+	client.Client
+	n int
+}
+
+func (g *gets[T]) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(T); ok {
+		g.n++
+	}
+	return g.Client.Get(ctx, key, obj, opts...)
+}
+
+// prune is a reconcile's pruning of p at once; patched is p's metadata as
+// its status patch answered (nil: it patched nothing).
+func (s *steps) prune(ctx context.Context, p *v1alpha1.Persona, patched *metav1.PartialObjectMetadata) error {
+	pr, err := s.beginPrune(ctx, p)
+	if err != nil {
+		return err
+	}
+	return s.finishPrune(ctx, p, pr, patched)
+}

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"encoding/json"
 	"maps"
 	"strings"
@@ -18,19 +17,6 @@ import (
 	"github.com/persona-operator/persona-operator/internal/status"
 )
 
-// configMapReads counts the ConfigMaps read whole from the API server.
-type configMapReads struct {
-	client.Reader
-	gets int
-}
-
-func (c *configMapReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if _, ok := obj.(*corev1.ConfigMap); ok {
-		c.gets++
-	}
-	return c.Reader.Get(ctx, key, obj, opts...)
-}
-
 // A fan-out's delivery finds its revision's cause in what the controller
 // wrote last, and its status pass writes the revision's snapshot from the
 // data the delivery wrote: neither reads the ConfigMap back from the API
@@ -39,7 +25,7 @@ func TestFanOutReadsNoConfigMapBack(t *testing.T) {
 	p := barePersona("p", "Hello", "style")
 	layer := appendLayer("style", "Be brief.")
 	s := newSteps(t, p, layer)
-	reads := &configMapReads{Reader: s.APIReader}
+	reads := &gets[*corev1.ConfigMap]{Client: s.cluster}
 	s.APIReader = reads
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
 	if _, err := s.Reconcile(t.Context(), req); err != nil {
@@ -51,7 +37,7 @@ func TestFanOutReadsNoConfigMapBack(t *testing.T) {
 	if err := s.cluster.Update(t.Context(), layer); err != nil {
 		t.Fatal(err)
 	}
-	reads.gets = 0
+	reads.n = 0
 
 	// The delivery, then the status pass it deferred.
 	for pass := range 2 {
@@ -59,8 +45,8 @@ func TestFanOutReadsNoConfigMapBack(t *testing.T) {
 			t.Fatalf("pass %d: %v", pass, err)
 		}
 	}
-	if reads.gets != 0 {
-		t.Errorf("the fan-out read %d ConfigMaps from the API server, want 0", reads.gets)
+	if reads.n != 0 {
+		t.Errorf("the fan-out read %d ConfigMaps from the API server, want 0", reads.n)
 	}
 	live := configMapOf(t, s, p)
 	rec, ok := decodeRecord(live.Data[render.RevisionKey])

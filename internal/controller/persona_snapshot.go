@@ -222,19 +222,11 @@ func dataSize(data map[string]string) int {
 	return size
 }
 
-// prune deletes p's snapshots past spec.revisionHistoryLimit, oldest
-// first, besides those keptRevisions keeps. It runs only once the status
-// names the current revision; patched is p's metadata as this reconcile's
-// status patch left it (nil when it patched nothing). A reconcile begins
-// it before its status patch (beginPrune), so that the pods are listed
-// while the status is patched, and finishes it after (finishPrune).
-func (r *PersonaReconciler) prune(ctx context.Context, p *v1alpha1.Persona, patched *metav1.PartialObjectMetadata) error {
-	pr, err := r.beginPrune(ctx, p)
-	if err != nil {
-		return err
-	}
-	return r.finishPrune(ctx, p, pr, patched)
-}
+// Pruning deletes a Persona's snapshots past spec.revisionHistoryLimit,
+// oldest first, besides those keptRevisions keeps. It runs only once the
+// status names the current revision: a reconcile begins it before its
+// status patch (beginPrune), so that the pods are listed while the status
+// is patched, and finishes it after (finishPrune).
 
 // pruning is a prune begun: the snapshots past the limit, and the list of
 // the pods that may name some of them, under way.

@@ -241,8 +241,7 @@ func (r *workloadRestarter) admit(ctx context.Context, now time.Time) {
 		if err := r.apply(ctx, rs); err != nil {
 			r.waves.Abort(rs, now)
 			message := fmt.Sprintf("the restart onto revision %d of Persona %s could not be written, and is tried again: %v", rs.Revision, rs.Persona, err)
-			if prev, ok := r.writeFailed.Load(rs.Workload); !ok || prev != message {
-				r.writeFailed.Store(rs.Workload, message)
+			if tellOnce(&r.writeFailed, rs.Workload, message) {
 				log.FromContext(ctx).Error(err, "restart not written", "workload", rs.Workload, "persona", rs.Persona, "revision", rs.Revision)
 				if obj, getErr := r.get(ctx, rs.Workload); getErr == nil {
 					r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "RestartFailed", "Restart", "%s", message)
@@ -351,11 +350,16 @@ func (r *workloadRestarter) clearHalt(key types.NamespacedName) {
 
 // warn tells a Warning about obj once, until it is different.
 func (r *workloadRestarter) warn(w waves.Workload, obj client.Object, reason, message string) {
-	if prev, ok := r.warned.Load(w); ok && prev == reason+message {
-		return
+	if tellOnce(&r.warned, w, reason+message) {
+		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Restart", "%s", message)
 	}
-	r.warned.Store(w, reason+message)
-	r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Restart", "%s", message)
+}
+
+// tellOnce records said as the last thing told about w in told, and
+// reports whether it is new: not what was told last.
+func tellOnce(told *sync.Map, w waves.Workload, said string) bool {
+	prev, ok := told.Swap(w, said)
+	return !ok || prev != said
 }
 
 // causeObject is the object a restart's Events go on: the cause, else the
