@@ -18,6 +18,7 @@ import (
 )
 
 func main() {
+	controller.ListAtStart()
 	flags, logOpts := parseFlags()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
 	log := ctrl.Log.WithName("setup")

@@ -42,6 +42,7 @@ func newManager(f *managerFlags, shutdown *drain, certs certificateSource) (ctrl
 	mgr, err := ctrl.NewManager(restConfig(f), ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
+		NewCache:               controller.NewCache,
 		Client:                 controller.ClientOptions(),
 		Metrics:                metricsOpts,
 		WebhookServer:          drainingWebhookServer{webhook.NewServer(webhookOpts), shutdown},

@@ -55,7 +55,7 @@ var agentPodSelector = func() labels.Selector {
 // newPodMetadataCache is a cache of the metadata of the pods that name a
 // Persona, in namespaces (nil: all), reduced to what the count reads.
 func newPodMetadataCache(mgr ctrl.Manager, namespaces []string) (cache.Cache, error) {
-	return cache.New(mgr.GetConfig(), cache.Options{
+	return NewCache(mgr.GetConfig(), cache.Options{
 		Scheme:               mgr.GetScheme(),
 		Mapper:               mgr.GetRESTMapper(),
 		DefaultNamespaces:    namespaceConfigs(namespaces),

@@ -62,7 +62,7 @@ var (
 // newConfigMapMetadataCache is a cache of the metadata of the ConfigMaps
 // in namespaces that selector selects (nil: all), each reduced by trim.
 func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string, selector labels.Selector, trim toolscache.TransformFunc) (cache.Cache, error) {
-	return cache.New(mgr.GetConfig(), cache.Options{
+	return NewCache(mgr.GetConfig(), cache.Options{
 		Scheme:               mgr.GetScheme(),
 		Mapper:               mgr.GetRESTMapper(),
 		DefaultNamespaces:    namespaceConfigs(namespaces),

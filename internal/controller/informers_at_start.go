@@ -3,8 +3,10 @@ package controller
 import (
 	"context"
 	"fmt"
+	"os"
 
 	corev1 "k8s.io/api/core/v1"
+	clientfeatures "k8s.io/client-go/features"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,3 +52,29 @@ type startedWithCaches struct{ cache.Cache }
 
 // GetCache makes the manager count c among its caches.
 func (c startedWithCaches) GetCache() cache.Cache { return c.Cache }
+
+// listAtStartEnv is client-go's own switch of WatchListClient: set, it
+// decides, and ListAtStart leaves client-go's gates as they are.
+const listAtStartEnv = "KUBE_FEATURE_" + string(clientfeatures.WatchListClient)
+
+// ListAtStart makes this process's informers fill with one LIST per kind,
+// served from the API server's watch cache, instead of a streaming watch
+// (client-go's WatchListClient, on by default): a stream decodes every
+// object as a watch event of its own, framed, in an envelope and
+// type-sniffed apart, about twice the CPU of decoding one list, and a
+// starting manager's first render waits for it
+// (docs/performance.md#restarts). listAtStartEnv, when set, decides
+// instead. Call it first, before any informer or client exists.
+func ListAtStart() {
+	if _, set := os.LookupEnv(listAtStartEnv); set {
+		return
+	}
+	clientfeatures.ReplaceFeatureGates(watchListOff{clientfeatures.FeatureGates()})
+}
+
+// watchListOff is client-go's gates with WatchListClient off.
+type watchListOff struct{ clientfeatures.Gates }
+
+func (g watchListOff) Enabled(key clientfeatures.Feature) bool {
+	return key != clientfeatures.WatchListClient && g.Gates.Enabled(key)
+}

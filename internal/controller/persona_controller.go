@@ -339,11 +339,18 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 	if err := r.snapshotBytes.watch(informer); err != nil {
 		return fmt.Errorf("count the snapshots' bytes: %w", err)
 	}
+	// The initial list's ConfigMaps enqueue nothing: the For watch's
+	// initial list enqueues every Persona, and a restart at N Personas
+	// would otherwise hand these watches 3N ConfigMaps before its first
+	// render.
+	notInInitialList := predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
+		CreateFunc: func(e event.TypedCreateEvent[*metav1.PartialObjectMetadata]) bool { return !e.IsInInitialList },
+	}
 	owner := handler.TypedEnqueueRequestForOwner[*metav1.PartialObjectMetadata](mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Persona{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Persona{}, specLabelsOrPinChanged).
-		WatchesRawSource(source.Kind(own, configMapMetadata(), owner, changedByOthers)).
-		WatchesRawSource(watchConfigMapMetadata(own, handler.TypedEnqueueRequestsFromMapFunc(r.inConflict))).
+		WatchesRawSource(source.Kind(own, configMapMetadata(), owner, notInInitialList, changedByOthers)).
+		WatchesRawSource(source.Kind(own, configMapMetadata(), handler.TypedEnqueueRequestsFromMapFunc(r.inConflict), notInInitialList)).
 		Watches(&v1alpha1.Persona{}, r.propagating(v1alpha1.PersonaKind), specChanged).
 		Watches(&v1alpha1.Persona{}, unobservedFirst).
 		Watches(&v1alpha1.PromptLayer{}, r.propagating(v1alpha1.PromptLayerKind), specChanged).

@@ -22,8 +22,9 @@ import (
 // (the same kinds and label selectors as cachedKindsFloor, a cache of its
 // own for each ConfigMap selector), and to sync: what the manager's
 // controller-runtime caches must at least do before a first render, with
-// the same client-go informers and their streaming initial lists, but
-// without the process's start. The caches are stopped before it returns.
+// the same client-go informers and their initial lists
+// (controller.ListAtStart, which main calls), but without the process's
+// start. The caches are stopped before it returns.
 func cachedKindsInformerFloor(ctx context.Context, cfg *rest.Config, c client.Client) (time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/persona-operator/persona-operator/internal/controller"
 )
 
 // The harness's own client limits: high, so the harness is not throttled.
@@ -55,6 +57,8 @@ func (o options) sizes() []int {
 }
 
 func main() {
+	// The informer floor starts its informers as the manager does.
+	controller.ListAtStart()
 	var o options
 	var managerFlags string
 	flag.IntVar(&o.n, "n", 2000, "Personas to converge and fan out to.")

@@ -1,0 +1,153 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// A starting manager waits twice for its caches: once for their lists
+// (the manager, before it starts a controller), then in each of a
+// controller's watches for its event handler to have been handed every
+// object of the lists. controller-runtime checks both every 100 ms, so a
+// restart's first render starts up to 200 ms after the lists are in
+// (docs/performance.md#restarts). client-go signals both on channels: a
+// promptSync cache waits on those instead, and a watch's own check then
+// finds its handler synced at once.
+
+// NewCache is the manager's cache constructor (ctrl.Options.NewCache):
+// controller-runtime's cache, synced without polling.
+func NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+	c, err := cache.New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return promptSync(c), nil
+}
+
+// promptSync is c, whose WaitForCacheSync returns once every informer
+// asked of it has listed and every event handler added to those informers
+// has been handed the list, as soon as each says so.
+func promptSync(c cache.Cache) cache.Cache {
+	return &promptSyncCache{Cache: c}
+}
+
+type promptSyncCache struct {
+	cache.Cache
+	mu sync.Mutex
+	// pending is what has not said it synced yet: the informers asked for
+	// and the handlers added to them; what has is dropped as it is found.
+	pending []*syncPending
+}
+
+// syncPending is one informer or handler registration still to sync.
+type syncPending struct {
+	done toolscache.DoneChecker
+	// removed is set when its handler is removed: it never syncs then.
+	removed bool
+}
+
+func (c *promptSyncCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	i, err := c.Cache.GetInformer(ctx, obj, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return c.tracked(i), nil
+}
+
+func (c *promptSyncCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	i, err := c.Cache.GetInformerForKind(ctx, gvk, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return c.tracked(i), nil
+}
+
+// WaitForCacheSync waits for what is pending, then for the cache itself,
+// which by then has synced: its own check passes at once, and covers any
+// informer the cache made without being asked (a read of an uncached kind).
+func (c *promptSyncCache) WaitForCacheSync(ctx context.Context) bool {
+	var checkers []toolscache.DoneChecker
+	for _, p := range c.stillPending() {
+		checkers = append(checkers, p.done)
+	}
+	if !toolscache.WaitFor(ctx, "", checkers...) {
+		return false
+	}
+	return c.Cache.WaitForCacheSync(ctx)
+}
+
+func (c *promptSyncCache) track(done toolscache.DoneChecker) *syncPending {
+	p := &syncPending{done: done}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending = append(c.pending, p)
+	return p
+}
+
+// stillPending drops what has synced or was removed and returns the rest.
+func (c *promptSyncCache) stillPending() []*syncPending {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending = slices.DeleteFunc(c.pending, func(p *syncPending) bool {
+		return p.removed || toolscache.IsDone(p.done)
+	})
+	return slices.Clone(c.pending)
+}
+
+func (c *promptSyncCache) tracked(i cache.Informer) cache.Informer {
+	c.track(i.HasSyncedChecker())
+	return &promptSyncInformer{Informer: i, cache: c}
+}
+
+// promptSyncInformer is an informer of a promptSyncCache: the handlers
+// added to it are waited for.
+type promptSyncInformer struct {
+	cache.Informer
+	cache *promptSyncCache
+}
+
+func (i *promptSyncInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.registered(i.Informer.AddEventHandler(h))
+}
+
+func (i *promptSyncInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, resync time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.registered(i.Informer.AddEventHandlerWithResyncPeriod(h, resync))
+}
+
+func (i *promptSyncInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.registered(i.Informer.AddEventHandlerWithOptions(h, opts))
+}
+
+func (i *promptSyncInformer) RemoveEventHandler(handle toolscache.ResourceEventHandlerRegistration) error {
+	r, ok := handle.(*promptSyncRegistration)
+	if !ok {
+		return i.Informer.RemoveEventHandler(handle)
+	}
+	i.cache.mu.Lock()
+	r.pending.removed = true
+	i.cache.mu.Unlock()
+	return i.Informer.RemoveEventHandler(r.ResourceEventHandlerRegistration)
+}
+
+func (i *promptSyncInformer) registered(r toolscache.ResourceEventHandlerRegistration, err error) (toolscache.ResourceEventHandlerRegistration, error) {
+	if err != nil {
+		return nil, fmt.Errorf("add an event handler: %w", err)
+	}
+	return &promptSyncRegistration{ResourceEventHandlerRegistration: r, pending: i.cache.track(r.HasSyncedChecker())}, nil
+}
+
+// promptSyncRegistration is a handler's registration, known again when it
+// is removed.
+type promptSyncRegistration struct {
+	toolscache.ResourceEventHandlerRegistration
+	pending *syncPending
+}
