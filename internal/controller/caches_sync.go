@@ -35,7 +35,9 @@ func NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 
 // promptSync is c, whose WaitForCacheSync returns once every informer
 // asked of it has listed and every event handler added to those informers
-// has been handed the list, as soon as each says so.
+// has been handed the list, as soon as each says so. Each wait waits for
+// all of them, not only for the handler its caller added: the handlers'
+// replays of the lists run at once, and take milliseconds.
 func promptSync(c cache.Cache) cache.Cache {
 	return &promptSyncCache{Cache: c}
 }
@@ -51,8 +53,25 @@ type promptSyncCache struct {
 // syncPending is one informer or handler registration still to sync.
 type syncPending struct {
 	done toolscache.DoneChecker
-	// removed is set when its handler is removed: it never syncs then.
-	removed bool
+	// informer is the informer it is of, or is.
+	informer cache.Informer
+	// removed is closed when it is removed (its handler, or its informer):
+	// it never syncs then.
+	removed chan struct{}
+	once    sync.Once
+}
+
+func (p *syncPending) remove() { p.once.Do(func() { close(p.removed) }) }
+
+func (p *syncPending) settled() bool {
+	select {
+	case <-p.done.Done():
+		return true
+	case <-p.removed:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *promptSyncCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
@@ -71,40 +90,53 @@ func (c *promptSyncCache) GetInformerForKind(ctx context.Context, gvk schema.Gro
 	return c.tracked(i), nil
 }
 
+// RemoveInformer removes obj's informer, which stops it: what is pending
+// of a stopped informer never syncs.
+func (c *promptSyncCache) RemoveInformer(ctx context.Context, obj client.Object) error {
+	err := c.Cache.RemoveInformer(ctx, obj)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.pending {
+		if p.informer.IsStopped() {
+			p.remove()
+		}
+	}
+	return err
+}
+
 // WaitForCacheSync waits for what is pending, then for the cache itself,
 // which by then has synced: its own check passes at once, and covers any
 // informer the cache made without being asked (a read of an uncached kind).
 func (c *promptSyncCache) WaitForCacheSync(ctx context.Context) bool {
-	var checkers []toolscache.DoneChecker
 	for _, p := range c.stillPending() {
-		checkers = append(checkers, p.done)
-	}
-	if !toolscache.WaitFor(ctx, "", checkers...) {
-		return false
+		select {
+		case <-p.done.Done():
+		case <-p.removed:
+		case <-ctx.Done():
+			return false
+		}
 	}
 	return c.Cache.WaitForCacheSync(ctx)
 }
 
-func (c *promptSyncCache) track(done toolscache.DoneChecker) *syncPending {
-	p := &syncPending{done: done}
+func (c *promptSyncCache) track(done toolscache.DoneChecker, informer cache.Informer) *syncPending {
+	p := &syncPending{done: done, informer: informer, removed: make(chan struct{})}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending = append(c.pending, p)
 	return p
 }
 
-// stillPending drops what has synced or was removed and returns the rest.
+// stillPending drops what has settled and returns the rest.
 func (c *promptSyncCache) stillPending() []*syncPending {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.pending = slices.DeleteFunc(c.pending, func(p *syncPending) bool {
-		return p.removed || toolscache.IsDone(p.done)
-	})
+	c.pending = slices.DeleteFunc(c.pending, (*syncPending).settled)
 	return slices.Clone(c.pending)
 }
 
 func (c *promptSyncCache) tracked(i cache.Informer) cache.Informer {
-	c.track(i.HasSyncedChecker())
+	c.track(i.HasSyncedChecker(), i)
 	return &promptSyncInformer{Informer: i, cache: c}
 }
 
@@ -132,9 +164,7 @@ func (i *promptSyncInformer) RemoveEventHandler(handle toolscache.ResourceEventH
 	if !ok {
 		return i.Informer.RemoveEventHandler(handle)
 	}
-	i.cache.mu.Lock()
-	r.pending.removed = true
-	i.cache.mu.Unlock()
+	r.pending.remove()
 	return i.Informer.RemoveEventHandler(r.ResourceEventHandlerRegistration)
 }
 
@@ -142,7 +172,7 @@ func (i *promptSyncInformer) registered(r toolscache.ResourceEventHandlerRegistr
 	if err != nil {
 		return nil, fmt.Errorf("add an event handler: %w", err)
 	}
-	return &promptSyncRegistration{ResourceEventHandlerRegistration: r, pending: i.cache.track(r.HasSyncedChecker())}, nil
+	return &promptSyncRegistration{ResourceEventHandlerRegistration: r, pending: i.cache.track(r.HasSyncedChecker(), i.Informer)}, nil
 }
 
 // promptSyncRegistration is a handler's registration, known again when it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	clientfeatures "k8s.io/client-go/features"
@@ -53,8 +54,8 @@ type startedWithCaches struct{ cache.Cache }
 // GetCache makes the manager count c among its caches.
 func (c startedWithCaches) GetCache() cache.Cache { return c.Cache }
 
-// listAtStartEnv is client-go's own switch of WatchListClient: set, it
-// decides, and ListAtStart leaves client-go's gates as they are.
+// listAtStartEnv is client-go's own switch of WatchListClient: set to a
+// boolean, it decides, and ListAtStart leaves client-go's gates as they are.
 const listAtStartEnv = "KUBE_FEATURE_" + string(clientfeatures.WatchListClient)
 
 // ListAtStart makes this process's informers fill with one LIST per kind,
@@ -66,7 +67,7 @@ const listAtStartEnv = "KUBE_FEATURE_" + string(clientfeatures.WatchListClient)
 // (docs/performance.md#restarts). listAtStartEnv, when set, decides
 // instead. Call it first, before any informer or client exists.
 func ListAtStart() {
-	if _, set := os.LookupEnv(listAtStartEnv); set {
+	if _, err := strconv.ParseBool(os.Getenv(listAtStartEnv)); err == nil {
 		return
 	}
 	clientfeatures.ReplaceFeatureGates(watchListOff{clientfeatures.FeatureGates()})

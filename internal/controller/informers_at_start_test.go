@@ -2,6 +2,7 @@ package controller
 
 import (
 	"os"
+	"strconv"
 	"testing"
 
 	clientfeatures "k8s.io/client-go/features"
@@ -9,6 +10,7 @@ import (
 
 func TestListAtStartTurnsOnlyWatchListOff(t *testing.T) {
 	base := clientfeatures.FeatureGates()
+	t.Cleanup(func() { clientfeatures.ReplaceFeatureGates(base) })
 	gates := watchListOff{base}
 	if gates.Enabled(clientfeatures.WatchListClient) {
 		t.Error("WatchListClient is on with the gates of ListAtStart")
@@ -19,7 +21,7 @@ func TestListAtStartTurnsOnlyWatchListOff(t *testing.T) {
 			t.Errorf("%s: %t with the gates of ListAtStart, %t without", f, got, want)
 		}
 	}
-	if _, set := os.LookupEnv(listAtStartEnv); set {
+	if _, err := strconv.ParseBool(os.Getenv(listAtStartEnv)); err == nil {
 		t.Skipf("%s is set: ListAtStart leaves the gates to it", listAtStartEnv)
 	}
 	ListAtStart()

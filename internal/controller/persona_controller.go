@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -254,6 +256,14 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 	case !attempt.delivered:
 		if attempt, err = r.deliver(ctx, &p, attempt, own); err != nil {
+			if behind := (*cachesBehindError)(nil); errors.As(err, &behind) {
+				// Nothing is written from caches behind the API server,
+				// the status neither: the watch event that brings them up
+				// to date, or the retry, renders again.
+				deferStatus = true
+				log.FromContext(ctx).V(1).Info("delivery held back", "reason", behind.Error())
+				return ctrl.Result{RequeueAfter: cachesBehindRetry}, nil
+			}
 			return ctrl.Result{}, err
 		}
 	}
@@ -341,8 +351,8 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 	}
 	// The initial list's ConfigMaps enqueue nothing: the For watch's
 	// initial list enqueues every Persona, and a restart at N Personas
-	// would otherwise hand these watches 3N ConfigMaps before its first
-	// render.
+	// would otherwise map 3N ConfigMaps to their Personas and queue them
+	// again before its first render.
 	notInInitialList := predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
 		CreateFunc: func(e event.TypedCreateEvent[*metav1.PartialObjectMetadata]) bool { return !e.IsInInitialList },
 	}

@@ -76,6 +76,13 @@ func (r *PersonaReconciler) stamp(ctx context.Context, p *v1alpha1.Persona, atte
 			}
 		}
 	}
+	// Other content than the live ConfigMap's: not from caches behind it
+	// (persona_caches_behind.go).
+	if current != nil && controls(p, current) {
+		if err := r.notBehind(ctx, current, attempt.read); err != nil {
+			return nil, err
+		}
+	}
 	if e, ok := latestEntry(&p.Status); ok && e.ContentHash == hash {
 		return &revision{entry: e, record: encodeRecord(p, e, attempt.read, 0)}, nil
 	}

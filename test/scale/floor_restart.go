@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -23,8 +24,8 @@ import (
 // own for each ConfigMap selector), and to sync: what the manager's
 // controller-runtime caches must at least do before a first render, with
 // the same client-go informers and their initial lists
-// (controller.ListAtStart, which main calls), but without the process's
-// start. The caches are stopped before it returns.
+// (controller.ListAtStart, which main calls) and waits for their sync
+// (controller.NewCache), but without the process's start. The caches are stopped before it returns.
 func cachedKindsInformerFloor(ctx context.Context, cfg *rest.Config, c client.Client) (time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -44,7 +45,7 @@ func cachedKindsInformerFloor(ctx context.Context, cfg *rest.Config, c client.Cl
 	start := time.Now()
 	var g errgroup.Group
 	for _, cc := range caches {
-		ca, err := cache.New(rest.CopyConfig(cfg), cache.Options{Scheme: c.Scheme(), Mapper: c.RESTMapper(), DefaultLabelSelector: cc.selector})
+		ca, err := controller.NewCache(rest.CopyConfig(cfg), cache.Options{Scheme: c.Scheme(), Mapper: c.RESTMapper(), DefaultLabelSelector: cc.selector})
 		if err != nil {
 			return 0, fmt.Errorf("informer floor: %w", err)
 		}
