@@ -78,7 +78,7 @@ func (r *PersonaReconciler) stamp(ctx context.Context, p *v1alpha1.Persona, atte
 	}
 	// Other content than the live ConfigMap's: not from caches behind it
 	// (persona_caches_behind.go).
-	if current != nil && controls(p, current) {
+	if current != nil && currentHash != hash && controls(p, current) {
 		if err := r.notBehind(ctx, current, attempt.read); err != nil {
 			return nil, err
 		}
