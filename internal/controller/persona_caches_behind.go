@@ -67,7 +67,7 @@ func (r *PersonaReconciler) notBehind(ctx context.Context, current *corev1.Confi
 	return nil
 }
 
-// newerOf reports whether d names the object in names, of this API, at a
+// newerOf reports whether d names the object that in names, of this API, at a
 // higher generation.
 func newerOf(d, in v1alpha1.RevisionInput) bool {
 	return d.Kind == in.Kind && d.Namespace == in.Namespace && d.Name == in.Name && d.Generation > in.Generation &&
