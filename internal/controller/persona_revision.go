@@ -77,8 +77,9 @@ func (r *PersonaReconciler) stamp(ctx context.Context, p *v1alpha1.Persona, atte
 		}
 	}
 	// Other content than the live ConfigMap's: not from caches behind it
-	// (persona_caches_behind.go).
-	if current != nil && currentHash != hash && controls(p, current) {
+	// (persona_caches_behind.go). A pin's rebase reads its pinned
+	// revision's inputs, older on purpose.
+	if attempt.base == nil && current != nil && currentHash != hash && controls(p, current) {
 		if err := r.notBehind(ctx, current, attempt.read); err != nil {
 			return nil, err
 		}
