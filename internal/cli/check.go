@@ -29,26 +29,30 @@ func checkSet(ctx context.Context, set *manifest.Set) *checked {
 	c.counts.Documents = set.Documents
 	admitted := admit(set, &c.problems)
 	for _, obj := range set.Objects() {
-		switch obj.Kind {
-		case v1alpha1.PersonaKind:
+		switch {
+		case obj.FromCluster():
+			// an input of the render, not one of the manifests checked
+		case obj.Kind == v1alpha1.PersonaKind:
 			c.counts.Personas++
-		case v1alpha1.PromptLayerKind:
+		case obj.Kind == v1alpha1.PromptLayerKind:
 			c.counts.PromptLayers++
-		case v1alpha1.ClusterPromptLayerKind:
+		case obj.Kind == v1alpha1.ClusterPromptLayerKind:
 			c.counts.ClusterPromptLayers++
-		case v1alpha1.PromptPlatformKind:
+		case obj.Kind == v1alpha1.PromptPlatformKind:
 			c.counts.PromptPlatforms++
-		case v1alpha1.ConfigMapKind:
+		case obj.Kind == v1alpha1.ConfigMapKind:
 			c.counts.ConfigMaps++
-		case v1alpha1.NamespaceKind:
+		case obj.Kind == v1alpha1.NamespaceKind:
 			c.counts.Namespaces++
 		}
 		// A duplicate is reported as such; the first definition is checked.
 		if !admitted[obj] || !set.Indexed(obj) {
 			continue
 		}
-		for _, w := range admission.Warnings(obj.Raw) {
-			c.warnings.add(obj, w.Field, w.Message)
+		if !obj.FromCluster() { // a warning is for the manifests' author
+			for _, w := range admission.Warnings(obj.Raw) {
+				c.warnings.add(obj, w.Field, w.Message)
+			}
 		}
 		switch obj.Kind {
 		case v1alpha1.PersonaKind:

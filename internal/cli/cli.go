@@ -132,7 +132,7 @@ kubeconfig context: list them, print one, and pin one or remove the pin.`,
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		if strings.Contains(err.Error(), "unknown flag: --context") {
-			return usageError("%v: the turn context is --turn FILE; --context is a kubeconfig context, which only diff --live reads", err)
+			return usageError("%v: the turn context is --turn FILE; --context is a kubeconfig context, which diff --live and --cluster-inputs read", err)
 		}
 		return usageError("%v", err)
 	})

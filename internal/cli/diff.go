@@ -65,8 +65,13 @@ do not change the exit status, so a fix shows as a diff.
 
 --live compares with the ConfigMaps persona-<name> of the cluster of the
 kubeconfig context (--kubeconfig, --context, -n and kubectl's other
-connection flags): one GET per persona of the new manifests, nothing else.
-A persona whose ConfigMap does not exist shows as added. Without --live no
+connection flags): one GET per persona of the new manifests. The new side
+is rendered as the cluster renders it, with the cluster's
+ClusterPromptLayers, PromptPlatform and the labels of the personas'
+Namespaces, per kind unless the manifests hold that kind (then they are its
+whole set); standard error says where each came from, and warns of one the
+user may not read. A persona whose ConfigMap does not exist shows as added;
+one whose ConfigMap a pin holds on an older revision is named. Without --live no
 kubeconfig is read; manifests without a namespace are in -n, else default
 (with --live, else the context's namespace).
 
@@ -93,7 +98,7 @@ still printed).`,
 	o.new.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringArrayVar(&o.old.files, "against", nil, "old manifest file or directory `PATH` to compare with, - for standard input (repeatable; a,b for several)")
-	f.StringVar(&o.old.kustomization, "against-k", "", "compare with what the kustomization in `DIR` builds")
+	f.StringArrayVar(&o.old.kustomizations, "against-k", nil, "compare with what the kustomization in `DIR` builds (repeatable)")
 	_ = cmd.MarkFlagDirname("against-k")
 	f.BoolVar(&o.live, "live", false, "compare with the personas' ConfigMaps in the cluster")
 	f.StringVarP(&o.output, "output", "o", outputText, "output `FORMAT`: text or json")
@@ -146,7 +151,17 @@ func (o *diffOptions) run(ctx context.Context, s *Streams) error {
 	if err != nil {
 		return diffFailed(err)
 	}
-	newSide, err := readSide(ctx, s, &o.new, ns, o.new.describe("-f", "-k"))
+	// The new side as the cluster will render it: with its cluster-scoped
+	// inputs, per kind unless the manifests hold that kind.
+	var inputs inputsReport
+	var withCluster func(*manifest.Set) error
+	if o.live {
+		withCluster = func(set *manifest.Set) (err error) {
+			inputs, err = addClusterInputs(ctx, o.kube, set, "--live")
+			return err
+		}
+	}
+	newSide, err := readSide(ctx, s, &o.new, ns, o.new.describe("-f", "-k"), withCluster)
 	if err != nil {
 		return diffFailed(err)
 	}
@@ -158,12 +173,13 @@ func (o *diffOptions) run(ctx context.Context, s *Streams) error {
 		for r := range newSide.unrendered {
 			wanted[r] = nil
 		}
-		live, err := o.liveSide(ctx, wanted)
+		live, notes, err := o.liveSide(ctx, wanted)
 		if err != nil {
 			return diffFailed(err)
 		}
+		inputs.notes = append(inputs.notes, notes...)
 		oldSide = &side{rendered: live}
-	} else if oldSide, err = readSide(ctx, s, &o.old, ns, o.old.describe("--against", "--against-k")); err != nil {
+	} else if oldSide, err = readSide(ctx, s, &o.old, ns, o.old.describe("--against", "--against-k"), nil); err != nil {
 		return diffFailed(err)
 	}
 	oldLabel := labelOld
@@ -179,6 +195,7 @@ func (o *diffOptions) run(ctx context.Context, s *Streams) error {
 	// The old side's problems are what a change may fix: they are shown,
 	// and do not fail the diff. The new side's are what it brings.
 	if o.output != outputJSON {
+		inputs.write(s)
 		oldSide.summarize(s.Err, "")
 		newSide.summarize(s.Err, "; the diff shows the personas that render")
 	}

@@ -2,16 +2,20 @@ package cli_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/persona-operator/persona-operator/internal/cli"
@@ -33,7 +37,12 @@ var _ = Describe("kubectl-persona diff --live", func() {
 			// No -n: manifests without a namespace are in the context's.
 			args := append([]string{"diff", "--live", "--kubeconfig", kubeconfig, "--context", "envtest"}, flagsFor(files)...)
 			code := cli.Run(args, nil, &out, &errOut)
-			Expect(errOut.String()).To(BeEmpty())
+			// Where each cluster-scoped input came from, and no warning: the
+			// administrator reads them all.
+			Expect(errOut.String()).To(ContainSubstring("ClusterPromptLayers: from the cluster ("))
+			Expect(errOut.String()).To(ContainSubstring("PromptPlatforms: from the cluster ("))
+			Expect(errOut.String()).To(ContainSubstring("Namespaces: from the cluster (" + ns + ")\n"))
+			Expect(errOut.String()).NotTo(ContainSubstring("Warning"))
 			return code, out.String()
 		}
 
@@ -74,6 +83,9 @@ var _ = Describe("kubectl-persona diff --live", func() {
 		args := append([]string{"diff", "--live", "--kubeconfig", configMapReader(ns), "-n", ns}, flagsFor(append(edited, newcomer))...)
 		Expect(cli.Run(args, nil, &out2, &errOut)).To(Equal(cli.DiffFound), errOut.String())
 		Expect(out2.String()).To(Equal(out))
+		// What it may not read is named, and the diff goes on without it.
+		Expect(errOut.String()).To(ContainSubstring("Warning: --live: cannot read the cluster's ClusterPromptLayers"))
+		Expect(errOut.String()).To(ContainSubstring("Warning: cannot read Namespace " + ns + ","))
 
 		By("listing a persona the change breaks as broken, with status 2 and its problem")
 		breaking := filepath.Join(dir, "breaking.yaml")
@@ -89,6 +101,91 @@ var _ = Describe("kubectl-persona diff --live", func() {
 		Expect(cli.Run(args, nil, &out3, &errOut3)).To(Equal(cli.DiffError))
 		Expect(out3.String()).To(Equal("persona " + ns + "/bare-prompt broken: it does not render on the new side\n"))
 		Expect(errOut3.String()).To(ContainSubstring(`Persona "missing-parent" (referenced by persona "bare-prompt") not found`))
+	})
+})
+
+// The new side is what the cluster will render: its ClusterPromptLayers,
+// PromptPlatform and Namespace labels, unless the manifests hold that kind.
+var _ = Describe("kubectl-persona's cluster inputs", func() {
+	It("renders the new side with the cluster's guardrails and namespace labels", func() {
+		ns := suite.NewNamespace()
+		label := "cli-inputs-" + ns
+		var nsObj corev1.Namespace
+		Expect(suite.K8s.Get(suite.Ctx, client.ObjectKey{Name: ns}, &nsObj)).To(Succeed())
+		nsObj.Labels[label] = "on"
+		Expect(suite.K8s.Update(suite.Ctx, &nsObj)).To(Succeed())
+		guardrail := fmt.Sprintf(`apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: ClusterPromptLayer
+metadata:
+  name: %s
+spec:
+  position: final
+  namespaceSelector:
+    matchLabels: {%s: "on"}
+  template: |
+    Never push to the default branch of %s.
+`, label, label, ns)
+		suite.Apply("", guardrail)
+		DeferCleanup(func() {
+			cpl := &unstructured.Unstructured{}
+			cpl.SetAPIVersion("prompts.persona-operator.dev/v1alpha1")
+			cpl.SetKind("ClusterPromptLayer")
+			cpl.SetName(label)
+			Expect(client.IgnoreNotFound(suite.K8s.Delete(suite.Ctx, cpl))).To(Succeed())
+		})
+		dir := GinkgoT().TempDir()
+		persona := filepath.Join(dir, "persona.yaml")
+		Expect(os.WriteFile(persona, []byte(fixtures.BarePersona("guarded", "Review the change.")), 0o644)).To(Succeed())
+		suite.Apply(ns, fixtures.BarePersona("guarded", "Review the change."))
+		Eventually(suite.Prompt(ns, "guarded")).Should(ContainSubstring("Never push to the default branch of " + ns + "."))
+		kubeconfig := kubeconfigWithContext("envtest", ns)
+		run := func(args ...string) (int, string, string) {
+			var out, errOut bytes.Buffer
+			code := cli.Run(append(args, "--kubeconfig", kubeconfig, "--context", "envtest"), nil, &out, &errOut)
+			return code, out.String(), errOut.String()
+		}
+
+		By("diff --live: no difference, though the manifests hold neither the guardrail nor the Namespace")
+		code, out, errOut := run("diff", "--live", "-f", persona)
+		Expect(out).To(BeEmpty())
+		Expect(code).To(Equal(cli.DiffNone), errOut)
+		Expect(errOut).To(ContainSubstring("ClusterPromptLayers: from the cluster ("))
+		Expect(errOut).To(ContainSubstring(label))
+
+		By("diff --live: the manifests' ClusterPromptLayers are the whole set, so the cluster's guardrail shows as removed")
+		other := filepath.Join(dir, "other.yaml")
+		Expect(os.WriteFile(other, []byte(`apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: ClusterPromptLayer
+metadata:
+  name: elsewhere
+spec:
+  position: last
+  namespaceSelector:
+    matchLabels: {nowhere: "on"}
+  template: Elsewhere.
+`), 0o644)).To(Succeed())
+		code, out, errOut = run("diff", "--live", "-f", persona, "-f", other)
+		Expect(code).To(Equal(cli.DiffFound), errOut)
+		Expect(out).To(ContainSubstring("-Never push to the default branch of " + ns + ".\n"))
+		Expect(errOut).To(ContainSubstring("ClusterPromptLayers: from the manifests (elsewhere)"))
+
+		By("render --cluster-inputs: the guardrail last, as the operator renders it")
+		code, out, errOut = run("render", "--cluster-inputs", "-f", persona, "-n", ns)
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(Equal(suite.ConfigMap(ns, "guarded").Data["system-prompt.md"]))
+		Expect(out).To(HaveSuffix("Never push to the default branch of " + ns + ".\n"))
+
+		By("render without --cluster-inputs: no guardrail, and no kubeconfig read")
+		var plain, plainErr bytes.Buffer
+		Expect(cli.Run([]string{"render", "-f", persona, "-n", ns}, nil, &plain, &plainErr)).To(Equal(0), plainErr.String())
+		Expect(plain.String()).NotTo(ContainSubstring("Never push"))
+		Expect(cli.Run([]string{"render", "-f", persona, "--kubeconfig", kubeconfig}, nil, &plain, &plainErr)).To(Equal(2))
+		Expect(plainErr.String()).To(ContainSubstring("--kubeconfig applies to --cluster-inputs"))
+
+		By("validate --cluster-inputs: what the cluster gave is rendered, not counted as the manifests'")
+		code, out, errOut = run("validate", "--cluster-inputs", "-f", persona, "-n", ns)
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(Equal("1 Persona, 0 PromptLayers, 0 ConfigMaps: valid\n"))
 	})
 })
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/persona-operator/persona-operator/internal/manifest"
 	"github.com/persona-operator/persona-operator/internal/promptdiff"
 )
 
@@ -19,12 +20,18 @@ type side struct {
 }
 
 // readSide reads and checks one side's manifests and renders every persona
-// it can. Only a side that cannot be read at all is an error; its problems
-// are printed on standard error and kept.
-func readSide(ctx context.Context, s *Streams, src *source, ns, what string) (*side, error) {
+// it can; prepare, when set, completes the set before the checks. Only a
+// side that cannot be read at all is an error; its problems are printed on
+// standard error and kept.
+func readSide(ctx context.Context, s *Streams, src *source, ns, what string, prepare func(*manifest.Set) error) (*side, error) {
 	set, err := src.read(ns, s.In)
 	if err != nil {
 		return nil, err
+	}
+	if prepare != nil {
+		if err := prepare(set); err != nil {
+			return nil, err
+		}
 	}
 	c := checkSet(ctx, set)
 	sd := &side{what: what, rendered: c.data(), unrendered: map[promptdiff.Ref]bool{}, problems: c.problems}

@@ -76,14 +76,15 @@ func TestKustomizeWithoutNameReference(t *testing.T) {
 	run(t, "", "render", "-k", overlay).expect(t, 0, "Review.\n\n# Agents\nRun make test-all.\n")
 }
 
-func TestKustomizeUsage(t *testing.T) {
+// -f and -k combine into one set: a platform directory beside a team's
+// kustomization, checked and rendered together.
+func TestKustomizeWithManifests(t *testing.T) {
 	base, _ := overlayTree(t, "configurations: [kustomizeconfig.yaml]\n")
-	r := run(t, "", "render", "-k", base, "-f", filepath.Join(base, "personas.yaml"))
-	r.expect(t, 2, "")
-	if !strings.Contains(r.stderr, "-f and -k are mutually exclusive") {
-		t.Errorf("stderr = %s", r.stderr)
-	}
-	r = run(t, "", "validate", "-k", filepath.Join(base, "nope"))
+	platform := files(t, t.TempDir(), "guardrail.yaml",
+		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: ClusterPromptLayer\nmetadata: {name: final-word}\nspec:\n  position: final\n  template: Stop at the first failure.\n")
+	run(t, "", "validate", "-k", base, "-f", platform).expect(t, 0, "1 Persona, 1 PromptLayer, 1 ClusterPromptLayer, 1 ConfigMap: valid\n")
+	run(t, "", "render", "-f", platform, "-k", base).expect(t, 0, "Review.\n\n# Agents\nRun make test.\n\nStop at the first failure.\n")
+	r := run(t, "", "validate", "-k", filepath.Join(base, "nope"))
 	r.expect(t, 1, "")
 	if !strings.Contains(r.stderr, "the kustomization "+filepath.Join(base, "nope")+" does not build") {
 		t.Errorf("stderr = %s", r.stderr)

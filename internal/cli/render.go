@@ -35,6 +35,7 @@ type renderOptions struct {
 	turn      string
 	output    string
 	namespace string
+	cluster   clusterInputsFlags
 }
 
 func newRenderCommand(s *Streams) *cobra.Command {
@@ -93,6 +94,7 @@ and streaming. Every field it sets overrides the persona's.`,
 	f.StringVarP(&o.output, "output", "o", outputPrompt, "output `FORMAT`: prompt, persona, configmap or bundle")
 	f.StringVarP(&o.namespace, "namespace", "n", manifest.DefaultNamespace, "the `NAMESPACE` of manifests that set none")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputPrompt, outputPersona, outputConfigMap, outputBundle}, cobra.ShellCompDirectiveNoFileComp))
+	o.cluster.addFlags(cmd)
 	return cmd
 }
 
@@ -152,7 +154,13 @@ func (o *renderOptions) check(cmd *cobra.Command, args []string) error {
 	if o.variant != "" && o.output != outputPrompt {
 		return usageError("--variant renders one variant's prompt; it needs -o prompt, not -o %s (-o configmap holds every variant)", o.output)
 	}
+	if err := o.cluster.check(cmd); err != nil {
+		return err
+	}
 	if o.bundle != "" {
+		if o.cluster.enabled {
+			return usageError("--cluster-inputs applies to manifests; a bundle holds every input of its render")
+		}
 		if !o.source.empty() {
 			return usageError("-f, -k and --bundle are mutually exclusive: render either manifests or a bundle")
 		}
@@ -188,6 +196,9 @@ func (o *renderOptions) check(cmd *cobra.Command, args []string) error {
 func (o *renderOptions) resolve(ctx context.Context, s *Streams) (*render.Bundle, error) {
 	set, err := o.source.read(o.namespace, s.In)
 	if err != nil {
+		return nil, failed("%v", err)
+	}
+	if err := o.cluster.add(ctx, s, set); err != nil {
 		return nil, failed("%v", err)
 	}
 	ps := problems(set.Problems)

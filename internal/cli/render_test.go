@@ -345,7 +345,7 @@ func TestRenderContextIsNotTheTurn(t *testing.T) {
 	p := fixtures.WriteFile(t, dir, "p.yaml", barePersona("p", "", "a", "A"))
 	r := run(t, "", "render", "-f", p, "--context", fixtures.WriteFile(t, dir, "turn.yaml", "slug: x\n"))
 	r.expect(t, 2, "")
-	if !strings.Contains(r.stderr, "unknown flag: --context") || !strings.Contains(r.stderr, "--turn FILE") {
+	if !strings.Contains(r.stderr, "--context is a kubeconfig context") || !strings.Contains(r.stderr, "--turn FILE") {
 		t.Errorf("stderr = %s", r.stderr)
 	}
 }

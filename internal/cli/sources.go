@@ -15,31 +15,29 @@ import (
 )
 
 // source is where a command reads manifests from: files and directories
-// (-f) or a kustomization (-k), as with kubectl.
+// (-f) and kustomizations (-k), as with kubectl; several of each combine
+// into one set (a platform directory and a team's kustomization).
 type source struct {
-	files         []string
-	kustomization string
+	files          []string
+	kustomizations []string
 }
 
 const (
 	filenameUsage  = "manifest file or directory `PATH`, - for standard input (repeatable; a,b for several)"
-	kustomizeUsage = "build the kustomization in `DIR` (as kubectl kustomize) and read its output"
+	kustomizeUsage = "build the kustomization in `DIR` (as kubectl kustomize) and read its output (repeatable)"
 )
 
 // addFlags adds -f and -k to cmd.
 func (s *source) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVarP(&s.files, "filename", "f", nil, filenameUsage)
-	cmd.Flags().StringVarP(&s.kustomization, "kustomize", "k", "", kustomizeUsage)
+	cmd.Flags().StringArrayVarP(&s.kustomizations, "kustomize", "k", nil, kustomizeUsage)
 	_ = cmd.MarkFlagDirname("kustomize")
 }
 
-func (s *source) empty() bool { return len(s.files) == 0 && s.kustomization == "" }
+func (s *source) empty() bool { return len(s.files) == 0 && len(s.kustomizations) == 0 }
 
-// check takes the paths a shell glob put after -f and rejects -f with -k.
+// check takes the paths a shell glob put after -f.
 func (s *source) check(fFlag, kFlag string, args []string) error {
-	if len(s.files) > 0 && s.kustomization != "" {
-		return usageError("%s and %s are mutually exclusive: read either manifests or a kustomization", fFlag, kFlag)
-	}
 	if len(args) > 0 && len(s.files) == 0 {
 		return usageError("unexpected arguments %q: give manifests with %s PATH or a kustomization with %s DIR", args, fFlag, kFlag)
 	}
@@ -49,10 +47,15 @@ func (s *source) check(fFlag, kFlag string, args []string) error {
 
 // describe names the source in messages, by the flags that gave it.
 func (s *source) describe(fFlag, kFlag string) string {
-	if s.kustomization != "" {
-		return fmt.Sprintf("the kustomization %s (%s)", s.kustomization, kFlag)
+	switch {
+	case len(s.files) == 0 && len(s.kustomizations) == 1:
+		return fmt.Sprintf("the kustomization %s (%s)", s.kustomizations[0], kFlag)
+	case len(s.kustomizations) == 0:
+		return "the manifests of " + fFlag
+	case len(s.files) == 0:
+		return "the kustomizations of " + kFlag
 	}
-	return "the manifests of " + fFlag
+	return fmt.Sprintf("the manifests of %s and %s", fFlag, kFlag)
 }
 
 func (s *source) readsStdin() bool {
@@ -64,22 +67,24 @@ func (s *source) readsStdin() bool {
 	return false
 }
 
-// read reads the manifests; objects without a namespace are in namespace.
-// A path that cannot be read or a kustomization that does not build is an
-// error naming it.
+// read reads the manifests, then what each kustomization builds, into one
+// set; objects without a namespace are in namespace. A path that cannot be
+// read or a kustomization that does not build is an error naming it.
 func (s *source) read(namespace string, stdin io.Reader) (*manifest.Set, error) {
-	if s.kustomization == "" {
-		return manifest.Read(s.files, manifest.Options{Namespace: namespace, Stdin: stdin})
-	}
-	resources, err := buildKustomization(s.kustomization)
+	set, err := manifest.Read(s.files, manifest.Options{Namespace: namespace, Stdin: stdin})
 	if err != nil {
 		return nil, err
 	}
-	set := manifest.New(namespace)
-	// Problems name the file each object came from (kustomize's origin
-	// annotations), or the kustomization when it generated the object.
-	if err := addBuild(set, s.kustomization, resources); err != nil {
-		return nil, fmt.Errorf("the kustomization %s: %w", s.kustomization, err)
+	for _, dir := range s.kustomizations {
+		resources, err := buildKustomization(dir)
+		if err != nil {
+			return nil, err
+		}
+		// Problems name the file each object came from (kustomize's origin
+		// annotations), or the kustomization when it generated the object.
+		if err := addBuild(set, dir, resources); err != nil {
+			return nil, fmt.Errorf("the kustomization %s: %w", dir, err)
+		}
 	}
 	return set, nil
 }

@@ -19,6 +19,7 @@ type validateOptions struct {
 	source    source
 	namespace string
 	output    string
+	cluster   clusterInputsFlags
 }
 
 func newValidateCommand(s *Streams) *cobra.Command {
@@ -74,6 +75,9 @@ change the exit status.
 			if o.output != outputText && o.output != outputJSON {
 				return usageError("--output %q is not one of text, json", o.output)
 			}
+			if err := o.cluster.check(cmd); err != nil {
+				return err
+			}
 			return o.run(cmd, s)
 		},
 	}
@@ -81,12 +85,16 @@ change the exit status.
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", manifest.DefaultNamespace, "the `NAMESPACE` of manifests that set none")
 	cmd.Flags().StringVarP(&o.output, "output", "o", outputText, "output `FORMAT`: text or json")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputText, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
+	o.cluster.addFlags(cmd)
 	return cmd
 }
 
 func (o *validateOptions) run(cmd *cobra.Command, s *Streams) error {
 	set, err := o.source.read(o.namespace, s.In)
 	if err != nil {
+		return failed("%v", err)
+	}
+	if err := o.cluster.add(cmd.Context(), s, set); err != nil {
 		return failed("%v", err)
 	}
 	c := checkSet(cmd.Context(), set)

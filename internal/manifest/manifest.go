@@ -41,6 +41,10 @@ const Stdin = "-"
 // StdinName is how documents read from standard input are named in origins.
 const StdinName = "<stdin>"
 
+// ClusterName is how objects read from a cluster (AddFromCluster) are
+// named in origins.
+const ClusterName = "<cluster>"
+
 // Origin is where a document came from.
 type Origin struct {
 	// File is the path as given or found in a directory; StdinName for stdin.
@@ -491,6 +495,19 @@ func unknownKind(kind string) string {
 	return fmt.Sprintf("Unsupported value: %q: %s has the kinds %q, %q, %q and %q", kind, APIVersion,
 		v1alpha1.PersonaKind, v1alpha1.PromptLayerKind, v1alpha1.ClusterPromptLayerKind, v1alpha1.PromptPlatformKind)
 }
+
+// AddFromCluster keeps objects read from a cluster rather than from a
+// file: problems name them by ClusterName and their place in objs. They
+// are no documents of the manifests (Documents does not count them).
+func (s *Set) AddFromCluster(objs []map[string]any) {
+	s.seq++
+	for i, obj := range objs {
+		s.addObject(Origin{File: ClusterName, Doc: i + 1, seq: s.seq}, obj, false)
+	}
+}
+
+// FromCluster reports whether o was read from a cluster (AddFromCluster).
+func (o *Object) FromCluster() bool { return o.Origin.File == ClusterName }
 
 // Objects returns every kept object in the order read, duplicates included.
 func (s *Set) Objects() []*Object { return s.objects }
