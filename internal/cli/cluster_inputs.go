@@ -47,9 +47,7 @@ func (r inputsReport) write(s *Streams) {
 	for _, n := range r.notes {
 		fmt.Fprintln(s.Err, n)
 	}
-	for _, w := range r.warnings {
-		fmt.Fprintln(s.Err, "Warning: "+w)
-	}
+	writeWarnings(s, r.warnings)
 }
 
 // addClusterInputs adds to set the cluster's objects of each cluster-scoped
@@ -232,9 +230,11 @@ func (c *clusterInputsFlags) check(cmd *cobra.Command) error {
 }
 
 // add adds the cluster's inputs to set when asked for, and tells where
-// each came from on standard error.
+// each came from on standard error; without them, it warns of what the
+// manifests lack.
 func (c *clusterInputsFlags) add(ctx context.Context, s *Streams, set *manifest.Set) error {
 	if !c.enabled {
+		writeWarnings(s, offlineWarnings(set))
 		return nil
 	}
 	report, err := addClusterInputs(ctx, c.kube, set, "--cluster-inputs")
@@ -243,4 +243,38 @@ func (c *clusterInputsFlags) add(ctx context.Context, s *Streams, set *manifest.
 	}
 	report.write(s)
 	return nil
+}
+
+// offlineWarnings are what a render from the manifests alone lacks of the
+// cluster's inputs, each by name: the PromptPlatform (without one the
+// shipped sections stand, which describe one particular platform), and the
+// Namespace of a persona that a ClusterPromptLayer selecting by namespace
+// labels would need the labels of.
+func offlineWarnings(set *manifest.Set) []string {
+	var out []string
+	if len(set.Sorted(v1alpha1.PromptPlatformKind)) == 0 && len(set.Personas()) > 0 {
+		out = append(out, "the manifests hold no PromptPlatform, so the shipped platform sections are rendered, which describe one particular platform (a git wrapper, a dashboard, a parent agent): add the cluster's PromptPlatform to the manifests, or read it with --cluster-inputs")
+	}
+	for _, cpl := range set.Sorted(v1alpha1.ClusterPromptLayerKind) {
+		if _, ok, _ := unstructured.NestedFieldNoCopy(cpl.Raw, "spec", "namespaceSelector"); !ok {
+			continue
+		}
+		var missing []string
+		for _, ns := range personaNamespaces(set) {
+			if set.Find(v1alpha1.NamespaceKind, "", ns) == nil {
+				missing = append(missing, ns)
+			}
+		}
+		if len(missing) > 0 {
+			out = append(out, fmt.Sprintf("ClusterPromptLayer %s selects by namespace labels, and the manifests hold no Namespace %s: it is rendered as if %s had no labels; add the Namespace to the manifests, or read it with --cluster-inputs",
+				cpl.Name, strings.Join(missing, ", "), plural(len(missing), "namespace")))
+		}
+	}
+	return out
+}
+
+func writeWarnings(s *Streams, warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintln(s.Err, "Warning: "+w)
+	}
 }

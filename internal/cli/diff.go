@@ -160,6 +160,11 @@ func (o *diffOptions) run(ctx context.Context, s *Streams) error {
 			inputs, err = addClusterInputs(ctx, o.kube, set, "--live")
 			return err
 		}
+	} else {
+		withCluster = func(set *manifest.Set) error {
+			inputs.warnings = offlineWarnings(set)
+			return nil
+		}
 	}
 	newSide, err := readSide(ctx, s, &o.new, ns, o.new.describe("-f", "-k"), withCluster)
 	if err != nil {

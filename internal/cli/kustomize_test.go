@@ -100,3 +100,31 @@ func TestKustomizeOriginOfRenamedObject(t *testing.T) {
 	r := run(t, "", "validate", "-k", dir)
 	r.expect(t, ExitInvalid, filepath.Join(dir, "manifests", "personas.yaml")+`:2 Persona/prod-reviewer: spec.modle: Invalid value: "modle": unknown field; did you mean "model"?`+"\n")
 }
+
+// Offline, what the manifests lack of the cluster's inputs is named once: the
+// PromptPlatform, and the Namespace a namespace-selecting guardrail needs.
+func TestOfflineInputWarnings(t *testing.T) {
+	p := files(t, t.TempDir(), "persona.yaml", barePersona("reviewer", "", "a", "Review."))
+	guardrail := files(t, t.TempDir(), "guardrail.yaml",
+		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: ClusterPromptLayer\nmetadata: {name: standard}\nspec:\n  position: final\n  namespaceSelector: {matchLabels: {guardrails: standard}}\n  template: Stop at the first failure.\n")
+	platform := files(t, t.TempDir(), "platform.yaml",
+		"apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptPlatform\nmetadata: {name: default}\nspec: {}\n")
+	namespace := files(t, t.TempDir(), "namespace.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a, labels: {guardrails: standard}}\n")
+	noNamespace := "Warning: ClusterPromptLayer standard selects by namespace labels, and the manifests hold no Namespace team-a: it is rendered as if 1 namespace had no labels; add the Namespace to the manifests, or read it with --cluster-inputs\n"
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"the team's directory alone", []string{"render", "-n", "team-a", "-f", p}, noPlatformWarning},
+		{"with the guardrail, without its Namespace", []string{"validate", "-n", "team-a", "-f", p, "-f", guardrail, "-f", platform}, noNamespace},
+		{"with everything", []string{"diff", "-n", "team-a", "-f", p, "-f", guardrail, "-f", platform, "-f", namespace, "--against", p}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := rawRun("", tt.args...)
+			if tt.stderr == "" && r.stderr != "" || !strings.HasPrefix(r.stderr, tt.stderr) || strings.Count(r.stderr, "Warning:") != min(1, len(tt.stderr)) {
+				t.Errorf("stderr =\n%s\nwant it to start with\n%s", r.stderr, tt.stderr)
+			}
+		})
+	}
+}
