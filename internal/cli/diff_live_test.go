@@ -17,8 +17,11 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/persona-operator/persona-operator/internal/cli"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/test/fixtures"
 	"github.com/persona-operator/persona-operator/test/suite"
 )
@@ -174,6 +177,17 @@ spec:
 		Expect(code).To(Equal(0), errOut)
 		Expect(out).To(Equal(suite.ConfigMap(ns, "guarded").Data["system-prompt.md"]))
 		Expect(out).To(HaveSuffix("Never push to the default branch of " + ns + ".\n"))
+
+		By("render --cluster-inputs -o configmap: the operator's ConfigMap, but for the revision")
+		code, out, errOut = run("render", "--cluster-inputs", "-f", persona, "-n", ns, "-o", "configmap")
+		Expect(code).To(Equal(0), errOut)
+		var offline corev1.ConfigMap
+		Expect(yaml.Unmarshal([]byte(out), &offline)).To(Succeed())
+		live := suite.ConfigMap(ns, "guarded")
+		Expect(offline.Annotations).To(HaveKey(delivery.GuardrailsAnnotation))
+		Expect(without(live.Annotations, delivery.RevisionAnnotation)).To(Equal(offline.Annotations))
+		Expect(live.Labels).To(Equal(offline.Labels))
+		Expect(without(live.Data, render.RevisionKey)).To(Equal(offline.Data))
 
 		By("render without --cluster-inputs: no guardrail, and no kubeconfig read")
 		var plain, plainErr bytes.Buffer

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -113,6 +114,7 @@ func (o *renderOptions) run(cmd *cobra.Command, s *Streams, args []string) error
 		}
 	}
 	var b *render.Bundle
+	var guardrails string // their identity, as the operator annotates it
 	if o.bundle != "" {
 		raw, name, err := readInput(o.bundle, s.In)
 		if err != nil {
@@ -125,15 +127,21 @@ func (o *renderOptions) run(cmd *cobra.Command, s *Streams, args []string) error
 			return failed("%s: %v", name, err)
 		}
 	} else {
-		var err error
-		if b, err = o.resolve(cmd.Context(), s); err != nil {
+		res, err := o.resolve(cmd.Context(), s)
+		if err != nil {
 			return err
+		}
+		b = res.Bundle
+		// The identity names each guardrail by its UID, which only objects
+		// read from a cluster have.
+		if !slices.ContainsFunc(res.Guardrails, func(g resolve.Guardrail) bool { return g.UID == "" }) {
+			guardrails = resolve.GuardrailsIdentity(res.Guardrails)
 		}
 	}
 	if turn != nil {
 		b = b.WithTurn(turn)
 	}
-	out, err := o.render(b)
+	out, err := o.render(b, guardrails)
 	if err != nil {
 		return failed("%s", renderFailure(b, err))
 	}
@@ -193,7 +201,7 @@ func (o *renderOptions) check(cmd *cobra.Command, args []string) error {
 
 // resolve reads the manifests, admits every Persona and PromptLayer, selects
 // the persona to render and resolves it.
-func (o *renderOptions) resolve(ctx context.Context, s *Streams) (*render.Bundle, error) {
+func (o *renderOptions) resolve(ctx context.Context, s *Streams) (*resolve.Result, error) {
 	set, err := o.source.read(o.namespace, s.In)
 	if err != nil {
 		return nil, failed("%v", err)
@@ -219,7 +227,7 @@ func (o *renderOptions) resolve(ctx context.Context, s *Streams) (*render.Bundle
 	if err != nil {
 		return nil, failed("persona %q: %s", p.Name, resolveFailure(set, p.Namespace, err))
 	}
-	return res.Bundle, nil
+	return res, nil
 }
 
 // selectPersona picks the persona to render: the one --persona names or the
@@ -292,8 +300,9 @@ func renderFailure(b *render.Bundle, err error) string {
 	return oneLine(msg)
 }
 
-// render renders b in the output format.
-func (o *renderOptions) render(b *render.Bundle) ([]byte, error) {
+// render renders b in the output format; guardrails is the identity of its
+// ClusterPromptLayers, which the ConfigMap is annotated with.
+func (o *renderOptions) render(b *render.Bundle, guardrails string) ([]byte, error) {
 	switch o.output {
 	case outputBundle:
 		return render.MarshalBundle(b)
@@ -302,7 +311,9 @@ func (o *renderOptions) render(b *render.Bundle) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return configMapYAML(delivery.ConfigMap(b.Persona.Name, b.Persona.Namespace, out))
+		cm := delivery.ConfigMap(b.Persona.Name, b.Persona.Namespace, out)
+		delivery.SetGuardrails(cm, guardrails)
+		return configMapYAML(cm)
 	case outputPersona:
 		// The key as the operator writes it, so it fails where the
 		// operator would write no ConfigMap at all.

@@ -21,7 +21,7 @@ import (
 // when another owner controls it.
 func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, attempt outcome, announce bool) (outcome, error) {
 	desired := delivery.ConfigMap(p.Name, p.Namespace, attempt.output)
-	setIfNotEmpty(desired.Annotations, delivery.GuardrailsAnnotation, attempt.guardrails)
+	delivery.SetGuardrails(desired, attempt.guardrails)
 	setIfNotEmpty(desired.Annotations, delivery.FallbackAnnotation, attempt.fallback)
 	if err := controllerutil.SetControllerReference(p, desired, r.Scheme); err != nil {
 		return outcome{}, fmt.Errorf("own ConfigMap: %w", err)

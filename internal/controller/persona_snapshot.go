@@ -90,7 +90,7 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 		Immutable: new(true),
 	}
 	// The guardrails it was rendered with, which a pin compares with the current ones.
-	setIfNotEmpty(snap.Annotations, delivery.GuardrailsAnnotation, guardrails)
+	delivery.SetGuardrails(snap, guardrails)
 	if err := controllerutil.SetControllerReference(p, snap, r.Scheme); err != nil {
 		return nil, fmt.Errorf("own snapshot: %w", err)
 	}

@@ -82,6 +82,14 @@ func ConfigMap(persona, namespace string, out *render.Output) *corev1.ConfigMap 
 	}
 }
 
+// SetGuardrails records on cm the identity of the ClusterPromptLayers it
+// was rendered with (GuardrailsAnnotation); none without guardrails.
+func SetGuardrails(cm *corev1.ConfigMap, identity string) {
+	if identity != "" {
+		cm.Annotations[GuardrailsAnnotation] = identity
+	}
+}
+
 // PersonaIndex is the field index of the operator's ConfigMaps (the live
 // one and the snapshots) by the Persona their label names, which the
 // controllers' cache of them holds: a Persona's snapshots are found without
