@@ -207,38 +207,47 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 		refuse(w, status, "read the admission request: %v", err)
 		return
 	}
-	if !inLane {
-		// The body arrived slowly, outside the lane: it waits its turn
-		// again, its bytes held in the slow pool meanwhile.
-		acquired := in.acquire(r.Context(), waitUntil, weight)
-		l.slow.Release(n)
-		if !acquired {
-			in.deny(w, bytes.NewReader(body))
-			return
+	parked := !inLane // the body's bytes are in the slow pool
+	defer func() {
+		if parked {
+			l.slow.Release(n)
 		}
-		held = weight
-	}
+	}()
+	need := weight
 	if l.tokenWeight > 0 {
 		tokens, err := jsonTokens(body)
 		if err != nil {
 			http.Error(w, fmt.Sprintf("decode the admission request: %v", err), http.StatusBadRequest)
 			return
 		}
-		extra := l.tokenWeight * tokens
-		if held+extra > in.limit {
+		if need += l.tokenWeight * tokens; need > in.limit {
 			http.Error(w, fmt.Sprintf("the admission request of %d bytes has %d JSON tokens, which weigh %d MiB, over the webhook's bound of %d MiB for %s",
-				n, tokens, (held+extra)>>20, in.limit>>20, in.what), http.StatusRequestEntityTooLarge)
+				n, tokens, need>>20, in.limit>>20, in.what), http.StatusRequestEntityTooLarge)
 			return
 		}
-		// Waiting for it while holding the rest could deadlock with
-		// another request doing the same: a dense request that does not
-		// fit at once is denied, to be sent again.
-		if !in.sem.TryAcquire(extra) {
+	}
+	if held > 0 && need > held && in.sem.TryAcquire(need-held) {
+		in.held.Add(need - held)
+		held = need
+	}
+	if held < need {
+		// Waiting for the rest while holding a part could deadlock with
+		// another request doing the same: the request gives its part back
+		// and waits its turn again, its body in the slow pool meanwhile.
+		in.release(held)
+		held = 0
+		if !parked && !l.slow.TryAcquire(n) {
 			in.deny(w, bytes.NewReader(body))
 			return
 		}
-		in.held.Add(extra)
-		held += extra
+		parked = true
+		if !in.acquire(r.Context(), waitUntil, need) {
+			in.deny(w, bytes.NewReader(body))
+			return
+		}
+		held = need
+		l.slow.Release(n)
+		parked = false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	next.ServeHTTP(w, r)
