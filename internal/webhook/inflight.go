@@ -101,21 +101,22 @@ type inflight struct {
 type lane struct {
 	sem   *semaphore.Weighted
 	limit int64
-	// what names the lane's requests in a denial.
-	what string
+	// doing and what say what the webhook does with the lane's requests,
+	// and names them, in a denial.
+	doing, what string
 	// held is the weight of the requests being validated, for the denial.
 	held atomic.Int64
 }
 
-func newLane(limit int64, what string) *lane {
-	return &lane{sem: semaphore.NewWeighted(limit), limit: limit, what: what}
+func newLane(limit int64, doing, what string) *lane {
+	return &lane{sem: semaphore.NewWeighted(limit), limit: limit, doing: doing, what: what}
 }
 
 // newInflight is the bound of the validating webhooks.
 func newInflight(light, heavy int64, limits render.Limits) *inflight {
 	l := &inflight{
-		light:    newLane(light, fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
-		heavy:    newLane(heavy, fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
+		light:    newLane(light, "validating", fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
+		heavy:    newLane(heavy, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
 		maxBytes: maxRequestBytes,
 		capped:   true,
 		slow:     semaphore.NewWeighted(slowBodyBytes),
@@ -132,8 +133,8 @@ func newInflight(light, heavy int64, limits render.Limits) *inflight {
 // newPodInflight is the bound of the pod injection.
 func newPodInflight(light, heavy int64) *inflight {
 	return &inflight{
-		light:       newLane(light, fmt.Sprintf("pod reviews of at most %d KiB", lightRequestBytes>>10)),
-		heavy:       newLane(heavy, fmt.Sprintf("pod reviews over %d KiB", lightRequestBytes>>10)),
+		light:       newLane(light, "injecting", fmt.Sprintf("pod reviews of at most %d KiB", lightRequestBytes>>10)),
+		heavy:       newLane(heavy, "injecting", fmt.Sprintf("pod reviews over %d KiB", lightRequestBytes>>10)),
 		weigh:       func(n int64) int64 { return podBytesWeight * n },
 		tokenWeight: podTokenWeight,
 		maxBytes:    maxPodRequestBytes,
@@ -392,8 +393,8 @@ func waitFor(r *http.Request) time.Duration {
 // first; when it cannot be read from the start of the body, the answer is
 // 429, which the API server reports as the webhook's failure.
 func (l *lane) deny(w http.ResponseWriter, body io.Reader) {
-	msg := fmt.Sprintf("the webhook is validating %d MiB of %s already (its bound is %d MiB); try again in a moment",
-		(l.held.Load()+(1<<20)-1)>>20, l.what, l.limit>>20)
+	msg := fmt.Sprintf("the webhook is %s %d MiB of %s already (its bound is %d MiB); try again in a moment",
+		l.doing, (l.held.Load()+(1<<20)-1)>>20, l.what, l.limit>>20)
 	// The uid is read under a deadline too, lest a stalled body hold the
 	// connection.
 	const uidBytes = 64 << 10

@@ -130,12 +130,19 @@ func TestInjectionReviewsWaitForTheLane(t *testing.T) {
 		}
 	}()
 	<-caches.entered
+	// The first holds 24 bytes a byte and 1,152 a JSON token of its body.
+	first := large("first")
+	tokens, err := jsonTokens(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := (24*len(first) + 1152*int(tokens) + 1<<20 - 1) >> 20
 
 	start := time.Now()
 	resp, review := postReview(t, srv.URL+InjectPath+"?timeout=400ms", large("second"))
 	r := review.Response
 	if r == nil || r.Allowed || r.UID != "second" || r.Result == nil || r.Result.Code != http.StatusTooManyRequests ||
-		!strings.Contains(r.Result.Message, "pod reviews over 64 KiB already (its bound is 48 MiB)") {
+		!strings.Contains(r.Result.Message, fmt.Sprintf("the webhook is injecting %d MiB of pod reviews over 64 KiB already (its bound is 48 MiB)", held)) {
 		t.Errorf("the second beside the first: %s %+v", resp.Status, r)
 	}
 	if waited := time.Since(start); waited < 200*time.Millisecond {
