@@ -44,20 +44,20 @@ const maxRequestBytes = 7 << 20
 // typed pod, its two encodings and the two documents the patch is computed
 // from: 18 bytes a byte measured for a pod of one long string), and then
 // podTokenWeight bytes a JSON token of it before it is decoded (an empty
-// container, `{}`, two tokens, decodes to a 408-byte struct and costs
-// 2.2 KiB in all, the most of any shape measured). A review heavier than
-// its lane is refused.
+// ephemeral container, `{}`, two tokens, decodes to a 424-byte struct and
+// costs 3.6 KiB in all, the most of the shapes inject_weight_test.go
+// measures). A review heavier than its lane is refused.
 const (
 	// PodInflightBytes bounds the pod reviews of at most lightRequestBytes,
-	// every pod of an ordinary agent: a 4 KiB pod weighs about 0.5 MiB.
+	// every pod of an ordinary agent: a 4 KiB pod weighs about 1 MiB.
 	PodInflightBytes = 16 << 20
 	// HeavyPodInflightBytes bounds the larger ones: the largest pod it
-	// admits is 2 MiB of a few long values, or about 150 KiB of the
+	// admits is 2 MiB of a few long values, or about 95 KiB of the
 	// densest ones the API server writes (an environment variable of a
 	// name and a value is 6 tokens in 25 bytes).
 	HeavyPodInflightBytes = 48 << 20
 	podBytesWeight        = 24
-	podTokenWeight        = 1152
+	podTokenWeight        = 2048
 	// maxPodRequestBytes bounds a pod review: the API server stores a Pod
 	// of at most 1.5 MiB in etcd and allows twice that for its JSON, 3 MiB,
 	// which a CREATE review carries once (its oldObject is null); 1 MiB

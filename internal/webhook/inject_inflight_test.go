@@ -96,7 +96,7 @@ func TestInjectionRefusesDenseReviewsUndecoded(t *testing.T) {
 	srv := httptest.NewServer((&Injector{Personas: failing{}, ConfigMaps: failing{}}).Handler())
 	defer srv.Close()
 	dense := podReview("dense", strings.TrimSuffix(strings.Repeat("{},", 30000), ","), 0)
-	// 30,000 containers of two tokens, 2.2 KiB each: 64 MiB, over the bound.
+	// 30,000 containers of two tokens, 2 KiB each: 117 MiB, over the bound.
 	if 60000*podTokenWeight <= HeavyPodInflightBytes || len(dense) > 96<<10 {
 		t.Fatalf("the dense review (%d bytes) fits the bound", len(dense))
 	}
@@ -130,13 +130,13 @@ func TestInjectionReviewsWaitForTheLane(t *testing.T) {
 		}
 	}()
 	<-caches.entered
-	// The first holds 24 bytes a byte and 1,152 a JSON token of its body.
+	// The first holds 24 bytes a byte and 2,048 a JSON token of its body.
 	first := large("first")
 	tokens, err := jsonTokens(first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := (24*len(first) + 1152*int(tokens) + 1<<20 - 1) >> 20
+	held := (24*len(first) + 2048*int(tokens) + 1<<20 - 1) >> 20
 
 	start := time.Now()
 	resp, review := postReview(t, srv.URL+InjectPath+"?timeout=400ms", large("second"))
