@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,17 +38,61 @@ const (
 // one of this size or more.
 const maxRequestBytes = 7 << 20
 
-// inflight lets a request in only when the memory it may take, by
-// requestWeight, fits beside the requests of its lane being validated,
-// before its body is read: so a waiting request holds no memory, and
-// concurrent heavy requests never exhaust the heap. A request that cannot
-// get in within half its timeout, or maxWait, is denied with the reason.
-// Anyone who reaches the port may send one, so a request let in must send
-// its body within bodyDeadline, and one that names no length, or more
-// than maxRequestBytes, is refused without waiting.
+// The pod injection has a bound of its own, so that pods never hold up the
+// validation of Personas, nor the reverse. A pod review weighs podBytesWeight
+// bytes a byte of body before it is read (the body, the review's copy, the
+// typed pod, its two encodings and the two documents the patch is computed
+// from: 18 bytes a byte measured for a pod of one long string), and then
+// podTokenWeight bytes a JSON token of it before it is decoded (an empty
+// ephemeral container, `{}`, two tokens, decodes to a 424-byte struct and
+// costs 3.6 KiB in all, the most of the shapes inject_weight_test.go
+// measures). A review heavier than its lane is refused.
+const (
+	// PodInflightBytes bounds the pod reviews of at most lightRequestBytes,
+	// every pod of an ordinary agent: a 4 KiB pod weighs about 1 MiB.
+	PodInflightBytes = 16 << 20
+	// HeavyPodInflightBytes bounds the larger ones: the largest pod it
+	// admits is 2 MiB of a few long values, or about 95 KiB of the
+	// densest ones the API server writes (an environment variable of a
+	// name and a value is 6 tokens in 25 bytes).
+	HeavyPodInflightBytes = 48 << 20
+	podBytesWeight        = 24
+	podTokenWeight        = 2048
+	// maxPodRequestBytes bounds a pod review: the API server stores a Pod
+	// of at most 1.5 MiB in etcd and allows twice that for its JSON, 3 MiB,
+	// which a CREATE review carries once (its oldObject is null); 1 MiB
+	// more is for the rest of the review, as controller-runtime allows.
+	maxPodRequestBytes = 4 << 20
+)
+
+// slowBodyBytes bounds the bodies that did not arrive within their prompt
+// deadline: they wait for the rest of their bytes outside the lanes.
+const slowBodyBytes = 16 << 20
+
+// inflight lets a request in only when the memory it may take, by its
+// weight, fits beside the requests of its lane being handled, before its
+// body is read: so a waiting request holds no memory, and concurrent heavy
+// requests never exhaust the heap. A request that cannot get in within half
+// its timeout, or maxWait, is denied with the reason. Anyone who reaches the
+// port may send one, so a request that names no length, or more than
+// maxBytes, is refused without waiting; one let in must send its body
+// within promptDeadline, as the API server does, or give its share of the
+// lane back and wait for the rest of its bytes in the slow pool, until
+// bodyDeadline; when that pool is full it is refused.
 type inflight struct {
 	light, heavy *lane
-	limits       render.Limits
+	// weigh is what a request of n body bytes may take, before it is read.
+	weigh func(n int64) int64
+	// tokenWeight is what each JSON token of a body may take besides, once
+	// it is read and before it is decoded; 0 counts none.
+	tokenWeight int64
+	// maxBytes bounds a request's body.
+	maxBytes int64
+	// capped lets in a request heavier than its lane at the lane's weight
+	// (a Persona's weight overestimates); otherwise it is refused.
+	capped bool
+	// slow bounds the bodies of requests let out of their lane to arrive.
+	slow *semaphore.Weighted
 	// maxWait is the longest a request waits to be let in.
 	maxWait time.Duration
 }
@@ -56,18 +101,45 @@ type inflight struct {
 type lane struct {
 	sem   *semaphore.Weighted
 	limit int64
-	// what names the lane's requests in a denial.
-	what string
+	// doing and what say what the webhook does with the lane's requests,
+	// and names them, in a denial.
+	doing, what string
 	// held is the weight of the requests being validated, for the denial.
 	held atomic.Int64
 }
 
+func newLane(limit int64, doing, what string) *lane {
+	return &lane{sem: semaphore.NewWeighted(limit), limit: limit, doing: doing, what: what}
+}
+
+// newInflight is the bound of the validating webhooks.
 func newInflight(light, heavy int64, limits render.Limits) *inflight {
+	l := &inflight{
+		light:    newLane(light, "validating", fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
+		heavy:    newLane(heavy, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
+		maxBytes: maxRequestBytes,
+		capped:   true,
+		slow:     semaphore.NewWeighted(slowBodyBytes),
+		maxWait:  maxWait,
+	}
+	// The body and the copies decoding makes (the AdmissionReview's raw
+	// object, the decoded map and the typed object), and the parse tree of
+	// its largest template, which is at most n bytes of source. Templates
+	// are parsed one at a time, so one tree is live at once.
+	l.weigh = func(n int64) int64 { return 4*n + int64(limits.MaxParsedBytes(int(n))) }
+	return l
+}
+
+// newPodInflight is the bound of the pod injection.
+func newPodInflight(light, heavy int64) *inflight {
 	return &inflight{
-		light:   &lane{sem: semaphore.NewWeighted(light), limit: light, what: fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)},
-		heavy:   &lane{sem: semaphore.NewWeighted(heavy), limit: heavy, what: fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)},
-		limits:  limits,
-		maxWait: maxWait,
+		light:       newLane(light, "injecting", fmt.Sprintf("pod reviews of at most %d KiB", lightRequestBytes>>10)),
+		heavy:       newLane(heavy, "injecting", fmt.Sprintf("pod reviews over %d KiB", lightRequestBytes>>10)),
+		weigh:       func(n int64) int64 { return podBytesWeight * n },
+		tokenWeight: podTokenWeight,
+		maxBytes:    maxPodRequestBytes,
+		slow:        semaphore.NewWeighted(slowBodyBytes),
+		maxWait:     maxWait,
 	}
 }
 
@@ -76,14 +148,8 @@ func (l *inflight) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.serve(next, w, r) })
 }
 
-// requestWeight is what a request of n body bytes may take while it is
-// validated: its body and the copies decoding makes (the AdmissionReview's
-// raw object, the decoded map and the typed object), and the parse tree of
-// its largest template, which is at most n bytes of source. Templates are
-// parsed one at a time, so one tree is live at once.
-func (l *inflight) requestWeight(n int64) int64 {
-	return 4*n + int64(l.limits.MaxParsedBytes(int(n)))
-}
+// requestWeight is what a request of n body bytes may take, as it is let in.
+func (l *inflight) requestWeight(n int64) int64 { return l.weigh(n) }
 
 // laneOf is the lane of a request of n body bytes.
 func (l *inflight) laneOf(n int64) *lane {
@@ -93,57 +159,149 @@ func (l *inflight) laneOf(n int64) *lane {
 	return l.heavy
 }
 
+// refuse answers a request whose body is not read, and closes the
+// connection rather than read on.
+func refuse(w http.ResponseWriter, status int, format string, args ...any) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, fmt.Sprintf(format, args...), status)
+}
+
 func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	// The API server always sends the length; without it the weight is
-	// unknown. The refusals close the connection rather than read on.
-	switch n := r.ContentLength; {
+	// unknown.
+	n := r.ContentLength
+	switch {
 	case n < 0:
-		w.Header().Set("Connection", "close")
-		http.Error(w, "an admission request must have a Content-Length", http.StatusLengthRequired)
+		refuse(w, http.StatusLengthRequired, "an admission request must have a Content-Length")
 		return
-	case n >= maxRequestBytes:
-		w.Header().Set("Connection", "close")
-		http.Error(w, fmt.Sprintf("the admission request of %d bytes is over the limit of %d", n, maxRequestBytes), http.StatusRequestEntityTooLarge)
+	case n >= l.maxBytes:
+		refuse(w, http.StatusRequestEntityTooLarge, "the admission request of %d bytes is over the limit of %d", n, l.maxBytes)
 		return
 	}
-	in := l.laneOf(r.ContentLength)
-	weight := min(l.requestWeight(r.ContentLength), in.limit)
-	ctx, cancel := context.WithTimeout(r.Context(), min(waitFor(r), l.maxWait))
-	err := in.sem.Acquire(ctx, weight)
-	cancel()
-	if err != nil {
-		in.deny(w, r)
+	in := l.laneOf(n)
+	weight := l.requestWeight(n)
+	if weight > in.limit {
+		if !l.capped {
+			refuse(w, http.StatusRequestEntityTooLarge, "the admission request of %d bytes weighs %d MiB, over the webhook's bound of %d MiB for %s",
+				n, weight>>20, in.limit>>20, in.what)
+			return
+		}
+		weight = in.limit
+	}
+	waitUntil := start.Add(min(waitFor(r), l.maxWait))
+	if !in.acquire(r.Context(), waitUntil, weight) {
+		in.deny(w, r.Body)
 		return
 	}
-	in.held.Add(weight)
-	defer func() {
-		in.held.Add(-weight)
-		in.sem.Release(weight)
-	}()
-	// The weight is held for a body that has not arrived: a client that
-	// sends it slowly, or never, gives the weight back at its deadline.
-	body, err := readBody(w, r)
+	held := weight
+	defer func() { in.release(held) }()
+	body, inLane, err := l.readBody(w, r, in, weight)
+	if !inLane {
+		held = 0
+	}
 	if err != nil {
 		status := http.StatusBadRequest
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, errSlowPoolFull) {
 			status = http.StatusRequestTimeout
 		}
-		w.Header().Set("Connection", "close")
-		http.Error(w, fmt.Sprintf("read the admission request: %v", err), status)
+		refuse(w, status, "read the admission request: %v", err)
 		return
+	}
+	parked := !inLane // the body's bytes are in the slow pool
+	defer func() {
+		if parked {
+			l.slow.Release(n)
+		}
+	}()
+	need := weight
+	if l.tokenWeight > 0 {
+		tokens, err := jsonTokens(body)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("decode the admission request: %v", err), http.StatusBadRequest)
+			return
+		}
+		if need += l.tokenWeight * tokens; need > in.limit {
+			http.Error(w, fmt.Sprintf("the admission request of %d bytes has %d JSON tokens, which weigh %d MiB, over the webhook's bound of %d MiB for %s",
+				n, tokens, need>>20, in.limit>>20, in.what), http.StatusRequestEntityTooLarge)
+			return
+		}
+	}
+	if held > 0 && need > held && in.sem.TryAcquire(need-held) {
+		in.held.Add(need - held)
+		held = need
+	}
+	if held < need {
+		// Waiting for the rest while holding a part could deadlock with
+		// another request doing the same: the request gives its part back
+		// and waits its turn again, its body in the slow pool meanwhile.
+		in.release(held)
+		held = 0
+		if !parked && !l.slow.TryAcquire(n) {
+			in.deny(w, bytes.NewReader(body))
+			return
+		}
+		parked = true
+		if !in.acquire(r.Context(), waitUntil, need) {
+			in.deny(w, bytes.NewReader(body))
+			return
+		}
+		held = need
+		l.slow.Release(n)
+		parked = false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	next.ServeHTTP(w, r)
+}
+
+// acquire waits until weight fits in the lane, or until waitUntil.
+func (in *lane) acquire(ctx context.Context, waitUntil time.Time, weight int64) bool {
+	ctx, cancel := context.WithDeadline(ctx, waitUntil)
+	defer cancel()
+	if err := in.sem.Acquire(ctx, weight); err != nil {
+		return false
+	}
+	in.held.Add(weight)
+	return true
+}
+
+func (in *lane) release(weight int64) {
+	if weight > 0 {
+		in.held.Add(-weight)
+		in.sem.Release(weight)
+	}
+}
+
+// jsonTokens counts the tokens of a JSON document (delimiters, keys and
+// scalars), without keeping them.
+func jsonTokens(body []byte) (int64, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var tokens int64
+	for {
+		_, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return tokens, nil
+		}
+		if err != nil {
+			return tokens, err
+		}
+		tokens++
+	}
 }
 
 // The longest a request waits to be let in (half the API server's default
 // timeout), and the slowest its body may arrive once it is: the API server
 // sends the body at once, from memory, and the grace is for a node whose
 // CPU is starved, where a read of bytes already sent can wait its turn.
+// Such a body waits outside its lane once its prompt deadline has passed,
+// so a client that sends its body slowly holds its share of a lane for no
+// longer than the prompt deadline.
 const (
 	maxWait         = 5 * time.Second
 	bodyGrace       = 2 * time.Second
 	minBodyByteRate = 4 << 20 // bytes a second
+	promptGrace     = 250 * time.Millisecond
+	promptByteRate  = 16 << 20 // bytes a second
 )
 
 // bodyDeadline is how long a body of n bytes may take to arrive.
@@ -151,19 +309,71 @@ func bodyDeadline(n int64) time.Duration {
 	return bodyGrace + time.Duration(n)*time.Second/minBodyByteRate
 }
 
+// promptDeadline is how long a body of n bytes may take to arrive while
+// it holds its share of a lane.
+func promptDeadline(n int64) time.Duration {
+	return promptGrace + time.Duration(n)*time.Second/promptByteRate
+}
+
+// errSlowPoolFull refuses a body that arrives slowly when the slow pool is full.
+var errSlowPoolFull = errors.New("the body was not sent within its prompt deadline, and the webhook holds as many slow bodies as it may")
+
 // readBody reads the whole body of r, of r.ContentLength bytes, under the
-// deadline of its length; the connection has no deadline afterwards.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// deadline of its length; the connection has no deadline afterwards. The
+// request holds weight in the lane in as it starts; when its body has not
+// arrived by its prompt deadline, the weight goes back to the lane and the
+// body's bytes are held in the slow pool instead, or the read is cut short
+// when that is full. inLane is whether the weight is still held; when it
+// is not, the body's bytes are held in the slow pool on return without
+// error, and the caller releases them.
+func (l *inflight) readBody(w http.ResponseWriter, r *http.Request, in *lane, weight int64) (body []byte, inLane bool, err error) {
+	n := r.ContentLength
 	rc := http.NewResponseController(w)
-	if err := rc.SetReadDeadline(time.Now().Add(bodyDeadline(r.ContentLength))); err != nil {
-		return nil, fmt.Errorf("set the read deadline: %w", err)
+	if err := rc.SetReadDeadline(time.Now().Add(bodyDeadline(n))); err != nil {
+		return nil, true, fmt.Errorf("set the read deadline: %w", err)
 	}
 	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
-	body := make([]byte, r.ContentLength)
-	if _, err := io.ReadFull(r.Body, body); err != nil {
-		return nil, err
+	const (
+		reading = iota
+		arrived
+		slow
+		refused
+	)
+	var mu sync.Mutex
+	state := reading
+	timer := time.AfterFunc(promptDeadline(n), func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if state != reading {
+			return
+		}
+		if !l.slow.TryAcquire(n) {
+			state = refused
+			_ = rc.SetReadDeadline(time.Now())
+			return
+		}
+		state = slow
+		in.release(weight)
+	})
+	body = make([]byte, n)
+	_, err = io.ReadFull(r.Body, body)
+	timer.Stop()
+	mu.Lock()
+	if state == reading {
+		state = arrived
 	}
-	return body, nil
+	final := state
+	mu.Unlock()
+	switch {
+	case final == refused:
+		return nil, true, errSlowPoolFull
+	case final == slow && err != nil:
+		l.slow.Release(n)
+		return nil, false, err
+	case err != nil:
+		return nil, true, err
+	}
+	return body, final == arrived, nil
 }
 
 // waitFor is how long a request may wait to be let in: half the timeout
@@ -182,15 +392,15 @@ func waitFor(r *http.Request) time.Duration {
 // response must carry the request's uid, which the API server writes
 // first; when it cannot be read from the start of the body, the answer is
 // 429, which the API server reports as the webhook's failure.
-func (l *lane) deny(w http.ResponseWriter, r *http.Request) {
-	msg := fmt.Sprintf("the webhook is validating %d MiB of %s already (its bound is %d MiB); try again in a moment",
-		(l.held.Load()+(1<<20)-1)>>20, l.what, l.limit>>20)
+func (l *lane) deny(w http.ResponseWriter, body io.Reader) {
+	msg := fmt.Sprintf("the webhook is %s %d MiB of %s already (its bound is %d MiB); try again in a moment",
+		l.doing, (l.held.Load()+(1<<20)-1)>>20, l.what, l.limit>>20)
 	// The uid is read under a deadline too, lest a stalled body hold the
 	// connection.
 	const uidBytes = 64 << 10
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(bodyDeadline(uidBytes)))
-	uid, ok := requestUID(io.LimitReader(r.Body, uidBytes))
+	uid, ok := requestUID(io.LimitReader(body, uidBytes))
 	_ = rc.SetReadDeadline(time.Time{})
 	if !ok {
 		w.Header().Set("Retry-After", "1")

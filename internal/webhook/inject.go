@@ -56,9 +56,16 @@ type Injector struct {
 
 // RegisterInjection serves the pod injection on the manager's webhook server.
 func RegisterInjection(mgr ctrl.Manager, delivered client.Reader, namespaces []string) {
-	mgr.GetWebhookServer().Register(InjectPath, &webhook.Admission{Handler: &Injector{
+	mgr.GetWebhookServer().Register(InjectPath, (&Injector{
 		Personas: mgr.GetCache(), ConfigMaps: delivered, Namespaces: namespaces, Snapshots: mgr.GetAPIReader(),
-	}})
+	}).Handler())
+}
+
+// Handler serves the injection under the pod reviews' own memory bound,
+// which weighs each review before it is read and again before it is
+// decoded: anyone who reaches the port may send one.
+func (i *Injector) Handler() http.Handler {
+	return newPodInflight(PodInflightBytes, HeavyPodInflightBytes).wrap(&webhook.Admission{Handler: i})
 }
 
 // Handle implements admission.Handler.
