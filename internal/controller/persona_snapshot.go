@@ -94,9 +94,11 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 	if err := controllerutil.SetControllerReference(p, snap, r.Scheme); err != nil {
 		return nil, fmt.Errorf("own snapshot: %w", err)
 	}
-	_, err := r.configMapWriter.create(ctx, snap)
+	resourceVersion, err := r.configMapWriter.create(ctx, snap)
 	if err != nil {
 		r.snapshotBytes.namespace(p.Namespace).release(key.Name)
+	} else {
+		r.snapshotBytes.namespace(p.Namespace).wrote(key.Name, resourceVersion, size)
 	}
 	switch {
 	case err == nil:
@@ -200,10 +202,14 @@ func (r *PersonaReconciler) namespaceSnapshots(ctx context.Context, namespace st
 	return out, nil
 }
 
-// snapshotSize is the size of a snapshot's data, as its delivery.SnapshotBytesAnnotation says.
-func snapshotSize(m *metav1.PartialObjectMetadata) int {
-	n, _ := strconv.Atoi(m.Annotations[delivery.SnapshotBytesAnnotation])
-	return n
+// readSnapshot reads the snapshot key, its data included, from the API
+// server: the ledger's size of one written before this manager started.
+func (r *PersonaReconciler) readSnapshot(ctx context.Context, key client.ObjectKey) (*corev1.ConfigMap, error) {
+	var cm corev1.ConfigMap
+	if err := r.APIReader.Get(ctx, key, &cm); err != nil {
+		return nil, err
+	}
+	return &cm, nil
 }
 
 func (r *PersonaReconciler) snapshotBytesLimit() int {
