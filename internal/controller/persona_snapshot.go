@@ -202,15 +202,48 @@ func (r *PersonaReconciler) namespaceSnapshots(ctx context.Context, namespace st
 	return out, nil
 }
 
-// readSnapshot reads the snapshot key, its data included, from the API
-// server: the ledger's size of one written before this manager started.
-func (r *PersonaReconciler) readSnapshot(ctx context.Context, key client.ObjectKey) (*corev1.ConfigMap, error) {
-	var cm corev1.ConfigMap
-	if err := r.APIReader.Get(ctx, key, &cm); err != nil {
-		return nil, err
+// readSnapshots reads the snapshots of namespace named, their data
+// included, from the API server, for the sizes of those written before this
+// manager started: one by one when they are few, else the namespace's
+// snapshots by pages, so that a namespace of thousands costs a few lists,
+// and a page's data at most readSnapshotsPage snapshots.
+func (r *PersonaReconciler) readSnapshots(ctx context.Context, namespace string, names []string, each func(*corev1.ConfigMap)) error {
+	if len(names) <= readSnapshotsPage {
+		for _, name := range names {
+			var cm corev1.ConfigMap
+			switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &cm); {
+			case apierrors.IsNotFound(err):
+				continue // its deletion's event follows
+			case err != nil:
+				return err
+			}
+			each(&cm)
+		}
+		return nil
 	}
-	return &cm, nil
+	hasRevision, err := labels.NewRequirement(delivery.RevisionLabel, selection.Exists, nil)
+	if err != nil {
+		return err
+	}
+	opts := []client.ListOption{client.InNamespace(namespace), client.Limit(readSnapshotsPage),
+		client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*hasRevision)}}
+	for page := ""; ; {
+		var list corev1.ConfigMapList
+		if err := r.APIReader.List(ctx, &list, append(opts, client.Continue(page))...); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			each(&list.Items[i])
+		}
+		if page = list.Continue; page == "" {
+			return nil
+		}
+	}
 }
+
+// readSnapshotsPage is how many snapshots readSnapshots reads one by one at
+// most, and by page.
+const readSnapshotsPage = 16
 
 func (r *PersonaReconciler) snapshotBytesLimit() int {
 	if r.SnapshotBytesPerNamespace > 0 {

@@ -7,13 +7,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // snapshotBytes keeps, per namespace, what its snapshots hold
@@ -39,8 +37,10 @@ type snapshotBytes struct {
 	namespaces map[string]*namespaceSnapshotBytes
 	// list lists a namespace's snapshots from the metadata cache.
 	list func(ctx context.Context, namespace string) ([]*metav1.PartialObjectMetadata, error)
-	// read reads a snapshot's data from the API server.
-	read    func(ctx context.Context, key client.ObjectKey) (*corev1.ConfigMap, error)
+	// read reads from the API server the snapshots of a namespace named,
+	// their data included, and calls each with every one it reads (others
+	// too, perhaps).
+	read    func(ctx context.Context, namespace string, names []string, each func(*corev1.ConfigMap)) error
 	watched bool
 }
 
@@ -109,7 +109,7 @@ type knownSize struct {
 }
 
 func newSnapshotBytes(list func(ctx context.Context, namespace string) ([]*metav1.PartialObjectMetadata, error),
-	read func(ctx context.Context, key client.ObjectKey) (*corev1.ConfigMap, error)) *snapshotBytes {
+	read func(ctx context.Context, namespace string, names []string, each func(*corev1.ConfigMap)) error) *snapshotBytes {
 	return &snapshotBytes{namespaces: map[string]*namespaceSnapshotBytes{}, list: list, read: read}
 }
 
@@ -186,20 +186,19 @@ func (b *snapshotBytes) readSizes(ctx context.Context, n *namespaceSnapshotBytes
 		}
 	}
 	n.mu.Unlock()
-	for _, name := range unknown {
-		cm, err := b.read(ctx, client.ObjectKey{Namespace: ns, Name: name})
-		switch {
-		case apierrors.IsNotFound(err):
-			continue // its deletion's event follows
-		case err != nil:
-			return fmt.Errorf("read snapshot %s for its size: %w", name, err)
-		}
+	if len(unknown) == 0 {
+		return nil
+	}
+	err := b.read(ctx, ns, unknown, func(cm *corev1.ConfigMap) {
 		n.mu.Lock()
-		n.sizes[cm.UID] = knownSize{resourceVersion: cm.ResourceVersion, size: configMapSize(cm), immutable: ptr.Deref(cm.Immutable, false)}
-		if c, ok := n.cached[name]; ok && c.uid == cm.UID && !c.known {
-			n.count(name, c)
+		defer n.mu.Unlock()
+		if c, ok := n.cached[cm.Name]; ok && c.uid == cm.UID && !c.known {
+			n.sizes[cm.UID] = knownSize{resourceVersion: cm.ResourceVersion, size: configMapSize(cm), immutable: ptr.Deref(cm.Immutable, false)}
+			n.count(cm.Name, c)
 		}
-		n.mu.Unlock()
+	})
+	if err != nil {
+		return fmt.Errorf("read the snapshots of namespace %s for their sizes: %w", ns, err)
 	}
 	return nil
 }
@@ -284,8 +283,13 @@ func (n *namespaceSnapshotBytes) seen(m *metav1.PartialObjectMetadata) {
 		n.forget(m)
 		return
 	}
-	if old, ok := n.cached[m.Name]; ok && old.known {
-		n.total -= old.size
+	if old, ok := n.cached[m.Name]; ok {
+		if old.known {
+			n.total -= old.size
+		}
+		if old.uid != m.UID {
+			delete(n.sizes, old.uid)
+		}
 	}
 	n.count(m.Name, cachedSnapshot{uid: m.UID, resourceVersion: m.ResourceVersion})
 	delete(n.created, m.Name)
