@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -61,6 +63,9 @@ type namespaceSnapshotBytes struct {
 	// snapshots this manager created, by name, at the version it created.
 	sizes   map[types.UID]knownSize
 	written map[string]knownSize
+	// unknown are the cached snapshots whose sizes are not known yet, by
+	// name: a lock reads those alone, not every snapshot again.
+	unknown map[string]bool
 	// created are the snapshots created (or being created) whose creation
 	// the cache has not seen, by name; deleted those deleted whose deletion
 	// it has not seen, by UID.
@@ -119,7 +124,7 @@ func (b *snapshotBytes) namespace(ns string) *namespaceSnapshotBytes {
 	n, ok := b.namespaces[ns]
 	if !ok {
 		n = &namespaceSnapshotBytes{cached: map[string]cachedSnapshot{}, created: map[string]int{}, deleted: map[types.UID]string{},
-			sizes: map[types.UID]knownSize{}, written: map[string]knownSize{}}
+			sizes: map[types.UID]knownSize{}, written: map[string]knownSize{}, unknown: map[string]bool{}}
 		b.namespaces[ns] = n
 	}
 	return n
@@ -162,6 +167,7 @@ func (b *snapshotBytes) prime(ctx context.Context, n *namespaceSnapshotBytes, ns
 		return err
 	}
 	clear(n.cached)
+	clear(n.unknown)
 	n.total = 0
 	for _, m := range all {
 		n.seen(m)
@@ -179,12 +185,7 @@ func (b *snapshotBytes) prime(ctx context.Context, n *namespaceSnapshotBytes, ns
 // The reads run without mu, so that the cache's events do not wait on them.
 func (b *snapshotBytes) readSizes(ctx context.Context, n *namespaceSnapshotBytes, ns string) error {
 	n.mu.Lock()
-	var unknown []string
-	for name, c := range n.cached {
-		if !c.known {
-			unknown = append(unknown, name)
-		}
-	}
+	unknown := slices.Collect(maps.Keys(n.unknown))
 	n.mu.Unlock()
 	if len(unknown) == 0 {
 		return nil
@@ -301,6 +302,9 @@ func (n *namespaceSnapshotBytes) count(name string, c cachedSnapshot) {
 	c.size, c.known = n.knownSize(name, c.uid, c.resourceVersion)
 	if c.known {
 		n.total += c.size
+		delete(n.unknown, name)
+	} else {
+		n.unknown[name] = true
 	}
 	n.cached[name] = c
 }
@@ -326,6 +330,7 @@ func (n *namespaceSnapshotBytes) forget(m metav1.Object) {
 			n.total -= old.size
 		}
 		delete(n.cached, m.GetName())
+		delete(n.unknown, m.GetName())
 	}
 	delete(n.sizes, m.GetUID())
 }
