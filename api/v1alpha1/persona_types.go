@@ -25,6 +25,8 @@ type PersonaSpec struct {
 	Description string `json:"description,omitempty"`
 
 	// Model is the model the agent runs (.Model); .ModelFamily is derived from it.
+	// At most MaxModelBytes.
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Model *string `json:"model,omitempty"`
 
@@ -34,6 +36,8 @@ type PersonaSpec struct {
 	Harness *Harness `json:"harness,omitempty"`
 
 	// ReasoningEffort is the requested reasoning effort (.ReasoningEffort).
+	// At most MaxReasoningEffortBytes.
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	ReasoningEffort *string `json:"reasoningEffort,omitempty"`
 
@@ -87,6 +91,17 @@ type PersonaSpec struct {
 	// +optional
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
+
+// The lengths of what a tenant sets outside its templates, which the
+// guardrails-only delivery would otherwise carry (model and reasoning
+// effort, the persona's and each variant's): far above any real value (a
+// model id is under 100 bytes, an effort a word), far below what could
+// crowd a guardrail out of the ConfigMap. 253 is a DNS name's length, the
+// longest a model id in a URL-like form could take.
+const (
+	MaxModelBytes           = 253
+	MaxReasoningEffortBytes = 64
+)
 
 // DefaultRevisionHistoryLimit is spec.revisionHistoryLimit when unset, and
 // MaxRevisionHistoryLimit its largest value.
@@ -174,10 +189,13 @@ type Variant struct {
 	// Harness overrides the persona's harness.
 	// +optional
 	Harness Harness `json:"harness,omitempty"`
-	// Model overrides the persona's model.
+	// Model overrides the persona's model; at most MaxModelBytes.
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Model string `json:"model,omitempty"`
-	// ReasoningEffort overrides the persona's reasoning effort.
+	// ReasoningEffort overrides the persona's reasoning effort; at most
+	// MaxReasoningEffortBytes.
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 }

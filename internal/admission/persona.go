@@ -44,6 +44,7 @@ func ValidatePersona(obj map[string]any) field.ErrorList {
 	if h, state := getString(spec, "harness"); state == present {
 		errs = append(errs, checkHarness(specPath.Child("harness"), h)...)
 	}
+	errs = append(errs, checkSettingLengths(specPath, spec)...)
 	errs = append(errs, validateInherit(specPath.Child("inherit"), spec)...)
 	errs = append(errs, validateLayerRefs(specPath.Child("layers"), spec)...)
 	if sp, state := getMap(spec, "systemPrompt"); state == present {
@@ -201,6 +202,23 @@ func validateVariants(p *field.Path, spec map[string]any) field.ErrorList {
 		}
 		if h, state := getString(variant, "harness"); state == present {
 			errs = append(errs, checkHarness(ip.Child("harness"), h)...)
+		}
+		errs = append(errs, checkSettingLengths(ip, variant)...)
+	}
+	return errs
+}
+
+// checkSettingLengths refuses a model or reasoning effort of the persona's
+// or a variant's (in m, at p) longer than its limit, so that these never
+// crowd a guardrail out of the ConfigMap (personas.md#writing-a-persona-spec).
+func checkSettingLengths(p *field.Path, m map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range []struct {
+		key string
+		max int
+	}{{"model", v1alpha1.MaxModelBytes}, {"reasoningEffort", v1alpha1.MaxReasoningEffortBytes}} {
+		if v, state := getString(m, f.key); state == present && len(v) > f.max {
+			errs = append(errs, field.TooLong(p.Child(f.key), nil, f.max))
 		}
 	}
 	return errs

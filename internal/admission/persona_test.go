@@ -126,6 +126,8 @@ func TestPersonaAccepted(t *testing.T) {
 		{name: "restricted Sprig", doc: extension(`{{ .Model | upper | trunc 3 }}{{ keys (dict "a" 1) | join "," }}`)},
 		{name: "define and template", doc: extension(`{{ define "x" }}{{ .Whatever }}{{ end }}{{ template "x" . }}`)},
 		{name: "description of 1024 bytes", doc: persona("  description: " + strings.Repeat("é", 512) + "\n")},
+		{name: "model and reasoningEffort at their limits, the persona's and a variant's", doc: persona("  model: " + strings.Repeat("m", 253) +
+			"\n  reasoningEffort: " + strings.Repeat("x", 64) + "\n  variants: [{name: a, model: " + strings.Repeat("m", 253) + ", reasoningEffort: " + strings.Repeat("x", 64) + "}]\n")},
 		{name: "16 inherit entries", doc: persona(yamlList("  inherit:", 16, func(i int) string { return fmt.Sprintf("p%d", i) }))},
 		{name: "32 layers", doc: persona(yamlList("  layers:", 32, func(i int) string { return fmt.Sprintf("{name: l%d}", i) }))},
 		{name: "16 variants", doc: persona(yamlList("  variants:", 16, func(i int) string { return fmt.Sprintf("{name: v%d}", i) }))},
@@ -230,6 +232,16 @@ func TestPersonaRejected(t *testing.T) {
 		// description, harness
 		{name: "description of 1025 bytes", doc: persona("  description: " + strings.Repeat("x", 1025) + "\n"), want: []want{tooLong("spec.description")}},
 		{name: "description of 1026 bytes in 513 characters", doc: persona("  description: " + strings.Repeat("é", 513) + "\n"), want: []want{tooLong("spec.description")}},
+		// model, reasoningEffort: a real value never comes near the limit; a
+		// value of 920 KB would crowd a guardrail out of the ConfigMap.
+		{name: "model of 920 KB", doc: persona("  model: " + strings.Repeat("m", 920_000) + "\n"), want: []want{tooLong("spec.model")}},
+		{name: "model of 254 bytes", doc: persona("  model: " + strings.Repeat("m", 254) + "\n"), want: []want{tooLong("spec.model")}},
+		{name: "reasoningEffort of 65 bytes", doc: persona("  reasoningEffort: " + strings.Repeat("x", 65) + "\n"), want: []want{tooLong("spec.reasoningEffort")}},
+		{
+			name: "a variant's model and reasoningEffort over their limits",
+			doc:  persona("  variants: [{name: a, model: " + strings.Repeat("m", 254) + ", reasoningEffort: " + strings.Repeat("x", 65) + "}]\n"),
+			want: []want{tooLong("spec.variants[0].model"), tooLong("spec.variants[0].reasoningEffort")},
+		},
 		{name: "unknown harness", doc: persona("  harness: gemini\n"), want: []want{notSupported("spec.harness")}},
 		{name: "empty harness", doc: persona("  harness: ''\n"), want: []want{notSupported("spec.harness")}},
 

@@ -130,7 +130,7 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 		overruns:                  newOverruns(),
 		configMaps:                sources,
 	}
-	r.snapshotBytes = newSnapshotBytes(r.namespaceSnapshots)
+	r.snapshotBytes = newSnapshotBytes(r.namespaceSnapshots, r.readSnapshots)
 	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns, r.halts}
 	return r
 }

@@ -88,8 +88,8 @@ func (r *PersonaReconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Pers
 	if out == nil {
 		alone := guardrailsAlone(p, lastGood, layers)
 		if out, err = render.Default().ConfigMap(alone); err != nil && len(alone.Variants) > 0 {
-			// The guardrails times every variant may be too large: the
-			// system prompt alone then, rather than the old text.
+			// The guardrails once per variant may be too large where once
+			// fits: the system prompt alone then, rather than the old text.
 			alone.Variants = nil
 			out, err = render.Default().ConfigMap(alone)
 		}
@@ -108,19 +108,26 @@ func (r *PersonaReconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Pers
 	return fallbackOutcome(delivered, fallback), nil
 }
 
-// guardrailsAlone is the bundle of the guardrails alone: the tenant's
-// text dropped (sections, extensions, layers, the prompt, vars and
-// context), its settings and variants kept, so that every key a pod mounts
-// is still there. lastGood is nil when the live bundle.json did not read.
+// guardrailsAlone is the bundle of the guardrails alone
+// (clusterpromptlayers.md#kept-through-failures): they render with
+// personas.md's zero values but .Harness, .Workspace and .Slug (the
+// Persona's namespace and name), persona.md is empty, and bundle.json holds
+// nothing of the tenant's but its variants' names and harnesses, so that
+// it fits whatever the tenant wrote, when the guardrails alone fit. The
+// harness is the last good bundle's (resolved through the chain), else the
+// spec's. Each variant gets its key, the guardrails rendered for its
+// harness, so that a pod that names it finds its file. lastGood is nil
+// when the live bundle.json did not read.
 func guardrailsAlone(p *v1alpha1.Persona, lastGood *render.Bundle, layers []render.ClusterLayer) *render.Bundle {
-	b := &render.Bundle{Persona: render.PersonaFields{Name: p.Name, Namespace: p.Namespace}}
+	b := &render.Bundle{Persona: render.PersonaFields{Name: p.Name, Namespace: p.Namespace}, ClusterLayers: layers}
 	if lastGood != nil {
-		f := lastGood.Persona
-		b.Persona = render.PersonaFields{Name: p.Name, Namespace: p.Namespace,
-			Model: f.Model, Harness: f.Harness, ReasoningEffort: f.ReasoningEffort, Streaming: f.Streaming}
-		b.Variants = lastGood.Variants
+		b.Persona.Harness = lastGood.Persona.Harness
+	} else if p.Spec.Harness != nil {
+		b.Persona.Harness = string(*p.Spec.Harness)
 	}
-	b.ClusterLayers = layers
+	for _, v := range p.Spec.Variants {
+		b.Variants = append(b.Variants, render.Variant{Name: v.Name, Harness: string(v.Harness)})
+	}
 	return b
 }
 

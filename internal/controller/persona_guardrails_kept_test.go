@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -100,6 +101,37 @@ var _ = Describe("Guardrails kept through failures", func() {
 		stalled := apimeta.FindStatusCondition(getPersona(ns, "p").Status.Conditions, "Stalled")
 		Expect(stalled).NotTo(BeNil())
 		Expect(stalled.Reason).To(Equal("GuardrailsOnly"))
+	})
+
+	It("refuses a model that would crowd a guardrail out, and delivers a new guardrail alone to a broken Persona at every limit", func() {
+		err := tryApply(ns, barePersona("p", "P", "model: "+strings.Repeat("m", 920_000)))
+		Expect(err).To(MatchError(ContainSubstring("spec.model")))
+
+		name := nextGuardrailName()
+		labelNamespace(ns, name)
+		model, effort := strings.Repeat("m", v1alpha1.MaxModelBytes), strings.Repeat("e", v1alpha1.MaxReasoningEffortBytes)
+		atEveryLimit := []string{"model: " + model, "reasoningEffort: " + effort, "harness: codex", "variants:"}
+		for i := range 16 {
+			atEveryLimit = append(atEveryLimit, fmt.Sprintf("- {name: v%02d, harness: opencode, model: %s, reasoningEffort: %s}", i, model, effort))
+		}
+		// 50,000 bytes, 17 times (the system prompt and 16 variants): 850,000
+		// bytes, under the output limit (900 KiB).
+		apply(ns, barePersona("p", `{{ repeat 2500 "abcdefghijklmnopqrst" }}`, atEveryLimit...))
+		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
+		apply(ns, barePersona("p", `{{ fail "broken on purpose" }}`, atEveryLimit...))
+		Eventually(ready(ns, "p")).Should(Equal("RenderFailed"))
+
+		By("a guardrail of 40,000 bytes: the last good text with it does not fit, the guardrails alone do, with every variant's key")
+		guardrail := strings.Repeat("ABCDEFGHIJKLMNOPQRST", 2000)
+		newNamedGuardrail(name, v1alpha1.ClusterLayerLast, `{{ repeat 2000 "ABCDEFGHIJKLMNOPQRST" }}`)
+		Eventually(prompt(ns, "p"), 10*time.Second).Should(Equal(guardrail + "\n"))
+		Eventually(ready(ns, "p")).Should(Equal("GuardrailsOnly"))
+		cm := configMap(ns, "p")
+		Expect(cm.Data["persona.md"]).To(BeEmpty())
+		for i := range 16 {
+			Expect(cm.Data[fmt.Sprintf("system-prompt.v%02d.md", i)]).To(Equal(guardrail + "\n"))
+		}
+		Expect(cm.Data["bundle.json"]).NotTo(Or(ContainSubstring(model), ContainSubstring(effort), ContainSubstring("abcdefghijklmnopqrst")))
 	})
 
 	It("leaves the prompt untouched when the guardrails did not change", func() {

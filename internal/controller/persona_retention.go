@@ -84,7 +84,7 @@ func (r *PersonaReconciler) evict(ctx context.Context, p *v1alpha1.Persona, ledg
 		}
 		if evictable {
 			victims = append(victims, m)
-			freed += snapshotSize(m)
+			freed += ledger.size(m)
 		}
 	}
 	if freed < need {

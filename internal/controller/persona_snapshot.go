@@ -94,9 +94,11 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 	if err := controllerutil.SetControllerReference(p, snap, r.Scheme); err != nil {
 		return nil, fmt.Errorf("own snapshot: %w", err)
 	}
-	_, err := r.configMapWriter.create(ctx, snap)
+	resourceVersion, err := r.configMapWriter.create(ctx, snap)
 	if err != nil {
 		r.snapshotBytes.namespace(p.Namespace).release(key.Name)
+	} else {
+		r.snapshotBytes.namespace(p.Namespace).wrote(key.Name, resourceVersion, size)
 	}
 	switch {
 	case err == nil:
@@ -200,11 +202,48 @@ func (r *PersonaReconciler) namespaceSnapshots(ctx context.Context, namespace st
 	return out, nil
 }
 
-// snapshotSize is the size of a snapshot's data, as its delivery.SnapshotBytesAnnotation says.
-func snapshotSize(m *metav1.PartialObjectMetadata) int {
-	n, _ := strconv.Atoi(m.Annotations[delivery.SnapshotBytesAnnotation])
-	return n
+// readSnapshots reads the snapshots of namespace named, their data
+// included, from the API server, for the sizes of those written before this
+// manager started: one by one when they are few, else the namespace's
+// snapshots by pages, so that a namespace of thousands costs a few lists,
+// and a page's data at most readSnapshotsPage snapshots.
+func (r *PersonaReconciler) readSnapshots(ctx context.Context, namespace string, names []string, each func(*corev1.ConfigMap)) error {
+	if len(names) <= readSnapshotsPage {
+		for _, name := range names {
+			var cm corev1.ConfigMap
+			switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &cm); {
+			case apierrors.IsNotFound(err):
+				continue // its deletion's event follows
+			case err != nil:
+				return err
+			}
+			each(&cm)
+		}
+		return nil
+	}
+	hasRevision, err := labels.NewRequirement(delivery.RevisionLabel, selection.Exists, nil)
+	if err != nil {
+		return err
+	}
+	opts := []client.ListOption{client.InNamespace(namespace), client.Limit(readSnapshotsPage),
+		client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*hasRevision)}}
+	for page := ""; ; {
+		var list corev1.ConfigMapList
+		if err := r.APIReader.List(ctx, &list, append(opts, client.Continue(page))...); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			each(&list.Items[i])
+		}
+		if page = list.Continue; page == "" {
+			return nil
+		}
+	}
 }
+
+// readSnapshotsPage is how many snapshots readSnapshots reads one by one at
+// most, and by page.
+const readSnapshotsPage = 16
 
 func (r *PersonaReconciler) snapshotBytesLimit() int {
 	if r.SnapshotBytesPerNamespace > 0 {

@@ -2,22 +2,31 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-
-	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
 // snapshotBytes keeps, per namespace, what its snapshots hold
 // (--snapshot-bytes-per-namespace), so that a snapshot's write costs the
-// same however many the namespace has: the sizes the metadata cache's
-// events tell, plus the snapshots this manager created that the cache has
-// not seen yet, less those it deleted that the cache still holds. A
+// same however many the namespace has: the snapshots the metadata cache's
+// events tell, plus those this manager created that the cache has not seen
+// yet, less those it deleted that the cache still holds. Only a snapshot
+// its Persona controls counts (isSnapshot), and its size is that of its
+// data, never what an annotation says: whoever may write the ConfigMap may
+// write its annotations. The metadata cache holds no data, so a size is
+// the one this manager wrote (a snapshot is immutable), or, for one written
+// before it started, read once from the API server under the namespace's
+// lock. A
 // namespace's lock is held from the check of the cap to the reservation of
 // the new snapshot's bytes (evictions included), so that concurrent workers
 // never together pass the cap.
@@ -29,7 +38,11 @@ type snapshotBytes struct {
 	mu         sync.Mutex
 	namespaces map[string]*namespaceSnapshotBytes
 	// list lists a namespace's snapshots from the metadata cache.
-	list    func(ctx context.Context, namespace string) ([]*metav1.PartialObjectMetadata, error)
+	list func(ctx context.Context, namespace string) ([]*metav1.PartialObjectMetadata, error)
+	// read reads from the API server the snapshots of a namespace named,
+	// their data included, and calls each with every one it reads (others
+	// too, perhaps).
+	read    func(ctx context.Context, namespace string, names []string, each func(*corev1.ConfigMap)) error
 	watched bool
 }
 
@@ -42,9 +55,17 @@ type namespaceSnapshotBytes struct {
 	// primed is set once cached holds what the cache held at a list; the
 	// events keep it since.
 	primed bool
-	// cached is each snapshot the cache holds, by name; total their sizes.
+	// cached is each snapshot the cache holds, by name; total the sizes
+	// known of them.
 	cached map[string]cachedSnapshot
 	total  int
+	// sizes are the data sizes known, by UID; written those of the
+	// snapshots this manager created, by name, at the version it created.
+	sizes   map[types.UID]knownSize
+	written map[string]knownSize
+	// unknown are the cached snapshots whose sizes are not known yet, by
+	// name: a lock reads those alone, not every snapshot again.
+	unknown map[string]bool
 	// created are the snapshots created (or being created) whose creation
 	// the cache has not seen, by name; deleted those deleted whose deletion
 	// it has not seen, by UID.
@@ -77,12 +98,24 @@ func (n *namespaceSnapshotBytes) exhausted(now time.Time, used int) {
 }
 
 type cachedSnapshot struct {
-	uid  types.UID
-	size int
+	uid             types.UID
+	resourceVersion string
+	size            int
+	// known is unset until the size of its data is known (then counted).
+	known bool
 }
 
-func newSnapshotBytes(list func(ctx context.Context, namespace string) ([]*metav1.PartialObjectMetadata, error)) *snapshotBytes {
-	return &snapshotBytes{namespaces: map[string]*namespaceSnapshotBytes{}, list: list}
+// knownSize is the size of a snapshot's data at resourceVersion, and at
+// every version when it is immutable.
+type knownSize struct {
+	resourceVersion string
+	size            int
+	immutable       bool
+}
+
+func newSnapshotBytes(list func(ctx context.Context, namespace string) ([]*metav1.PartialObjectMetadata, error),
+	read func(ctx context.Context, namespace string, names []string, each func(*corev1.ConfigMap)) error) *snapshotBytes {
+	return &snapshotBytes{namespaces: map[string]*namespaceSnapshotBytes{}, list: list, read: read}
 }
 
 func (b *snapshotBytes) namespace(ns string) *namespaceSnapshotBytes {
@@ -90,30 +123,51 @@ func (b *snapshotBytes) namespace(ns string) *namespaceSnapshotBytes {
 	defer b.mu.Unlock()
 	n, ok := b.namespaces[ns]
 	if !ok {
-		n = &namespaceSnapshotBytes{cached: map[string]cachedSnapshot{}, created: map[string]int{}, deleted: map[types.UID]string{}}
+		n = &namespaceSnapshotBytes{cached: map[string]cachedSnapshot{}, created: map[string]int{}, deleted: map[types.UID]string{},
+			sizes: map[types.UID]knownSize{}, written: map[string]knownSize{}, unknown: map[string]bool{}}
 		b.namespaces[ns] = n
 	}
 	return n
 }
 
-// lock locks namespace ns and returns its ledger, primed; the caller
-// unlocks it (unlock).
+// existing is namespace ns's ledger, nil when it has none.
+func (b *snapshotBytes) existing(ns string) *namespaceSnapshotBytes {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.namespaces[ns]
+}
+
+// lock locks namespace ns and returns its ledger, primed, every size
+// known; the caller unlocks it (unlock).
 func (b *snapshotBytes) lock(ctx context.Context, ns string) (*namespaceSnapshotBytes, error) {
 	n := b.namespace(ns)
 	n.lock.Lock()
+	err := b.prime(ctx, n, ns)
+	if err == nil {
+		err = b.readSizes(ctx, n, ns)
+	}
+	if err != nil {
+		n.lock.Unlock()
+		return nil, err
+	}
+	return n, nil
+}
+
+// prime lists ns's snapshots into n unless the cache's events keep it.
+func (b *snapshotBytes) prime(ctx context.Context, n *namespaceSnapshotBytes, ns string) error {
 	// The list runs under mu: an event the list does not reflect waits, and
 	// is applied after it; one it does is applied again, to the same end.
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.primed && b.watched {
-		return n, nil
+		return nil
 	}
 	all, err := b.list(ctx, ns)
 	if err != nil {
-		n.lock.Unlock()
-		return nil, err
+		return err
 	}
 	clear(n.cached)
+	clear(n.unknown)
 	n.total = 0
 	for _, m := range all {
 		n.seen(m)
@@ -123,7 +177,40 @@ func (b *snapshotBytes) lock(ctx context.Context, ns string) (*namespaceSnapshot
 		clear(n.deleted)
 	}
 	n.primed = true
-	return n, nil
+	return nil
+}
+
+// readSizes reads from the API server the data of each snapshot of n whose
+// size is not known (written before this manager started), n.lock held.
+// The reads run without mu, so that the cache's events do not wait on them.
+func (b *snapshotBytes) readSizes(ctx context.Context, n *namespaceSnapshotBytes, ns string) error {
+	n.mu.Lock()
+	unknown := slices.Collect(maps.Keys(n.unknown))
+	n.mu.Unlock()
+	if len(unknown) == 0 {
+		return nil
+	}
+	err := b.read(ctx, ns, unknown, func(cm *corev1.ConfigMap) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if c, ok := n.cached[cm.Name]; ok && c.uid == cm.UID && !c.known {
+			n.sizes[cm.UID] = knownSize{resourceVersion: cm.ResourceVersion, size: configMapSize(cm), immutable: ptr.Deref(cm.Immutable, false)}
+			n.count(cm.Name, c)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("read the snapshots of namespace %s for their sizes: %w", ns, err)
+	}
+	return nil
+}
+
+// configMapSize is the size of cm's data: every key and value, binary too.
+func configMapSize(cm *corev1.ConfigMap) int {
+	size := dataSize(cm.Data)
+	for k, v := range cm.BinaryData {
+		size += len(k) + len(v)
+	}
+	return size
 }
 
 func (n *namespaceSnapshotBytes) unlock() { n.lock.Unlock() }
@@ -145,6 +232,16 @@ func (n *namespaceSnapshotBytes) used() int {
 		}
 	}
 	return used
+}
+
+// size is the size of the data of m, as counted (0 when not counted).
+func (n *namespaceSnapshotBytes) size(m *metav1.PartialObjectMetadata) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if c, ok := n.cached[m.Name]; ok && c.uid == m.UID && c.known {
+		return c.size
+	}
+	return 0
 }
 
 // isDeleted reports whether m was deleted here, its deletion not yet seen.
@@ -169,23 +266,78 @@ func (n *namespaceSnapshotBytes) release(name string) {
 	delete(n.created, name)
 }
 
-// seen counts m as the cache holds it (n.mu held).
-func (n *namespaceSnapshotBytes) seen(m *metav1.PartialObjectMetadata) {
-	size := snapshotSize(m)
-	if old, ok := n.cached[m.Name]; ok {
-		n.total -= old.size
+// wrote notes that this manager created the snapshot name, holding size
+// bytes, at resourceVersion.
+func (n *namespaceSnapshotBytes) wrote(name, resourceVersion string, size int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.written[name] = knownSize{resourceVersion: resourceVersion, size: size, immutable: true}
+	if c, ok := n.cached[name]; ok && !c.known { // the cache saw it first
+		n.count(name, c)
 	}
-	n.cached[m.Name] = cachedSnapshot{uid: m.UID, size: size}
-	n.total += size
+}
+
+// seen counts m as the cache holds it, when its Persona controls it, and
+// forgets it otherwise (n.mu held).
+func (n *namespaceSnapshotBytes) seen(m *metav1.PartialObjectMetadata) {
+	if !isSnapshot(m) {
+		n.forget(m)
+		return
+	}
+	if old, ok := n.cached[m.Name]; ok {
+		if old.known {
+			n.total -= old.size
+		}
+		if old.uid != m.UID {
+			delete(n.sizes, old.uid)
+		}
+	}
+	n.count(m.Name, cachedSnapshot{uid: m.UID, resourceVersion: m.ResourceVersion})
 	delete(n.created, m.Name)
+}
+
+// count sets the cached snapshot name to c, counting its size if known
+// (n.mu held; c not counted yet).
+func (n *namespaceSnapshotBytes) count(name string, c cachedSnapshot) {
+	c.size, c.known = n.knownSize(name, c.uid, c.resourceVersion)
+	if c.known {
+		n.total += c.size
+		delete(n.unknown, name)
+	} else {
+		n.unknown[name] = true
+	}
+	n.cached[name] = c
+}
+
+// knownSize is the size of the data of snapshot name, of UID uid at
+// resourceVersion, when known (n.mu held).
+func (n *namespaceSnapshotBytes) knownSize(name string, uid types.UID, resourceVersion string) (int, bool) {
+	if k, ok := n.sizes[uid]; ok && (k.immutable || k.resourceVersion == resourceVersion) {
+		return k.size, true
+	}
+	if w, ok := n.written[name]; ok && w.resourceVersion == resourceVersion {
+		delete(n.written, name)
+		n.sizes[uid] = w
+		return w.size, true
+	}
+	return 0, false
+}
+
+// forget stops counting m, if counted (n.mu held).
+func (n *namespaceSnapshotBytes) forget(m metav1.Object) {
+	if old, ok := n.cached[m.GetName()]; ok && old.uid == m.GetUID() {
+		if old.known {
+			n.total -= old.size
+		}
+		delete(n.cached, m.GetName())
+		delete(n.unknown, m.GetName())
+	}
+	delete(n.sizes, m.GetUID())
 }
 
 // gone forgets m, deleted from the cache (n.mu held).
 func (n *namespaceSnapshotBytes) gone(m metav1.Object) {
-	if old, ok := n.cached[m.GetName()]; ok && old.uid == m.GetUID() {
-		n.total -= old.size
-		delete(n.cached, m.GetName())
-	}
+	n.forget(m)
 	delete(n.deleted, m.GetUID())
 }
 
@@ -209,16 +361,21 @@ func (b *snapshotBytes) event(obj any, deleted bool) {
 	if !ok {
 		return
 	}
-	if _, _, ok := delivery.LabelledSnapshot(m); !ok {
+	if deleted || !isSnapshot(m) { // gone, or orphaned: no longer counted
+		if n := b.existing(m.Namespace); n != nil {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			if deleted {
+				n.gone(m)
+			} else {
+				n.forget(m)
+			}
+		}
 		return
 	}
 	n := b.namespace(m.Namespace)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if deleted {
-		n.gone(m)
-		return
-	}
 	if n.primed {
 		n.seen(m)
 	}

@@ -174,3 +174,80 @@ func BenchmarkSnapshotBytesReserve(b *testing.B) {
 		})
 	}
 }
+
+// The cap counts what the snapshots' data hold, read from the API server,
+// never what their size annotation says, which whoever may write the
+// ConfigMap may write; and only the snapshots a Persona of the name theirs
+// says controls.
+func TestSnapshotBytesCountsDataOfControlledSnapshots(t *testing.T) {
+	const size = 600
+	lying := func(cm *corev1.ConfigMap) *corev1.ConfigMap {
+		cm.Annotations[delivery.SnapshotBytesAnnotation] = "-9000000000000"
+		return cm
+	}
+	orphan := func(cm *corev1.ConfigMap) *corev1.ConfigMap { cm.OwnerReferences = nil; return cm }
+	ownedByAnother := func(cm *corev1.ConfigMap) *corev1.ConfigMap { cm.OwnerReferences[0].Name = "p9"; return cm }
+	// p0's revision 5 is not evictable: p0's status names no revision yet.
+	for _, tc := range []struct {
+		name     string
+		limit    int
+		existing []client.Object
+		// written is whether each of p1, p2 writes its 600 bytes.
+		written []bool
+	}{{
+		name: "a snapshot's annotation lies: its 1500 bytes of data count",
+		// 1500 + 600 > 2000.
+		limit: 2000, existing: []client.Object{lying(snapshotOfBytes("p0", "uid-persona-p0", 5, 1500))},
+		written: []bool{false, false},
+	}, {
+		name: "an orphan's annotation lies: neither it nor its data count",
+		// 1500 + 600 fits 2200; 1500 + 600 + 600 does not.
+		limit: 2200, existing: []client.Object{snapshotOfBytes("p0", "uid-persona-p0", 5, 1500),
+			orphan(lying(snapshotOfBytes("gone", "uid-gone", 1, size)))},
+		written: []bool{true, false},
+	}, {
+		name: "a snapshot controlled by a Persona of another name does not count",
+		// 600 + 600 fits 1300, and would not with the other's 1500.
+		limit: 1300, existing: []client.Object{ownedByAnother(snapshotOfBytes("p0", "uid-persona-p9", 5, 1500))},
+		written: []bool{true, true},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _, _, personas := stalePersonas(t, 3, tc.limit, tc.existing...)
+			for i, p := range personas[1:] {
+				rev := v1alpha1.RevisionHistoryEntry{Revision: 1, ContentHash: "sha256:x"}
+				f, err := r.snapshot(t.Context(), p, rev, snapshotOfBytes(p.Name, p.UID, 1, size).Data, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := f == nil; got != tc.written[i] {
+					t.Errorf("%s's snapshot written: %v, want %v (%v)", p.Name, got, tc.written[i], f)
+				}
+			}
+		})
+	}
+}
+
+// A snapshot orphaned (its Persona deleted with --cascade=orphan) is no
+// longer counted once the cache's event tells it.
+func TestSnapshotBytesForgetsAnOrphan(t *testing.T) {
+	snap := snapshotOfBytes("p0", "uid-persona-p0", 5, 1500)
+	r, _, _, _ := stalePersonas(t, 1, DefaultSnapshotBytesPerNamespace, snap)
+	used := func() int {
+		ledger, err := r.snapshotBytes.lock(t.Context(), ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ledger.unlock()
+		return ledger.used()
+	}
+	if got := used(); got != 1500 {
+		t.Fatalf("the namespace's snapshots hold %d bytes, want 1500", got)
+	}
+	orphaned := &metav1.PartialObjectMetadata{ObjectMeta: *snap.ObjectMeta.DeepCopy()}
+	orphaned.OwnerReferences = nil
+	orphaned.Annotations[delivery.SnapshotBytesAnnotation] = "-9000000000000"
+	r.snapshotBytes.event(orphaned, false)
+	if got := used(); got != 0 {
+		t.Errorf("the namespace's snapshots hold %d bytes once the only one is orphaned, want 0", got)
+	}
+}

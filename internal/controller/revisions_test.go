@@ -299,6 +299,20 @@ var _ = Describe("Revisions across a restart", Serial, func() {
 		Expect(configMap(big, "big").Annotations).To(HaveKeyWithValue("prompts.persona-operator.dev/revision", "1"))
 		Expect(getPersona(big, "big").Status.CurrentRevision).To(Equal(int64(1)))
 
+		By("counting a snapshot by its data, whatever its size annotation says")
+		lied := newNamespace()
+		sized := func(i int) string { return fmt.Sprintf("Persona %d %s", i, strings.Repeat("z", 1400)) }
+		apply(lied, barePersona("x", sized(1)))
+		Eventually(snapshotNames(lied, "x")).Should(Equal([]string{"persona-x.r1"}))
+		xSnapshot := snapshotOf(lied, "x", 1)
+		one := snapshotBytes(xSnapshot)
+		Expect(one).To(And(BeNumerically("<", 6000), BeNumerically(">", 3000)), "one such snapshot fits the cap, two do not")
+		xSnapshot.Annotations["prompts.persona-operator.dev/snapshot-bytes"] = "-9000000000000"
+		Expect(k8s.Update(ctx, xSnapshot)).To(Succeed())
+		apply(lied, barePersona("second", sized(2)))
+		Eventually(snapshotFailed(lied, "second")).Should(Equal("SnapshotBytesExceeded"))
+		Expect(snapshotNames(lied, "second")()).To(BeEmpty())
+
 		By("evicting the oldest snapshots no Persona keeps, the pinned one kept")
 		evict := newNamespace()
 		text := func(i int) string { return fmt.Sprintf("Revision %d %s", i, strings.Repeat("y", 300)) }

@@ -177,11 +177,11 @@ func (r *workloadRestarter) observe(ctx context.Context, w waves.Workload, obj c
 		// The cache shows the write: the status read is of this rollout.
 		switch {
 		case roll.done():
-			r.finish(ctx, w, &p)
+			r.finish(ctx, w, obj, &p)
 		case roll == rolloutFailed:
-			r.fail(ctx, w, "ProgressDeadlineExceeded")
+			r.fail(ctx, w, obj, "ProgressDeadlineExceeded")
 		case now.Sub(since) >= r.deadline:
-			r.fail(ctx, w, fmt.Sprintf("not complete within %s", r.deadline))
+			r.fail(ctx, w, obj, fmt.Sprintf("not complete within %s", r.deadline))
 		default:
 			after = since.Add(r.deadline).Sub(now)
 		}
@@ -289,13 +289,22 @@ func (r *workloadRestarter) apply(ctx context.Context, rs waves.Restart) error {
 	return r.client.Apply(ctx, ac, client.FieldOwner(RestartFieldManager), client.ForceOwnership)
 }
 
-// finish records w's completed rollout and tells its cause's progress: at
-// the end of each wave's worth of workloads, and at the last.
-func (r *workloadRestarter) finish(ctx context.Context, w waves.Workload, p *v1alpha1.Persona) {
+// Events about a workload go on the workload, in its namespace, where only
+// those who may read that namespace's Events read them. Its cause gets the
+// progress too, naming the workload only when it is in the workload's
+// namespace: a cluster-scoped cause's Events are recorded in default, which
+// other tenants may read, so they hold counts only.
+
+// finish records w's completed rollout, with a Normal Event Restarted on
+// the workload obj, and tells its cause's progress: at the end of each
+// wave's worth of workloads, and at the last.
+func (r *workloadRestarter) finish(ctx context.Context, w waves.Workload, obj client.Object, p *v1alpha1.Persona) {
 	rs, progress, ok := r.waves.Finish(w)
 	if !ok {
 		return
 	}
+	r.recorder.Eventf(obj, nil, corev1.EventTypeNormal, "Restarted", "Restart",
+		"rolled out onto revision %d of Persona %s, made by %s", rs.Revision, rs.Persona, causeName(rs.Cause))
 	if progress.Done == progress.Total || progress.Done%r.limit == 0 {
 		r.recorder.Eventf(r.causeObject(ctx, rs.Cause, p), nil, corev1.EventTypeNormal, "Restarted", "Restart",
 			"restarted %d of %d workloads onto their Personas' new revision", progress.Done, progress.Total)
@@ -303,9 +312,10 @@ func (r *workloadRestarter) finish(ctx context.Context, w waves.Workload, p *v1a
 }
 
 // fail records w's failed rollout: the waiting restarts of its cause in its
-// namespace halt, the cause gets a RestartsHalted Event naming w, and the
+// namespace halt, the workload obj gets a Warning Event RestartsHalted that
+// names it, its cause one that names it only when in its namespace, and the
 // Personas concerned show RolloutHalted.
-func (r *workloadRestarter) fail(ctx context.Context, w waves.Workload, why string) {
+func (r *workloadRestarter) fail(ctx context.Context, w waves.Workload, obj client.Object, why string) {
 	rs, held, ok := r.waves.Fail(w)
 	if !ok {
 		return
@@ -314,9 +324,17 @@ func (r *workloadRestarter) fail(ctx context.Context, w waves.Workload, why stri
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: rs.Persona}, &p); err != nil {
 		p = v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: rs.Persona}}
 	}
-	message := fmt.Sprintf("the rollout of %s %s/%s onto revision %d of Persona %s failed (%s): %d waiting restarts of the same cause in namespace %s are halted until its next revision",
-		w.Kind, w.Namespace, w.Name, rs.Revision, rs.Persona, why, len(held), w.Namespace)
-	r.recorder.Eventf(r.causeObject(ctx, rs.Cause, &p), nil, corev1.EventTypeWarning, "RestartsHalted", "Restart", "%s", message)
+	message := fmt.Sprintf("the rollout of %s %s/%s onto revision %d of Persona %s, made by %s, failed (%s): %d waiting restarts of the same cause in namespace %s are halted until its next revision",
+		w.Kind, w.Namespace, w.Name, rs.Revision, rs.Persona, causeName(rs.Cause), why, len(held), w.Namespace)
+	r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "RestartsHalted", "Restart", "%s", message)
+	cause := r.causeObject(ctx, rs.Cause, &p)
+	if causeObj, ok := cause.(client.Object); ok && causeObj.GetNamespace() == w.Namespace {
+		r.recorder.Eventf(cause, nil, corev1.EventTypeWarning, "RestartsHalted", "Restart", "%s", message)
+	} else {
+		r.recorder.Eventf(cause, nil, corev1.EventTypeWarning, "RestartsHalted", "Restart",
+			"a rollout onto a revision of this cause failed: %d waiting restarts of it in the same namespace are halted until its next revision; the workload's namespace has the details",
+			len(held))
+	}
 	personas := map[string]bool{rs.Persona: true}
 	for _, h := range held {
 		personas[h.Persona] = true
@@ -326,6 +344,14 @@ func (r *workloadRestarter) fail(ctx context.Context, w waves.Workload, why stri
 		r.halted[key] = rs.Cause
 		r.halts.set(key, metav1.ConditionTrue, v1alpha1.RolloutFailedReason, message)
 	}
+}
+
+// causeName names a restart's cause as the workload's namespace may read it.
+func causeName(c waves.Cause) string {
+	if c.Kind == v1alpha1.RevisionCauseOperator {
+		return "the operator's defaults at version " + c.Version
+	}
+	return c.Kind + " " + c.Name
 }
 
 // clearHalt sets RolloutHalted False on the Persona key once the halt it

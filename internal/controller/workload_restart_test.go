@@ -164,7 +164,14 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 		Eventually(func() string { return haltedCondition(a, "agent") }, 20*time.Second).Should(Equal("True"))
 		Expect(haltedCondition(b, "agent")).NotTo(Equal("True"))
 		Expect(meta.IsStatusConditionTrue(getPersona(a, "agent").Status.Conditions, v1alpha1.ReadyCondition)).To(BeTrue(), "the halt does not change Ready")
-		Eventually(func() string { return eventNote(g.Name, "RestartsHalted") }).Should(ContainSubstring("Deployment " + a + "/first"))
+
+		By("the Events naming a's workload are in a; the guardrail's, recorded in default, hold counts only")
+		Eventually(func() string { return workloadEventNote(a, "first", "RestartsHalted") }).Should(
+			ContainSubstring("Deployment " + a + "/first onto revision"))
+		Eventually(func() string { return eventNote(g.Name, "RestartsHalted") }).Should(ContainSubstring("waiting restarts"))
+		Expect(eventNote(g.Name, "RestartsHalted")).NotTo(Or(ContainSubstring(a), ContainSubstring("first"), ContainSubstring("agent")))
+		Expect(eventsNaming(metav1.NamespaceDefault, a)).To(BeEmpty(), "Events in default that name namespace a")
+		Eventually(func() string { return workloadEventNote(b, "first", "Restarted") }).Should(ContainSubstring("ClusterPromptLayer " + g.Name))
 
 		By("a's later restarts of the same cause wait; b's do not")
 		createWorkload(a, "second", "agent")
@@ -583,6 +590,34 @@ func eventNote(name, reason string) string {
 		}
 	}
 	return ""
+}
+
+// workloadEventNote is the note of the latest Event of reason regarding the
+// Deployment name in ns, recorded in ns, "" when there is none.
+func workloadEventNote(ns, name, reason string) string {
+	var list corev1.EventList
+	Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	note := ""
+	for _, e := range list.Items {
+		if e.Reason == reason && e.InvolvedObject.Kind == "Deployment" && e.InvolvedObject.Name == name {
+			note = e.Message
+		}
+	}
+	return note
+}
+
+// eventsNaming are the notes of the Events in ns that name text, or whose
+// objects do.
+func eventsNaming(ns, text string) []string {
+	var list corev1.EventList
+	Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if strings.Contains(e.Message, text) || e.InvolvedObject.Namespace == text || e.Related != nil && e.Related.Namespace == text {
+			out = append(out, e.Reason+": "+e.Message)
+		}
+	}
+	return out
 }
 
 // fakeDeployments plays the Deployment controller: it completes each

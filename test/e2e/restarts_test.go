@@ -200,7 +200,8 @@ func (s *suite) failedRolloutHaltsTheRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	named := fmt.Sprintf("the rollout of Deployment %s/%s onto revision %d of Persona %s failed (ProgressDeadlineExceeded)", restartNamespace, refusingAgent, broken, restartPersona)
+	named := fmt.Sprintf("the rollout of Deployment %s/%s onto revision %d of Persona %s, made by Persona %s, failed (ProgressDeadlineExceeded)",
+		restartNamespace, refusingAgent, broken, restartPersona, restartPersona)
 	if err := s.waitEvent(restartPersona, corev1.EventTypeWarning, "RestartsHalted", named); err != nil {
 		t.Fatalf("%v; %s", err, s.deploymentState(refusingAgent))
 	}
