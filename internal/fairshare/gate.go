@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Gate admits CPU-bound work (the Persona controller's renders) to a fixed
@@ -24,10 +25,10 @@ import (
 //   - Alone: a render that ran out of wall time in the pool is retried
 //     alone (Place.Slot with alone set): one at a time, when nothing else
 //     runs, so that it has the CPUs to itself as far as the gate can see.
-//     While one waits, the pool takes at most one more round of slots
-//     before it drains; after it, the pool has a round again, so that
-//     renders retried alone one after another cannot hold the pool back
-//     for more than one render each.
+//     While one waits, the pool takes one more round of slots before it
+//     drains; after it, the pool has a round again, and the CPUs for at
+//     least as long as the render alone took, so that renders retried alone
+//     one after another take at most half the time from the pool.
 //
 // It is safe for concurrent use.
 type Gate struct {
@@ -40,8 +41,11 @@ type Gate struct {
 	busy      int            // slots taken; all of them by a render alone
 	alone     bool           // a render runs alone
 	// poolCredit is how many more pool renders may start while a render
-	// waits to run alone.
+	// waits to run alone; until poolUntil, any may.
 	poolCredit int
+	poolUntil  time.Time
+	aloneSince time.Time
+	now        func() time.Time
 	pool       queues
 	waitAlone  queues
 }
@@ -50,7 +54,7 @@ type Gate struct {
 func NewGate(slots, places int) *Gate {
 	slots = max(slots, 1)
 	return &Gate{slots: slots, places: max(places, 1), placesIn: map[string]int{}, runningIn: map[string]int{},
-		poolCredit: slots, pool: newQueues(), waitAlone: newQueues()}
+		poolCredit: slots, pool: newQueues(), waitAlone: newQueues(), now: time.Now}
 }
 
 // Place is a worker's place at the gate for one namespace.
@@ -137,7 +141,9 @@ func (g *Gate) release(w *waiter, alone bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if alone {
+		now := g.now()
 		g.alone, g.busy, g.poolCredit = false, 0, g.slots
+		g.poolUntil = now.Add(now.Sub(g.aloneSince))
 	} else {
 		g.busy--
 		if g.runningIn[w.ns]--; g.runningIn[w.ns] <= 0 {
@@ -150,11 +156,12 @@ func (g *Gate) release(w *waiter, alone bool) {
 // dispatch admits what may run now.
 func (g *Gate) dispatch() {
 	for !g.alone {
-		if g.waitAlone.len() > 0 && (g.poolCredit == 0 || g.pool.len() == 0) {
+		poolTurn := g.poolCredit > 0 || g.now().Before(g.poolUntil)
+		if g.waitAlone.len() > 0 && (!poolTurn || g.pool.len() == 0) {
 			// The pool drains; then the render waiting alone runs.
 			if g.busy == 0 {
 				w := g.waitAlone.take(func(string) bool { return true })
-				g.alone, g.busy = true, g.slots
+				g.alone, g.busy, g.aloneSince = true, g.slots, g.now()
 				close(w.admitted)
 			}
 			return
@@ -170,7 +177,7 @@ func (g *Gate) dispatch() {
 		if w == nil {
 			return
 		}
-		if g.waitAlone.len() > 0 {
+		if g.waitAlone.len() > 0 && g.poolCredit > 0 {
 			g.poolCredit--
 		}
 		g.busy++

@@ -2,6 +2,7 @@ package fairshare
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 )
@@ -169,4 +170,32 @@ func TestSlotEndsWithTheContext(t *testing.T) {
 	release()
 	// The slot is free again: the cancelled waiter holds none.
 	slot(t, g, "c", false).running(t)()
+}
+
+// After a render alone, the pool has the CPUs for at least as long as it
+// took, beyond its round, while its renders wait.
+func TestThePoolHasAsLongAsTheRenderAlone(t *testing.T) {
+	g := NewGate(1, 16)
+	var mu sync.Mutex
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	g.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+
+	releaseAlone := slot(t, g, "a", true).running(t)
+	advance(time.Second)
+	a1 := slot(t, g, "b", false)
+	a1.waits(t)
+	second := slot(t, g, "a", true)
+	releaseAlone() // took 1 s: the pool has until 1 s from now
+	releaseB1 := a1.running(t)
+	b2 := slot(t, g, "b", false)
+	releaseB1() // the pool's round (1 slot) is over, its second is not
+	releaseB2 := b2.running(t)
+	b3 := slot(t, g, "b", false)
+	advance(time.Second) // the pool's time is over too
+	releaseB2()
+	releaseSecond := second.running(t)
+	b3.waits(t)
+	releaseSecond()
+	b3.running(t)()
 }
