@@ -29,6 +29,7 @@ type managerFlags struct {
 	personaWorkers       int
 	shutdownDelay        time.Duration
 	referenceGracePeriod time.Duration
+	guardrailDeadline    time.Duration
 	apiQPS               float64
 	apiBurst             int
 	// readUnlabelledSources is --template-source-label=warn.
@@ -86,6 +87,8 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 	fs.IntVar(&f.apiBurst, "kube-api-burst", 600, "Queries the manager may make to the API server in a burst, for each kind of object, when --kube-api-qps is not negative.")
 	fs.DurationVar(&f.referenceGracePeriod, "reference-grace-period", status.DefaultReferenceGracePeriod,
 		"How long a missing reference is awaited (Reconciling) before the object is stalled (Stalled), so that objects applied in any order, or in the next sync, are not reported as failed.")
+	fs.DurationVar(&f.guardrailDeadline, "guardrail-deadline", controller.DefaultGuardrailDeadline,
+		"How long new ClusterPromptLayers wait for a Persona's render that runs out of wall time to succeed (they are then delivered with its text) before they are delivered alone (GuardrailsOnly).")
 	fs.IntVar(&f.snapshotBytesPerNamespace, "snapshot-bytes-per-namespace", controller.DefaultSnapshotBytesPerNamespace,
 		"The bytes (keys and values) the revision snapshots (ConfigMaps persona-<name>.r<n>) of one namespace may hold; past it a Persona's new revision gets no snapshot (SnapshotFailed), its ConfigMap is delivered all the same.")
 	fs.DurationVar(&f.agentsInterval, "agents-status-interval", controller.DefaultAgentsInterval,

@@ -41,7 +41,7 @@ func main() {
 	signal.Notify(signals, syscall.SIGTERM, os.Interrupt)
 	ctx := shutdown.context(log, signals, func() { os.Exit(1) })
 	caches, err := controller.Setup(ctx, mgr, controller.Options{
-		PersonaWorkers: flags.personaWorkers, ReferenceGracePeriod: flags.referenceGracePeriod,
+		PersonaWorkers: flags.personaWorkers, ReferenceGracePeriod: flags.referenceGracePeriod, GuardrailDeadline: flags.guardrailDeadline,
 		WatchNamespaces: flags.watchNamespaces, ReadUnlabelledSources: flags.readUnlabelledSources,
 		SnapshotBytesPerNamespace: flags.snapshotBytesPerNamespace, AgentsInterval: flags.agentsInterval,
 		Restarts: flags.restartOptions(),

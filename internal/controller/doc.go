@@ -73,8 +73,13 @@
 //   - persona_awaiting.go: the references each Persona's last render found
 //     missing, so that an object's arrival finds the Personas waiting for
 //     it before their status reaches the cache.
-//   - persona_overruns.go: each Persona's renders in a row out of wall time,
-//     retried by themselves until the Persona is stalled.
+//   - persona_overruns.go: each Persona's renders in a row out of wall time
+//     alone, retried by themselves until the Persona is stalled; and since
+//     when new guardrails wait for a render in time (--guardrail-deadline).
+//
+// Not a store but shared by every reconcile, persona_render_gate.go admits
+// the renders to one slot per CPU, fairly between namespaces
+// (internal/fairshare), and retries one out of wall time alone.
 //
 // Keyed by snapshot rather than by Persona, persona_pruned.go holds the
 // snapshots the controller pruned until their deletion is watched: that

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/fairshare"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/status"
 )
@@ -48,7 +49,18 @@ type PersonaReconciler struct {
 	// SnapshotBytesPerNamespace caps the bytes of the snapshots of one
 	// namespace; 0 means DefaultSnapshotBytesPerNamespace.
 	SnapshotBytesPerNamespace int
+	// GuardrailDeadline is how long new ClusterPromptLayers wait for a
+	// render in time before they are delivered alone; 0 means
+	// DefaultGuardrailDeadline.
+	GuardrailDeadline time.Duration
 
+	// gate admits the renders (persona_render_gate.go); nil renders at once.
+	gate *fairshare.Gate
+	// renderConfigMap renders a bundle's ConfigMap (the render engine).
+	renderConfigMap renderFunc
+	// guardrailsWaiting is when each Persona's new guardrails began to wait
+	// for a render in time.
+	guardrailsWaiting *guardrailsWaiting
 	// writes is what each Persona's ConfigMap holds, at the version the
 	// controller last wrote or read.
 	writes *ownWrites
@@ -103,6 +115,11 @@ type personaOptions struct {
 	// SnapshotBytesPerNamespace caps the bytes of one namespace's
 	// snapshots; 0 means DefaultSnapshotBytesPerNamespace.
 	SnapshotBytesPerNamespace int
+	// GuardrailDeadline is how long new ClusterPromptLayers wait for a
+	// render in time; 0 means DefaultGuardrailDeadline.
+	GuardrailDeadline time.Duration
+	// Gate admits the renders to the CPUs (newRenderGate); nil renders at once.
+	Gate *fairshare.Gate
 }
 
 // newPersonaReconciler is the Persona controller with empty stores. It
@@ -120,6 +137,10 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 		MaxConcurrentReconciles:   opts.Workers,
 		ReferenceGracePeriod:      opts.ReferenceGracePeriod,
 		SnapshotBytesPerNamespace: opts.SnapshotBytesPerNamespace,
+		GuardrailDeadline:         opts.GuardrailDeadline,
+		gate:                      opts.Gate,
+		renderConfigMap:           render.Default().ConfigMapBy,
+		guardrailsWaiting:         newGuardrailsWaiting(),
 		pruned:                    newPrunedSnapshots(),
 		halts:                     newRolloutHalts(),
 		writes:                    newOwnWrites(),
@@ -131,7 +152,7 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 		configMaps:                sources,
 	}
 	r.snapshotBytes = newSnapshotBytes(r.namespaceSnapshots, r.readSnapshots)
-	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns, r.halts}
+	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns, r.halts, r.guardrailsWaiting}
 	return r
 }
 
@@ -174,6 +195,8 @@ type outcome struct {
 	// retryAfter is set for a render that ran out of wall time and is
 	// tried again by itself.
 	retryAfter time.Duration
+	// outOfTime is set for a render that ran out of wall time, alone too.
+	outOfTime bool
 	// budgetEnd is when the reconcile's render budget (MaxPersonaDuration
 	// from the render's start) ends: a pinned revision's re-render is
 	// charged to what is left of it.
@@ -214,6 +237,16 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.gate != nil {
+		// A namespace whose reconciles hold their share of the workers at
+		// the render gate comes back later, so that the others' get one.
+		place, ok := r.gate.Enter(req.Namespace)
+		if !ok {
+			return ctrl.Result{RequeueAfter: gateRetryAfter()}, nil
+		}
+		defer place.Leave()
+		ctx = withPlace(ctx, place)
 	}
 	before := p.Status.DeepCopy()
 	deferStatus := false

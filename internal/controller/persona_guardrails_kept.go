@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,6 +65,15 @@ func (r *PersonaReconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Pers
 	if !orphan && current.Annotations[delivery.GuardrailsAnnotation] == identity {
 		return fallbackOutcome(failure, fallback), nil
 	}
+	if !orphan && failure.outOfTime && failure.retryAfter > 0 {
+		// Time alone costs no text: the render is retried, the new
+		// guardrails wait for it, until the deadline.
+		left := r.guardrailsWaiting.left(client.ObjectKeyFromObject(p), identity, time.Now(), r.guardrailDeadline())
+		if left > 0 {
+			failure.retryAfter = min(failure.retryAfter, left)
+			return failure, nil
+		}
+	}
 	layers := resolve.Layers(guardrails)
 	// The last good inputs; none when they do not read, or are an orphan's.
 	var lastGood *render.Bundle
@@ -79,7 +90,7 @@ func (r *PersonaReconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Pers
 	if lastGood != nil && fallback != delivery.FallbackGuardrailsOnly {
 		withCurrent := *lastGood
 		withCurrent.ClusterLayers = layers
-		if out, err = render.Default().ConfigMap(&withCurrent); err == nil {
+		if out, err = r.renderIn(ctx, false, &withCurrent, time.Time{}); err == nil {
 			if out.Hash != currentHash {
 				fallback = delivery.FallbackLastGoodInputs
 			} // else the same guardrails under new UIDs: the delivery stands as it was
@@ -87,11 +98,11 @@ func (r *PersonaReconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Pers
 	}
 	if out == nil {
 		alone := guardrailsAlone(p, lastGood, layers)
-		if out, err = render.Default().ConfigMap(alone); err != nil && len(alone.Variants) > 0 {
+		if out, err = r.renderIn(ctx, false, alone, time.Time{}); err != nil && len(alone.Variants) > 0 {
 			// The guardrails once per variant may be too large where once
 			// fits: the system prompt alone then, rather than the old text.
 			alone.Variants = nil
-			out, err = render.Default().ConfigMap(alone)
+			out, err = r.renderIn(ctx, false, alone, time.Time{})
 		}
 		if err != nil {
 			// Not even the guardrails render: the ConfigMap stays as it is.
@@ -144,4 +155,8 @@ func fallbackOutcome(failure outcome, fallback string) outcome {
 		failure.reason = v1alpha1.GuardrailsOnlyReason
 	}
 	return failure
+}
+
+func (r *PersonaReconciler) guardrailDeadline() time.Duration {
+	return cmp.Or(r.GuardrailDeadline, DefaultGuardrailDeadline)
 }

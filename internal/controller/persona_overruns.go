@@ -59,3 +59,48 @@ func (o *overruns) reset(persona types.NamespacedName) {
 
 // forgetPersona forgets persona's overruns.
 func (o *overruns) forgetPersona(persona types.NamespacedName) { o.reset(persona) }
+
+// DefaultGuardrailDeadline is how long new ClusterPromptLayers wait for a
+// render in time of a Persona whose renders run out of wall time before
+// they are delivered alone (--guardrail-deadline).
+const DefaultGuardrailDeadline = 2 * time.Minute
+
+// guardrailsWaiting holds, per Persona whose renders run out of wall time,
+// the identity of the ClusterPromptLayers its ConfigMap does not hold yet
+// and since when they wait: a render out of time is retried rather than
+// fall back (clusterpromptlayers.md#kept-through-failures), but no longer
+// than the guardrail deadline.
+type guardrailsWaiting struct {
+	mu    sync.Mutex
+	since map[types.NamespacedName]waitingGuardrails
+}
+
+type waitingGuardrails struct {
+	identity string
+	since    time.Time
+}
+
+func newGuardrailsWaiting() *guardrailsWaiting {
+	return &guardrailsWaiting{since: map[types.NamespacedName]waitingGuardrails{}}
+}
+
+// left is how long the guardrails of identity may still wait for persona's
+// render at now, deadline after they were first found waiting; 0 when the
+// deadline has passed.
+func (g *guardrailsWaiting) left(persona types.NamespacedName, identity string, now time.Time, deadline time.Duration) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w, ok := g.since[persona]
+	if !ok || w.identity != identity {
+		w = waitingGuardrails{identity: identity, since: now}
+		g.since[persona] = w
+	}
+	return max(0, w.since.Add(deadline).Sub(now))
+}
+
+// forgetPersona forgets what persona's ConfigMap waited for: it rendered.
+func (g *guardrailsWaiting) forgetPersona(persona types.NamespacedName) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.since, persona)
+}

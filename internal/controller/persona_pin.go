@@ -124,7 +124,7 @@ func (r *PersonaReconciler) deliverPinned(ctx context.Context, p *v1alpha1.Perso
 		}
 		bundle.ClusterLayers = resolve.Layers(guardrails)
 		// Charged to what the latest render left of the Persona's budget.
-		out, err := render.Default().ConfigMapBy(bundle, attempt.budgetEnd)
+		out, err := r.renderIn(ctx, false, bundle, attempt.budgetEnd)
 		if err != nil {
 			pn.failure, pn.message = status.RenderReason(err), fmt.Sprintf("revision %d with the current ClusterPromptLayers does not render: %v; the latest render is delivered", pn.revision, err)
 			// Out of what the latest render left, the time may be there next time.

@@ -2,13 +2,13 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
-	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/resolve"
 	"github.com/persona-operator/persona-operator/internal/status"
 )
@@ -37,14 +37,18 @@ func (r *PersonaReconciler) render(ctx context.Context, p *v1alpha1.Persona) (ou
 			revision: &deferred.revision, written: deferred.written, guardrails: deferred.guardrails}, nil
 	}
 	defer func() { renderDuration.Observe(time.Since(start).Seconds()) }()
-	out, err := render.Default().ConfigMap(res.Bundle)
+	out, err := r.renderTimed(ctx, res.Bundle)
+	if gate := (*gateError)(nil); errors.As(err, &gate) {
+		return outcome{}, err
+	}
 	if err != nil && status.OutOfTime(err) {
 		o := failed(status.RenderReason(err), err)
-		o.read = read
+		o.read, o.outOfTime = read, true
 		o.retryAfter = r.overruns.add(key, p.Generation, res.Bundle)
 		return o, nil
 	}
 	r.overruns.reset(key)
+	r.guardrailsWaiting.forgetPersona(key)
 	if err != nil {
 		o := failed(status.RenderReason(err), err)
 		o.read = read

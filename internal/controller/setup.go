@@ -29,6 +29,10 @@ type Options struct {
 	// SnapshotBytesPerNamespace caps the bytes of one namespace's revision
 	// snapshots (--snapshot-bytes-per-namespace); 0 means DefaultSnapshotBytesPerNamespace.
 	SnapshotBytesPerNamespace int
+	// GuardrailDeadline is how long new ClusterPromptLayers wait for a
+	// Persona's render in time before they are delivered alone
+	// (--guardrail-deadline); 0 means DefaultGuardrailDeadline.
+	GuardrailDeadline time.Duration
 	// AgentsInterval is the shortest time between two writes of a
 	// Persona's status.agents; 0 means DefaultAgentsInterval.
 	AgentsInterval time.Duration
@@ -93,7 +97,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 	}
 	personas := newPersonaReconciler(mgr.GetClient(), mgr.GetScheme(), recorder, mgr.GetAPIReader(), own, sources, writer,
 		personaOptions{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod,
-			SnapshotBytesPerNamespace: opts.SnapshotBytesPerNamespace})
+			SnapshotBytesPerNamespace: opts.SnapshotBytesPerNamespace, GuardrailDeadline: opts.GuardrailDeadline,
+			Gate: newRenderGate(opts.PersonaWorkers)})
 	personas.keepers = append(personas.keepers, revisionsNamedByPods(pods))
 	if err := personas.SetupWithManager(mgr, own, sourceMetadata); err != nil {
 		return Caches{}, fmt.Errorf("set up the Persona controller: %w", err)

@@ -41,10 +41,10 @@ func RenderReason(err error) string {
 	return v1alpha1.RenderFailedReason
 }
 
-// OutOfTime reports whether a render failed for running out of its wall
-// time: the one RenderFailed the controller retries by itself, since an
-// overloaded machine can cause it.
+// OutOfTime reports whether a render failed for running out of wall time,
+// its own or the persona's: the one RenderFailed the controller retries by
+// itself, since an overloaded machine can cause it.
 func OutOfTime(err error) bool {
 	var limit *render.LimitError
-	return errors.As(err, &limit) && limit.Limit == render.LimitTime
+	return errors.As(err, &limit) && (limit.Limit == render.LimitTime || limit.Limit == render.LimitPersonaTime)
 }

@@ -43,7 +43,7 @@ func TestRenderReason(t *testing.T) {
 		{"data over the limit", &render.TooLargeError{Bytes: 2 << 20, Limit: 900 << 10}, v1alpha1.TooLargeReason, false},
 		{"a section that fails", &render.RenderError{Section: "layer.a", Err: errors.New("fail")}, v1alpha1.RenderFailedReason, false},
 		{"out of wall time", &render.RenderError{Section: "layer.a", Err: outOfTime}, v1alpha1.RenderFailedReason, true},
-		{"out of the persona's shared time", &render.LimitError{Limit: render.LimitPersonaTime}, v1alpha1.RenderFailedReason, false},
+		{"out of the persona's shared time", &render.LimitError{Limit: render.LimitPersonaTime}, v1alpha1.RenderFailedReason, true},
 		{"another limit", &render.LimitError{Limit: "units"}, v1alpha1.RenderFailedReason, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

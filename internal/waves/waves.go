@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/persona-operator/persona-operator/internal/fairshare"
 )
 
 // Workload is a Deployment, StatefulSet or DaemonSet.
@@ -188,7 +190,7 @@ func (s *Scheduler) Admit(now time.Time) []Restart {
 	defer s.mu.Unlock()
 	share := 0
 	if n := s.namespacesWaiting(now); n > 1 {
-		share = max(1, s.limit/n)
+		share = fairshare.Share(s.limit, n)
 	}
 	var out []Restart
 	for len(s.rolling) < s.limit {
