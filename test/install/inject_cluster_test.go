@@ -93,7 +93,7 @@ func TestInjectionMountsOnlyTheOperatorsConfigMaps(t *testing.T) {
 			},
 			"update the pre-existing persona-ghost": func() error {
 				cm := &corev1.ConfigMap{}
-				if err := tenant.Get(ctx, client.ObjectKeyFromObject(ghost), cm); err != nil {
+				if err := admin.Get(ctx, client.ObjectKeyFromObject(ghost), cm); err != nil {
 					return err
 				}
 				cm.Data["system-prompt.md"] = "forged\n"
