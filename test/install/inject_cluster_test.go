@@ -79,7 +79,9 @@ func TestInjectionMountsOnlyTheOperatorsConfigMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(ctx, t, 10*time.Second, "the policy refuses the tenant", func() (bool, string) {
-		err := tenant.Create(ctx, configMap("persona-ghost-2"))
+		forged := configMap("forged")
+		forged.Labels = map[string]string{"app.kubernetes.io/managed-by": "persona-operator"}
+		err := tenant.Create(ctx, forged)
 		return refusedByPolicy(err), errString(err)
 	})
 
