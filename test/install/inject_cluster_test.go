@@ -109,6 +109,20 @@ func TestInjectionMountsOnlyTheOperatorsConfigMaps(t *testing.T) {
 		if err := tenant.Create(ctx, configMap("ghost-prompt")); err != nil {
 			t.Errorf("create a ConfigMap of another name: %v", err)
 		}
+		// The install's own namespace is not a tenant's: its parameter
+		// ConfigMap, whose name has the prefix, stays an installer's to write.
+		bindEdit(ctx, t, admin, namespace, "installer")
+		installer := identity{"installer", []string{"system:authenticated"}}.client(t, p)
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var params corev1.ConfigMap
+			if err := admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: configMapWriters}, &params); err != nil {
+				return err
+			}
+			params.Data["groups"] += "break-glass\n"
+			return installer.Update(ctx, &params)
+		}); err != nil {
+			t.Errorf("an installer with edit in %s may not update %s: %v", namespace, configMapWriters, err)
+		}
 		old := configMap("persona-old")
 		if err := admin.Create(ctx, old); err != nil {
 			t.Fatal(err)
