@@ -7,6 +7,7 @@ package inject
 import (
 	"fmt"
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -75,6 +76,9 @@ const (
 	maxContainers           = 128
 	maxContainersAnnotation = 4096
 	maxRefusals             = 10
+	// maxHandMounts bounds the Persona's ConfigMaps a pod mounts by hand:
+	// the webhook may read each from the API server (Result.Mounts).
+	maxHandMounts = 10
 )
 
 // namePattern is a Persona's and a variant's name (personas.md#writing-a-persona-spec).
@@ -99,6 +103,18 @@ type Result struct {
 	Changed bool
 	// Revision is the revision mounted; 0 for the live ConfigMap.
 	Revision int64
+	// Mounts are the Persona's ConfigMaps the pod mounts, injected or by
+	// hand, each once. Pod cannot tell whose they are: the caller refuses
+	// the pod when one exists that the Persona does not control (a
+	// persona-<name> written before the ConfigMap policy guarded the name).
+	Mounts []Mount
+}
+
+// Mount is a ConfigMap of the Persona that a pod mounts, and the field that
+// names it, for a refusal.
+type Mount struct {
+	ConfigMap string
+	Field     *field.Path
 }
 
 // Pod injects the prompt of the Persona its label names into pod, in place.
@@ -107,11 +123,22 @@ type Result struct {
 // Called again on its own output (reinvocation) it changes nothing more.
 func Pod(pod *corev1.Pod, persona *Persona) (Result, field.ErrorList) {
 	name, labelled := pod.Labels[PersonaLabel]
-	if !labelled || handMounted(pod, name) {
+	if !labelled {
 		return Result{}, nil
 	}
 	if n := len(pod.Spec.Containers) + len(pod.Spec.InitContainers); n > maxContainers {
 		return Result{}, field.ErrorList{field.TooMany(field.NewPath("spec", "containers"), n, maxContainers)}
+	}
+	revision, own, errs := injectedRevision(pod, name)
+	if len(errs) > 0 {
+		return Result{}, errs
+	}
+	hand, errs := handMounts(pod, name, own)
+	if len(errs) > 0 {
+		return Result{}, errs
+	}
+	if len(hand) > 0 {
+		return Result{Mounts: hand}, nil
 	}
 	opts, errs := readOptions(pod, name)
 	if len(errs) > 0 {
@@ -122,10 +149,6 @@ func Pod(pod *corev1.Pod, persona *Persona) (Result, field.ErrorList) {
 			fmt.Sprintf("%s: persona %s has no such variant (it has %s)", opts.variant, name, listOrNone(persona.Variants)))}
 	}
 	targets, errs := targetContainers(pod, opts.containers)
-	if len(errs) > 0 {
-		return Result{}, errs
-	}
-	revision, own, errs := injectedRevision(pod, name)
 	if len(errs) > 0 {
 		return Result{}, errs
 	}
@@ -172,7 +195,7 @@ func Pod(pod *corev1.Pod, persona *Persona) (Result, field.ErrorList) {
 		delete(pod.Labels, RevisionLabel)
 		delete(pod.Annotations, RevisionAnnotation)
 	}
-	return Result{Changed: true, Revision: revision}, nil
+	return Result{Changed: true, Revision: revision, Mounts: []Mount{{ConfigMap: configMap, Field: field.NewPath("metadata", "labels").Key(PersonaLabel)}}}, nil
 }
 
 // options are the pod's annotations, parsed.
@@ -238,59 +261,152 @@ func readOptions(pod *corev1.Pod, name string) (options, field.ErrorList) {
 	return opts, errs
 }
 
-// handMounted reports whether pod mounts its Persona's ConfigMap, or one of
-// its snapshots, in a volume of its own: such a workload predates injection
-// and keeps working as it is.
-func handMounted(pod *corev1.Pod, name string) bool {
-	for _, v := range pod.Spec.Volumes {
-		if v.Name == VolumeName {
-			continue // the webhook's own, on reinvocation
+// handMounts are the Persona's ConfigMaps (the live one or its snapshots)
+// the pod mounts in volumes of its own: such a workload predates injection
+// and keeps working as it is, when it mounts the whole ConfigMap. With items,
+// beside other sources in a projection, or mounted by subPath, the pod picks
+// the files it reads (the persona body without the guardrails, say):
+// refused, naming the field. own says the pod has the webhook's volume too,
+// which no container may mount by subPath either.
+func handMounts(pod *corev1.Pod, name string, own bool) ([]Mount, field.ErrorList) {
+	var mounts []Mount
+	var errs field.ErrorList
+	// what says how the pod picks files of a ConfigMap of the Persona.
+	refuse := func(p *field.Path, what string) {
+		if len(errs) < maxRefusals { // the volumes are the tenant's, of any number: the first ones tell the cause
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s, a ConfigMap of persona %s: a pod may mount one only whole, with no items nor subPath (or let the webhook inject the prompt)", what, name)))
 		}
-		for _, cm := range configMapsOf(v) {
-			if persona, _, ok := delivery.SnapshotOf(cm); cm == delivery.ConfigMapName(name) || ok && persona == name {
-				return true
+	}
+	add := func(configMap string, p *field.Path) {
+		// Past the bound the pod is refused: no need to count further.
+		if len(mounts) <= maxHandMounts && !slices.ContainsFunc(mounts, func(m Mount) bool { return m.ConfigMap == configMap }) {
+			mounts = append(mounts, Mount{ConfigMap: configMap, Field: p})
+		}
+	}
+	mounting := map[string]bool{} // the volumes that mount one, by name
+	if own {
+		mounting[VolumeName] = true
+	}
+	for i, v := range pod.Spec.Volumes {
+		if v.Name == VolumeName {
+			continue // the webhook's own, on reinvocation: injectedRevision
+		}
+		p := field.NewPath("spec", "volumes").Index(i)
+		if cm := v.ConfigMap; cm != nil && personas(cm.Name, name) {
+			add(cm.Name, p.Child("configMap", "name"))
+			mounting[v.Name] = true
+			if len(cm.Items) > 0 {
+				refuse(p.Child("configMap", "items"), "volume "+v.Name+" picks items of "+truncate(cm.Name))
+			}
+		}
+		if v.Projected == nil {
+			continue
+		}
+		for k, s := range v.Projected.Sources {
+			if s.ConfigMap == nil || !personas(s.ConfigMap.Name, name) {
+				continue
+			}
+			sp := p.Child("projected", "sources").Index(k).Child("configMap")
+			add(s.ConfigMap.Name, sp.Child("name"))
+			if !mounting[v.Name] && len(v.Projected.Sources) > 1 {
+				refuse(p.Child("projected", "sources"), "volume "+v.Name+" projects other sources beside "+truncate(s.ConfigMap.Name))
+			}
+			mounting[v.Name] = true
+			if len(s.ConfigMap.Items) > 0 {
+				refuse(sp.Child("items"), "volume "+v.Name+" picks items of "+truncate(s.ConfigMap.Name))
 			}
 		}
 	}
-	return false
+	if len(mounts) == 0 && !own {
+		return nil, nil
+	}
+	if len(mounts) > maxHandMounts {
+		return nil, field.ErrorList{field.Forbidden(field.NewPath("spec", "volumes"),
+			fmt.Sprintf("the pod mounts more than %d ConfigMaps of persona %s by hand", maxHandMounts, name))}
+	}
+	for _, list := range []struct {
+		path       *field.Path
+		containers []corev1.Container
+	}{{field.NewPath("spec", "initContainers"), pod.Spec.InitContainers}, {field.NewPath("spec", "containers"), pod.Spec.Containers}} {
+		for i, c := range list.containers {
+			for j, m := range c.VolumeMounts {
+				if !mounting[m.Name] {
+					continue
+				}
+				p := list.path.Index(i).Child("volumeMounts").Index(j)
+				if m.SubPath != "" {
+					refuse(p.Child("subPath"), "container "+c.Name+" mounts subPath "+truncate(m.SubPath)+" of volume "+m.Name)
+				}
+				if m.SubPathExpr != "" {
+					refuse(p.Child("subPathExpr"), "container "+c.Name+" mounts subPathExpr "+truncate(m.SubPathExpr)+" of volume "+m.Name)
+				}
+			}
+		}
+	}
+	return mounts, errs
 }
 
-// configMapsOf are the ConfigMaps a volume projects.
-func configMapsOf(v corev1.Volume) []string {
-	var out []string
-	if v.ConfigMap != nil {
-		out = append(out, v.ConfigMap.Name)
-	}
-	if v.Projected != nil {
-		for _, s := range v.Projected.Sources {
-			if s.ConfigMap != nil {
-				out = append(out, s.ConfigMap.Name)
-			}
-		}
-	}
-	return out
+// personas reports whether configMap is the Persona name's: its live
+// ConfigMap or one of its snapshots.
+func personas(configMap, name string) bool {
+	persona, _, ok := delivery.SnapshotOf(configMap)
+	return configMap == delivery.ConfigMapName(name) || ok && persona == name
 }
 
 // injectedRevision is the revision of the webhook's own volume when the pod
 // already has it (reinvocation: the choice stands); own is false without
-// it. A volume of that name that is not the webhook's is refused.
+// it. The webhook owns the volume's name whole: a volume of that name is
+// its own only when it is exactly what it writes, which a pod's hand-written
+// copy cannot be told from, so no copy gets more than the webhook would give
+// (injection re-judges its revision). Any other is refused.
 func injectedRevision(pod *corev1.Pod, name string) (revision int64, own bool, errs field.ErrorList) {
 	for i, v := range pod.Spec.Volumes {
 		if v.Name != VolumeName {
 			continue
 		}
-		if v.ConfigMap != nil && v.ConfigMap.Name == delivery.ConfigMapName(name) {
-			return 0, true, nil
+		if err := ownVolume(v, field.NewPath("spec", "volumes").Index(i), name); err != nil {
+			return 0, false, field.ErrorList{err}
 		}
-		if v.ConfigMap != nil {
-			if persona, n, ok := delivery.SnapshotOf(v.ConfigMap.Name); ok && persona == name {
-				return n, true, nil
-			}
+		if _, n, ok := delivery.SnapshotOf(v.ConfigMap.Name); ok {
+			return n, true, nil
 		}
-		return 0, false, field.ErrorList{field.Forbidden(field.NewPath("spec", "volumes").Index(i).Child("name"),
-			VolumeName+" is taken: it is the name of the volume the prompt of persona "+name+" is injected in")}
+		return 0, true, nil
 	}
 	return 0, false, nil
+}
+
+// ownVolume is the refusal of a volume named VolumeName that is not what
+// the webhook writes: a plain configMap source naming the Persona's live
+// ConfigMap or one of its snapshots, without items or optional, its
+// defaultMode unset or the API server's default.
+func ownVolume(v corev1.Volume, p *field.Path, name string) *field.Error {
+	taken := VolumeName + " is the volume the webhook injects the prompt of persona " + name + " in, and no pod's own: "
+	cm := v.ConfigMap
+	switch {
+	case cm == nil || v.VolumeSource != (corev1.VolumeSource{ConfigMap: cm}):
+		return field.Forbidden(p.Child(otherSource(v.VolumeSource)), taken+"it mounts a configMap alone (name the pod's volume otherwise)")
+	case !personas(cm.Name, name):
+		return field.Forbidden(p.Child("configMap", "name"), taken+"it mounts "+delivery.ConfigMapName(name)+" or one of its snapshots, not "+truncate(cm.Name))
+	case len(cm.Items) > 0:
+		return field.Forbidden(p.Child("configMap", "items"), taken+"it mounts the whole ConfigMap")
+	case cm.Optional != nil:
+		return field.Forbidden(p.Child("configMap", "optional"), taken+"it sets no optional")
+	case cm.DefaultMode != nil && *cm.DefaultMode != corev1.ConfigMapVolumeSourceDefaultMode:
+		return field.Forbidden(p.Child("configMap", "defaultMode"), taken+"it leaves defaultMode to the API server's default, 0644")
+	}
+	return nil
+}
+
+// otherSource is the field name of a volume source set beside or instead
+// of configMap; with none at all, the volume's name is what is taken.
+func otherSource(s corev1.VolumeSource) string {
+	v := reflect.ValueOf(s)
+	for i := range v.NumField() {
+		if f := v.Type().Field(i); f.Name != "ConfigMap" && !v.Field(i).IsNil() {
+			return strings.Split(f.Tag.Get("json"), ",")[0]
+		}
+	}
+	return "name"
 }
 
 // chooseRevision is delivery.md#which-revision: the template's revision if
@@ -363,10 +479,11 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string) fie
 	var errs field.ErrorList
 	for _, c := range targets {
 		for j, m := range c.VolumeMounts {
-			if m.Name == VolumeName && m.MountPath == mountPath {
+			if ownMount(m, mountPath) {
 				continue
 			}
-			if p := path.Clean(m.MountPath); p == mountPath || strings.HasPrefix(p, mountPath+"/") {
+			// The kubelet makes a relative mountPath absolute: judged as it mounts it.
+			if p := path.Clean("/" + m.MountPath); p == mountPath || strings.HasPrefix(p, mountPath+"/") {
 				if len(errs) == maxRefusals {
 					return errs // the mounts are the tenant's, of any number: the first ones tell the cause
 				}
@@ -379,12 +496,16 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string) fie
 	return errs
 }
 
+// ownMount reports whether m is the mount the webhook writes: its volume
+// whole, at the mount path.
+func ownMount(m corev1.VolumeMount, mountPath string) bool {
+	return m.Name == VolumeName && m.MountPath == mountPath && m.SubPath == "" && m.SubPathExpr == ""
+}
+
 // mountInto adds the read-only mount of the prompt to c, once.
 func mountInto(c *corev1.Container, mountPath string) {
-	for _, m := range c.VolumeMounts {
-		if m.Name == VolumeName && m.MountPath == mountPath {
-			return
-		}
+	if slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return ownMount(m, mountPath) }) {
+		return
 	}
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeName, MountPath: mountPath, ReadOnly: true})
 }

@@ -303,7 +303,7 @@ func TestRefusals(t *testing.T) {
 		}, []string{"metadata.labels[prompts.persona-operator.dev/persona]", "Reviewer"}},
 		{"the volume name taken", func(p *corev1.Pod) {
 			p.Spec.Volumes[0].Name = "persona-prompt"
-		}, []string{"spec.volumes[0].name", "persona-prompt"}},
+		}, []string{"spec.volumes[0].name", "persona-prompt", "no pod's own"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := agentPod(nil)

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -47,17 +50,21 @@ type Injector struct {
 	// Namespaces are the namespaces served; none: all. A pod of another
 	// is let through unchanged: another shard's.
 	Namespaces []string
-	// Snapshots reads ConfigMaps from the API server: whether the snapshot
-	// of a revision other than the current one, which a pod template
-	// names, still exists. The cache may still hold one just pruned, and
-	// a pod mounting it would never start. Nil trusts the cache.
-	Snapshots client.Reader
+	// APIReader reads ConfigMaps' metadata from the API server, for the
+	// few pods the caches cannot answer for: whether the snapshot of a
+	// revision other than the current one, which a pod template names,
+	// still exists (the cache may still hold one just pruned, and a pod
+	// mounting it would never start); and whose a persona-<name> is that
+	// the cache does not hold as its Persona's. Nil trusts the cache,
+	// which then takes a ConfigMap it does not hold for one that does not
+	// exist.
+	APIReader client.Reader
 }
 
 // RegisterInjection serves the pod injection on the manager's webhook server.
 func RegisterInjection(mgr ctrl.Manager, delivered client.Reader, namespaces []string) {
 	mgr.GetWebhookServer().Register(InjectPath, (&Injector{
-		Personas: mgr.GetCache(), ConfigMaps: delivered, Namespaces: namespaces, Snapshots: mgr.GetAPIReader(),
+		Personas: mgr.GetCache(), ConfigMaps: delivered, Namespaces: namespaces, APIReader: mgr.GetAPIReader(),
 	}).Handler())
 }
 
@@ -86,7 +93,8 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	}
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	persona, lookupErr := i.persona(ctx, req.Namespace, name)
+	known, lookupErr := i.persona(ctx, req.Namespace, name)
+	persona := known.facts
 	var warnings []string
 	if err := lookupErr; err != nil {
 		warnings = append(warnings, fmt.Sprintf("the live ConfigMap %s is mounted: %v", delivery.ConfigMapName(name), err))
@@ -108,6 +116,12 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		}
 		res, errs = inject.Pod(pod, persona)
 	}
+	if len(errs) == 0 {
+		var err error
+		if errs, err = i.notThePersonas(ctx, req.Namespace, name, known, res.Mounts); err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+	}
 	if len(errs) > 0 {
 		podName := pod.Name
 		if podName == "" {
@@ -128,21 +142,35 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	return resp
 }
 
-// persona is what the caches know of the Persona name of namespace: nil
-// when it does not exist, is being deleted, or the caches cannot say yet
-// (then with the error, for a warning).
-func (i *Injector) persona(ctx context.Context, namespace, name string) (*inject.Persona, error) {
+// known is what the caches know of a pod's Persona.
+type known struct {
+	// facts are inject.Pod's; nil when the Persona does not exist, is
+	// being deleted, or the caches cannot say yet.
+	facts *inject.Persona
+	// uid is the Persona's; empty when it does not exist. unsure: the
+	// caches could not say whether it does.
+	uid    types.UID
+	unsure bool
+	// controlled are the ConfigMaps the cache holds as the Persona's: its
+	// controller by UID.
+	controlled map[string]bool
+}
+
+// persona is what the caches know of the Persona name of namespace, with
+// the error, for a warning, when they cannot say all of it.
+func (i *Injector) persona(ctx context.Context, namespace, name string) (known, error) {
 	var p v1alpha1.Persona
 	switch err := i.Personas.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &p); {
 	case apierrors.IsNotFound(err):
-		return nil, nil
+		return known{}, nil
 	case err != nil:
-		return nil, fmt.Errorf("read persona %s: %w", name, err)
+		return known{unsure: true}, fmt.Errorf("read persona %s: %w", name, err)
 	}
 	if p.DeletionTimestamp != nil {
-		return nil, nil
+		return known{uid: p.UID}, nil
 	}
 	facts := &inject.Persona{CurrentRevision: p.Status.CurrentRevision, Snapshots: map[int64]string{}}
+	out := known{facts: facts, uid: p.UID, controlled: map[string]bool{}}
 	for _, v := range p.Spec.Variants {
 		facts.Variants = append(facts.Variants, v.Name)
 	}
@@ -152,26 +180,76 @@ func (i *Injector) persona(ctx context.Context, namespace, name string) (*inject
 		// Without the snapshots the current revision is not known to be
 		// there: the live ConfigMap.
 		facts.CurrentRevision = 0
-		return facts, fmt.Errorf("list the snapshots of persona %s: %w", name, err)
+		return out, fmt.Errorf("list the snapshots of persona %s: %w", name, err)
 	}
 	for _, m := range list.Items {
 		owner := metav1.GetControllerOfNoCopy(&m)
-		if persona, n, ok := delivery.SnapshotOf(m.Name); ok && persona == name && owner != nil && owner.UID == p.UID && m.DeletionTimestamp == nil {
+		if owner == nil || owner.UID != p.UID || m.DeletionTimestamp != nil {
+			continue
+		}
+		out.controlled[m.Name] = true
+		if persona, n, ok := delivery.SnapshotOf(m.Name); ok && persona == name {
 			facts.Snapshots[n] = m.Annotations[delivery.GuardrailsAnnotation]
 		}
 	}
-	return facts, nil
+	return out, nil
+}
+
+// notThePersonas refuses mounts of ConfigMaps that exist and that the
+// Persona name does not control: a persona-<name> written by someone else
+// before the ConfigMap policy kept the name for the operator, or one left
+// by kubectl delete persona --cascade=orphan. Those the cache holds as the
+// Persona's cost nothing; any other is read from the API server, which
+// only pods of a missing Persona, of one in ConfigMapConflict, or of a
+// manager still starting need. One that does not exist is let through:
+// a pod created before its Persona starts once the Persona renders its
+// ConfigMap, which only the operator may then create.
+func (i *Injector) notThePersonas(ctx context.Context, namespace, name string, k known, mounts []inject.Mount) (field.ErrorList, error) {
+	var errs field.ErrorList
+	for _, m := range mounts {
+		if k.controlled[m.ConfigMap] || i.APIReader == nil {
+			continue
+		}
+		cm := &metav1.PartialObjectMetadata{}
+		cm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+		switch err := i.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: m.ConfigMap}, cm); {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read ConfigMap %s, to tell whether persona %s controls it: %w", m.ConfigMap, name, err)
+		}
+		owner := metav1.GetControllerOfNoCopy(cm)
+		switch {
+		case k.uid != "" && owner != nil && owner.UID == k.uid:
+			continue
+		case k.unsure && owner != nil && owner.Kind == "Persona" && owner.Name == name &&
+			strings.HasPrefix(owner.APIVersion, v1alpha1.GroupVersion.Group+"/"):
+			// A manager still starting cannot read the Persona's UID. Only
+			// the operator may make a Persona a ConfigMap's controller, and
+			// the garbage collector deletes a ConfigMap whose controller is
+			// gone.
+			continue
+		}
+		whose := "no Persona " + name + " exists to control it"
+		if k.uid != "" || k.unsure {
+			whose = "persona " + name + " does not control it"
+		}
+		errs = append(errs, field.Forbidden(m.Field, fmt.Sprintf(
+			"ConfigMap %s is not the prompt of persona %s: it exists and %s (persona-<name> ConfigMaps are written only by persona-operator: delete it, and the Persona renders its own)",
+			m.ConfigMap, name, whose)))
+	}
+	return errs, nil
 }
 
 // pruned reports whether revision, which a pod template names and which is
 // not the current one, has lost its snapshot since the cache saw it: only
 // such pods (an old ReplicaSet's, during a rollout) read the API server.
 func (i *Injector) pruned(ctx context.Context, namespace, name string, p *inject.Persona, revision int64) bool {
-	if i.Snapshots == nil || p == nil || revision == 0 || revision == p.CurrentRevision {
+	if i.APIReader == nil || p == nil || revision == 0 || revision == p.CurrentRevision {
 		return false
 	}
 	snapshot := &metav1.PartialObjectMetadata{}
 	snapshot.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	err := i.Snapshots.Get(ctx, client.ObjectKey{Namespace: namespace, Name: delivery.SnapshotName(name, revision)}, snapshot)
+	err := i.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: delivery.SnapshotName(name, revision)}, snapshot)
 	return apierrors.IsNotFound(err) || err == nil && snapshot.DeletionTimestamp != nil
 }

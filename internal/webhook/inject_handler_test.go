@@ -8,6 +8,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,5 +93,56 @@ func TestInjectorPatchesOnlyWhatItAdds(t *testing.T) {
 	}
 	if len(resp.Patches) == 0 {
 		t.Error("no patch")
+	}
+}
+
+// configMapReader answers for one ConfigMap's metadata, as the API server would.
+type configMapReader struct{ m *metav1.PartialObjectMetadata }
+
+func (r configMapReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if r.m == nil || key.Name != r.m.Name {
+		return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+	}
+	r.m.DeepCopyInto(obj.(*metav1.PartialObjectMetadata))
+	return nil
+}
+
+func (configMapReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errNotSynced
+}
+
+// While the caches cannot say whether the Persona exists (a starting
+// manager), its persona-<name> is read from the API server: a pod is
+// admitted when that does not exist, or when a Persona of that name
+// controls it, and refused when it exists and none does.
+func TestInjectorWithoutCachesChecksWhoseTheConfigMapIs(t *testing.T) {
+	controller := metav1.OwnerReference{APIVersion: "prompts.persona-operator.dev/v1alpha1", Kind: "Persona", Name: "reviewer", UID: "u1", Controller: new(true)}
+	other := controller
+	other.Name = "writer"
+	for _, tc := range []struct {
+		name    string
+		owners  []metav1.OwnerReference
+		exists  bool
+		allowed bool
+	}{
+		{"not there yet", nil, false, true},
+		{"controlled by a Persona of its name", []metav1.OwnerReference{controller}, true, true},
+		{"controlled by no one", nil, true, false},
+		{"controlled by another Persona", []metav1.OwnerReference{other}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m *metav1.PartialObjectMetadata
+			if tc.exists {
+				m = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "persona-reviewer", Namespace: "team-a", OwnerReferences: tc.owners}}
+			}
+			i := &Injector{Personas: failing{}, ConfigMaps: failing{}, APIReader: configMapReader{m}}
+			resp := i.Handle(context.Background(), podCreate(t, "team-a", map[string]string{"prompts.persona-operator.dev/persona": "reviewer"}))
+			if resp.Allowed != tc.allowed {
+				t.Fatalf("allowed %v, want %v: %+v", resp.Allowed, tc.allowed, resp.Result)
+			}
+			if !tc.allowed && !strings.Contains(resp.Result.Message, "ConfigMap persona-reviewer is not the prompt of persona reviewer") {
+				t.Errorf("the refusal does not name the ConfigMap: %s", resp.Result.Message)
+			}
+		})
 	}
 }

@@ -59,7 +59,7 @@ func TestInjectionSkipsASnapshotPrunedSinceTheCacheSawIt(t *testing.T) {
 		{"asking the API server", live, delivery.SnapshotName("reviewer", 2)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			resp := (&Injector{Personas: cached, ConfigMaps: cached, Snapshots: c.snapshots}).Handle(context.Background(), req)
+			resp := (&Injector{Personas: cached, ConfigMaps: cached, APIReader: c.snapshots}).Handle(context.Background(), req)
 			if !resp.Allowed {
 				t.Fatalf("refused: %v", resp.Result)
 			}

@@ -117,8 +117,8 @@ func startManager(ctx context.Context, t *testing.T, p *controlplane.Plane, bina
 }
 
 // installBundle creates every object as an administrator: CRDs first, until
-// established, then the namespace, then the rest, the webhook pointed at the
-// local manager.
+// established, then the namespace, then the rest, the webhooks pointed at
+// the local manager.
 func installBundle(ctx context.Context, t *testing.T, p *controlplane.Plane, bundle objects) {
 	t.Helper()
 	create := func(u *unstructured.Unstructured) {
@@ -143,7 +143,7 @@ func installBundle(ctx context.Context, t *testing.T, p *controlplane.Plane, bun
 		u := bundle[k]
 		switch u.GetKind() {
 		case "CustomResourceDefinition", "Namespace":
-		case "ValidatingWebhookConfiguration":
+		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
 			create(toLocalServer(t, p, u))
 		default:
 			create(u)
@@ -172,8 +172,9 @@ func waitEstablished(ctx context.Context, t *testing.T, c client.Client, name st
 	}
 }
 
-// toLocalServer points each webhook at the manager outside the cluster: the
-// service's path on the local port, with the local CA.
+// toLocalServer points each webhook of a webhook configuration at the
+// manager outside the cluster: the service's path on the local port, with
+// the local CA.
 func toLocalServer(t *testing.T, p *controlplane.Plane, vwc *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
 	hook := p.Env.WebhookInstallOptions

@@ -90,15 +90,15 @@ func TestConfigMapPolicy(t *testing.T) {
 				return tenant.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "persona-p"}})
 			}},
 			{"create a labelled one", func() error {
-				return tenant.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "persona-forged",
+				return tenant.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged",
 					Labels: map[string]string{"app.kubernetes.io/managed-by": "persona-operator"}}, Data: map[string]string{"system-prompt.md": "forged\n"}})
 			}},
-			{"create an unlabelled one its Persona controls (a forged snapshot)", func() error {
-				return tenant.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "persona-p.r99",
+			{"create an unlabelled one its Persona controls, of any name", func() error {
+				return tenant.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged-p.r99",
 					OwnerReferences: []metav1.OwnerReference{personaController(ctx, t, admin, ns, "p")}}, Data: map[string]string{"system-prompt.md": "forged\n"}})
 			}},
 			{"make its Persona the controller of an unlabelled one of its own", func() error {
-				squat := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "persona-p.r98"}, Data: map[string]string{"system-prompt.md": "forged\n"}}
+				squat := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "squat-p.r98"}, Data: map[string]string{"system-prompt.md": "forged\n"}}
 				if err := tenant.Create(ctx, squat); err != nil { // unowned, it is any ConfigMap
 					return err
 				}
@@ -213,12 +213,13 @@ func TestConfigMapPolicy(t *testing.T) {
 			err := admin.Get(ctx, client.ObjectKeyFromObject(old), persona(ns, "o", ""))
 			return apierrors.IsNotFound(err), errString(err)
 		})
-		// An orphan is no Persona's: the tenant may change it.
+		// An orphan is no Persona's, but its name is the operator's: the
+		// tenant may not change it.
 		if err := admin.Get(ctx, okey, &cm); err != nil {
 			t.Fatal(err)
 		}
 		cm.Data["system-prompt.md"] = "the tenant's now\n"
-		if err := tenant.Update(ctx, &cm); err != nil {
+		if err := tenant.Update(ctx, &cm); !refusedByPolicy(err) {
 			t.Errorf("the tenant may change an orphan: %v", err)
 		}
 		// But not hand it a controller: one forged with a Persona's UID
