@@ -5,6 +5,8 @@
 // this rule. It holds no client.
 package fairshare
 
+import "slices"
+
 // Share is each contender's share of limit while n contend: limit / n, at
 // least 1; the whole limit when there is one contender or none.
 func Share(limit, n int) int {
@@ -12,4 +14,21 @@ func Share(limit, n int) int {
 		return limit
 	}
 	return max(1, limit/n)
+}
+
+// Leave takes ns out of ring, the namespaces served in turn, and returns
+// the ring and the cursor next, kept on the namespace that was next.
+func Leave(ring []string, next int, ns string) ([]string, int) {
+	at := slices.Index(ring, ns)
+	if at < 0 {
+		return ring, next
+	}
+	ring = slices.Delete(ring, at, at+1)
+	if at < next {
+		next--
+	}
+	if len(ring) == 0 {
+		return ring, 0
+	}
+	return ring, next % len(ring)
 }

@@ -253,14 +253,5 @@ func (q *queues) drop(w *waiter, i int) {
 		return
 	}
 	delete(q.byNamespace, w.ns)
-	at := slices.Index(q.ring, w.ns)
-	q.ring = slices.Delete(q.ring, at, at+1)
-	if at < q.next {
-		q.next--
-	}
-	if len(q.ring) == 0 {
-		q.next = 0
-	} else {
-		q.next %= len(q.ring)
-	}
+	q.ring, q.next = Leave(q.ring, q.next, w.ns)
 }

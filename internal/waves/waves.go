@@ -505,16 +505,7 @@ func (s *Scheduler) dropEmpty(ns string) {
 		return
 	}
 	delete(s.queues, ns)
-	i := slices.Index(s.namespaces, ns)
-	s.namespaces = slices.Delete(s.namespaces, i, i+1)
-	if i < s.next {
-		s.next--
-	}
-	if len(s.namespaces) == 0 {
-		s.next = 0
-	} else {
-		s.next %= len(s.namespaces)
-	}
+	s.namespaces, s.next = fairshare.Leave(s.namespaces, s.next, ns)
 }
 
 // newer reports whether version a of a cause comes after b: by number when

@@ -74,20 +74,7 @@ var _ = Describe("The pod injection's memory against the cluster", func() {
 		oversized := podReview(ns, "oversized", 6<<20)
 
 		before := suite.ManagerRSS()
-		peak := before
-		stop := make(chan struct{})
-		sampled := make(chan struct{})
-		go func() {
-			defer close(sampled)
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(10 * time.Millisecond):
-					peak = max(peak, suite.ManagerRSS())
-				}
-			}
-		}()
+		peakRSS := samplePeakRSS(10 * time.Millisecond)
 
 		answers := make([]string, 2*concurrent)
 		var wg sync.WaitGroup
@@ -103,9 +90,7 @@ var _ = Describe("The pod injection's memory against the cluster", func() {
 		ordinary := post(podReview(ns, "ordinary", 100))
 		during := time.Since(start)
 		wg.Wait()
-		close(stop)
-		<-sampled
-		peak = max(peak, suite.ManagerRSS())
+		peak := peakRSS()
 
 		counts := map[string]int{}
 		for _, a := range answers {

@@ -33,20 +33,7 @@ var _ = Describe("Memory against the cluster", func() {
 		templates := len(personas[0].Spec.SystemPrompt.Platform) + len(personas[0].Spec.SystemPrompt.Extensions)
 
 		before := suite.ManagerRSS()
-		peak := before
-		stop := make(chan struct{})
-		sampled := make(chan struct{})
-		go func() {
-			defer close(sampled)
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-					peak = max(peak, suite.ManagerRSS())
-				}
-			}
-		}()
+		peakRSS := samplePeakRSS(20 * time.Millisecond)
 
 		errs := make([]error, concurrent)
 		var wg sync.WaitGroup
@@ -59,9 +46,7 @@ var _ = Describe("Memory against the cluster", func() {
 		suite.Apply(ns, fixtures.BarePersona("during", "Be brief."))
 		during := time.Since(start)
 		wg.Wait()
-		close(stop)
-		<-sampled
-		peak = max(peak, suite.ManagerRSS())
+		peak := peakRSS()
 
 		// Each request is validated, or denied by the bound with its
 		// reason: none fails for the webhook's sake.
@@ -95,3 +80,27 @@ var _ = Describe("Memory against the cluster", func() {
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a dry run stored a Persona: %v", err)
 	})
 })
+
+// samplePeakRSS samples the manager's RSS every interval until the returned
+// function is called, which returns the peak seen, its own reading included.
+func samplePeakRSS(interval time.Duration) func() int64 {
+	peak := suite.ManagerRSS()
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(interval):
+				peak = max(peak, suite.ManagerRSS())
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		<-sampled
+		return max(peak, suite.ManagerRSS())
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/persona-operator/persona-operator/test/controlplane"
 )
 
 // A labelled pod mounts only bytes the operator wrote: with
@@ -23,19 +22,9 @@ import (
 // persona-prompt volume, nor shadow the prompt by a relative mountPath; a
 // pod created before its Persona still gets the Persona's ConfigMap.
 func TestInjectionMountsOnlyTheOperatorsConfigMaps(t *testing.T) {
-	binary := buildManager(t)
-	p, err := controlplane.StartEmpty()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Stop() })
+	p, log := installWithTenant(t)
 	ctx := t.Context()
 	admin := p.Client
-	installBundle(ctx, t, p, readManifest(t, "dist/install.yaml"))
-	aggregateRoles(ctx, t, admin)
-	createNamespace(ctx, t, admin, tenantNamespace)
-	bindEdit(ctx, t, admin, tenantNamespace, tenantUser)
-	log := startManager(ctx, t, p, binary)
 	tenant := identity{tenantUser, []string{"system:authenticated"}}.client(t, p)
 	ns := tenantNamespace
 

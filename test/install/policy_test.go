@@ -29,21 +29,9 @@ const configMapWriters = "persona-operator-configmap-writers"
 // deleting a Persona, a namespace and the CRDs still works, and so does
 // kubectl delete persona --cascade=orphan then making the Persona again.
 func TestConfigMapPolicy(t *testing.T) {
-	binary := buildManager(t)
-	p, err := controlplane.StartEmpty()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Stop() })
+	p, log := installWithTenant(t)
 	ctx := t.Context()
 	admin := p.Client
-	installBundle(ctx, t, p, readManifest(t, "dist/install.yaml"))
-	aggregateRoles(ctx, t, admin)
-	createNamespace(ctx, t, admin, tenantNamespace)
-	bindEdit(ctx, t, admin, tenantNamespace, tenantUser)
-
-	log := startManager(ctx, t, p, binary)
-
 	tenant := identity{tenantUser, []string{"system:authenticated"}}.client(t, p)
 	gc := garbageCollector.client(t, p)
 	ns := tenantNamespace
@@ -314,4 +302,24 @@ func errString(err error) string {
 		return "no error"
 	}
 	return err.Error()
+}
+
+// installWithTenant starts a control plane with dist/install.yaml, the
+// aggregated roles and a tenant with edit in tenantNamespace, and the
+// manager under its ServiceAccount's name; it returns the plane and the
+// manager's log.
+func installWithTenant(t *testing.T) (*controlplane.Plane, *controlplane.LogBuffer) {
+	t.Helper()
+	binary := buildManager(t)
+	p, err := controlplane.StartEmpty()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop() })
+	ctx := t.Context()
+	installBundle(ctx, t, p, readManifest(t, "dist/install.yaml"))
+	aggregateRoles(ctx, t, p.Client)
+	createNamespace(ctx, t, p.Client, tenantNamespace)
+	bindEdit(ctx, t, p.Client, tenantNamespace, tenantUser)
+	return p, startManager(ctx, t, p, binary)
 }
