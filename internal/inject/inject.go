@@ -137,6 +137,13 @@ func Pod(pod *corev1.Pod, persona *Persona) (Result, field.ErrorList) {
 	if len(errs) > 0 {
 		return Result{}, errs
 	}
+	if len(hand) > 0 && own {
+		// The webhook never adds its volume to a pod that mounts the
+		// prompt by hand, so this pod wrote it itself: left alone, it would
+		// keep whatever revision it names.
+		return Result{}, field.ErrorList{field.Forbidden(field.NewPath("spec", "volumes").Key(VolumeName),
+			"the pod mounts the prompt of persona "+name+" by hand, so the webhook injects nothing: the volume "+VolumeName+" is the webhook's; mount the prompt one way")}
+	}
 	if len(hand) > 0 {
 		return Result{Mounts: hand}, nil
 	}

@@ -169,6 +169,11 @@ func TestHandMountsOnlyWhole(t *testing.T) {
 			}
 		})
 	}
+	// The webhook's volume beside a hand mount: the webhook never writes
+	// both, and the hand mount must not shield an older revision in it.
+	both := withPromptVolume(configMapSource("persona-reviewer.r1"))
+	both.Spec.Volumes = append(both.Spec.Volumes, corev1.Volume{Name: "prompt", VolumeSource: configMapSource("persona-reviewer")})
+	refused(t, both, "spec.volumes[persona-prompt]", "mount the prompt one way")
 	// An injected pod: the ConfigMap it gets, named by the label that asked for it.
 	res, errs := Pod(agentPod(nil), reviewer())
 	if len(errs) > 0 || len(res.Mounts) != 1 || res.Mounts[0].ConfigMap != "persona-reviewer.r3" ||
