@@ -65,20 +65,27 @@ const (
 	maxPodRequestBytes = 4 << 20
 )
 
-// slowBodyBytes bounds the bodies that did not arrive within their prompt
-// deadline: they wait for the rest of their bytes outside the lanes.
-const slowBodyBytes = 16 << 20
+// receivingBytes bounds the bodies being received, before any lane is
+// taken (receiving): two of the largest Persona reviews. The pod reviews'
+// bound is smaller, four of the largest pod reviews the lanes admit, as
+// their bodies wait for a lane beside what the lanes hold.
+const (
+	receivingBytes    = 16 << 20
+	podReceivingBytes = 8 << 20
+)
 
-// inflight lets a request in only when the memory it may take, by its
-// weight, fits beside the requests of its lane being handled, before its
-// body is read: so a waiting request holds no memory, and concurrent heavy
-// requests never exhaust the heap. A request that cannot get in within half
-// its timeout, or maxWait, is denied with the reason. Anyone who reaches the
-// port may send one, so a request that names no length, or more than
-// maxBytes, is refused without waiting; one let in must send its body
-// within promptDeadline, as the API server does, or give its share of the
-// lane back and wait for the rest of its bytes in the slow pool, until
-// bodyDeadline; when that pool is full it is refused.
+// inflight bounds the memory of the requests it serves in two steps.
+// Receiving: a request's body is read only when its length fits among the
+// bodies being received (receiving), and it holds no share of a lane
+// meanwhile; anyone who reaches the port may send one, so a body that has
+// not arrived by its prompt deadline is cut short as soon as another
+// request waits for room, and a client that sends slowly, or never, can
+// never keep out those that send at once, as the API server does. Then
+// handling: a request is let in only when what it may take, by its weight,
+// fits beside the requests of its lane being handled, so concurrent heavy
+// requests never exhaust the heap. A request that cannot get in within
+// half its timeout, or maxWait, is denied with the reason; one that names
+// no length, or more than maxBytes, is refused without waiting.
 type inflight struct {
 	light, heavy *lane
 	// weigh is what a request of n body bytes may take, before it is read.
@@ -91,8 +98,7 @@ type inflight struct {
 	// capped lets in a request heavier than its lane at the lane's weight
 	// (a Persona's weight overestimates); otherwise it is refused.
 	capped bool
-	// slow bounds the bodies of requests let out of their lane to arrive.
-	slow *semaphore.Weighted
+	receiving *receiving
 	// maxWait is the longest a request waits to be let in.
 	maxWait time.Duration
 }
@@ -118,9 +124,9 @@ func newInflight(light, heavy int64, limits render.Limits) *inflight {
 		light:    newLane(light, "validating", fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
 		heavy:    newLane(heavy, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
 		maxBytes: maxRequestBytes,
-		capped:   true,
-		slow:     semaphore.NewWeighted(slowBodyBytes),
-		maxWait:  maxWait,
+		capped:    true,
+		receiving: newReceiving(receivingBytes),
+		maxWait:   maxWait,
 	}
 	// The body and the copies decoding makes (the AdmissionReview's raw
 	// object, the decoded map and the typed object), and the parse tree of
@@ -138,7 +144,7 @@ func newPodInflight(light, heavy int64) *inflight {
 		weigh:       func(n int64) int64 { return podBytesWeight * n },
 		tokenWeight: podTokenWeight,
 		maxBytes:    maxPodRequestBytes,
-		slow:        semaphore.NewWeighted(slowBodyBytes),
+		receiving:   newReceiving(podReceivingBytes),
 		maxWait:     maxWait,
 	}
 }
@@ -190,30 +196,27 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 		weight = in.limit
 	}
 	waitUntil := start.Add(min(waitFor(r), l.maxWait))
-	if !in.acquire(r.Context(), waitUntil, weight) {
+	rc := http.NewResponseController(w)
+	receipt, ok := l.receiving.admit(r.Context(), waitUntil, n, func() { _ = rc.SetReadDeadline(time.Now()) })
+	if !ok {
 		in.deny(w, r.Body)
 		return
 	}
-	held := weight
-	defer func() { in.release(held) }()
-	body, inLane, err := l.readBody(w, r, in, weight)
-	if !inLane {
-		held = 0
-	}
+	received := true
+	defer func() {
+		if received {
+			l.receiving.release(n)
+		}
+	}()
+	body, err := readBody(rc, r, l.receiving, receipt)
 	if err != nil {
 		status := http.StatusBadRequest
-		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, errSlowPoolFull) {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
 			status = http.StatusRequestTimeout
 		}
 		refuse(w, status, "read the admission request: %v", err)
 		return
 	}
-	parked := !inLane // the body's bytes are in the slow pool
-	defer func() {
-		if parked {
-			l.slow.Release(n)
-		}
-	}()
 	need := weight
 	if l.tokenWeight > 0 {
 		tokens, err := jsonTokens(body)
@@ -227,29 +230,14 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 			return
 		}
 	}
-	if held > 0 && need > held && in.sem.TryAcquire(need-held) {
-		in.held.Add(need - held)
-		held = need
+	if !in.acquire(r.Context(), waitUntil, need) {
+		in.deny(w, bytes.NewReader(body))
+		return
 	}
-	if held < need {
-		// Waiting for the rest while holding a part could deadlock with
-		// another request doing the same: the request gives its part back
-		// and waits its turn again, its body in the slow pool meanwhile.
-		in.release(held)
-		held = 0
-		if !parked && !l.slow.TryAcquire(n) {
-			in.deny(w, bytes.NewReader(body))
-			return
-		}
-		parked = true
-		if !in.acquire(r.Context(), waitUntil, need) {
-			in.deny(w, bytes.NewReader(body))
-			return
-		}
-		held = need
-		l.slow.Release(n)
-		parked = false
-	}
+	defer in.release(need)
+	// The lane's weight counts the body: it leaves the bodies received.
+	l.receiving.release(n)
+	received = false
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	next.ServeHTTP(w, r)
 }
@@ -290,12 +278,11 @@ func jsonTokens(body []byte) (int64, error) {
 }
 
 // The longest a request waits to be let in (half the API server's default
-// timeout), and the slowest its body may arrive once it is: the API server
-// sends the body at once, from memory, and the grace is for a node whose
-// CPU is starved, where a read of bytes already sent can wait its turn.
-// Such a body waits outside its lane once its prompt deadline has passed,
-// so a client that sends its body slowly holds its share of a lane for no
-// longer than the prompt deadline.
+// timeout), and the slowest its body may arrive: the API server sends the
+// body at once, from memory, and the grace is for a node whose CPU is
+// starved, where a read of bytes already sent can wait its turn. A body
+// still arriving past its prompt deadline is cut short as soon as another
+// request waits for room among the bodies received.
 const (
 	maxWait         = 5 * time.Second
 	bodyGrace       = 2 * time.Second
@@ -309,71 +296,98 @@ func bodyDeadline(n int64) time.Duration {
 	return bodyGrace + time.Duration(n)*time.Second/minBodyByteRate
 }
 
-// promptDeadline is how long a body of n bytes may take to arrive while
-// it holds its share of a lane.
+// promptDeadline is how long a body of n bytes may take to arrive before
+// it gives way to requests that wait for room.
 func promptDeadline(n int64) time.Duration {
 	return promptGrace + time.Duration(n)*time.Second/promptByteRate
 }
 
-// errSlowPoolFull refuses a body that arrives slowly when the slow pool is full.
-var errSlowPoolFull = errors.New("the body was not sent within its prompt deadline, and the webhook holds as many slow bodies as it may")
+// receiving bounds the bytes of the bodies being received. Its waiters are
+// let in first come, first served; while any waits, the bodies past their
+// prompt deadline are cut short.
+type receiving struct {
+	sem     *semaphore.Weighted
+	waiting atomic.Int64
+	mu      sync.Mutex
+	// overdue are the cuts of the bodies past their prompt deadline that
+	// are still arriving.
+	overdue map[*receipt]struct{}
+}
+
+// receipt is one body being received.
+type receipt struct {
+	cut   func()
+	timer *time.Timer
+}
+
+func newReceiving(limit int64) *receiving {
+	return &receiving{sem: semaphore.NewWeighted(limit), overdue: map[*receipt]struct{}{}}
+}
+
+// admit waits until n bytes fit among the bodies being received, or until
+// waitUntil; cut cuts the body's read short, should it be overdue when
+// others wait. The caller releases n once done with the body.
+func (rv *receiving) admit(ctx context.Context, waitUntil time.Time, n int64, cut func()) (*receipt, bool) {
+	if !rv.sem.TryAcquire(n) {
+		rv.waiting.Add(1)
+		rv.cutOverdue()
+		ctx, cancel := context.WithDeadline(ctx, waitUntil)
+		err := rv.sem.Acquire(ctx, n)
+		cancel()
+		rv.waiting.Add(-1)
+		if err != nil {
+			return nil, false
+		}
+	}
+	rc := &receipt{cut: cut}
+	rc.timer = time.AfterFunc(promptDeadline(n), func() {
+		rv.mu.Lock()
+		rv.overdue[rc] = struct{}{}
+		rv.mu.Unlock()
+		if rv.waiting.Load() > 0 {
+			rv.cutOverdue()
+		}
+	})
+	return rc, true
+}
+
+// arrived takes rc's body off the overdue: it is whole, or its read over.
+func (rv *receiving) arrived(rc *receipt) {
+	rc.timer.Stop()
+	rv.mu.Lock()
+	delete(rv.overdue, rc)
+	rv.mu.Unlock()
+}
+
+func (rv *receiving) release(n int64) { rv.sem.Release(n) }
+
+// cutOverdue cuts short every body past its prompt deadline.
+func (rv *receiving) cutOverdue() {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	for rc := range rv.overdue {
+		rc.cut()
+		delete(rv.overdue, rc)
+	}
+}
 
 // readBody reads the whole body of r, of r.ContentLength bytes, under the
-// deadline of its length; the connection has no deadline afterwards. The
-// request holds weight in the lane in as it starts; when its body has not
-// arrived by its prompt deadline, the weight goes back to the lane and the
-// body's bytes are held in the slow pool instead, or the read is cut short
-// when that is full. inLane is whether the weight is still held; when it
-// is not, the body's bytes are held in the slow pool on return without
-// error, and the caller releases them.
-func (l *inflight) readBody(w http.ResponseWriter, r *http.Request, in *lane, weight int64) (body []byte, inLane bool, err error) {
+// deadline of its length, or until it is cut short; the connection has no
+// deadline afterwards.
+func readBody(rc *http.ResponseController, r *http.Request, rv *receiving, receipt *receipt) ([]byte, error) {
 	n := r.ContentLength
-	rc := http.NewResponseController(w)
 	if err := rc.SetReadDeadline(time.Now().Add(bodyDeadline(n))); err != nil {
-		return nil, true, fmt.Errorf("set the read deadline: %w", err)
+		rv.arrived(receipt)
+		return nil, fmt.Errorf("set the read deadline: %w", err)
 	}
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
-	const (
-		reading = iota
-		arrived
-		slow
-		refused
-	)
-	var mu sync.Mutex
-	state := reading
-	timer := time.AfterFunc(promptDeadline(n), func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if state != reading {
-			return
-		}
-		if !l.slow.TryAcquire(n) {
-			state = refused
-			_ = rc.SetReadDeadline(time.Now())
-			return
-		}
-		state = slow
-		in.release(weight)
-	})
-	body = make([]byte, n)
-	_, err = io.ReadFull(r.Body, body)
-	timer.Stop()
-	mu.Lock()
-	if state == reading {
-		state = arrived
+	body := make([]byte, n)
+	_, err := io.ReadFull(r.Body, body)
+	rv.arrived(receipt) // no cut after this, so the reset below stands
+	_ = rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		return nil, err
 	}
-	final := state
-	mu.Unlock()
-	switch {
-	case final == refused:
-		return nil, true, errSlowPoolFull
-	case final == slow && err != nil:
-		l.slow.Release(n)
-		return nil, false, err
-	case err != nil:
-		return nil, true, err
-	}
-	return body, final == arrived, nil
+	return body, nil
 }
 
 // waitFor is how long a request may wait to be let in: half the timeout

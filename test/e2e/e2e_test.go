@@ -39,6 +39,7 @@ const (
 	agentLabel  = "app.kubernetes.io/name"
 	agentApp    = "coding-agent"
 	mainAgent   = "agent"
+	subPathApp  = "coding-agent-subpath"
 	subPathPeer = "agent-subpath"
 )
 
@@ -49,10 +50,11 @@ type suite struct {
 	c               client.Client
 	node            *node
 	ctx             context.Context
-	// agentPod is the Deployment's pod, and firstPrompt what its containers
-	// read at start (the subPath mount must keep it).
-	agentPod    string
-	firstPrompt string
+	// agentPod is the agent Deployment's pod, subPathPod the pod that mounts
+	// the prompt by subPath, and firstPrompt what both read at start (the
+	// subPath mount must keep it).
+	agentPod, subPathPod string
+	firstPrompt          string
 	// injection is what the injection checks share (injection_test.go).
 	injection *injection
 }
@@ -180,8 +182,10 @@ func setUp(t *testing.T, in installer) *suite {
 		return err == nil, err
 	}))
 	step("apply test/e2e/overlay", s.applyOverlay())
-	s.agentPod, err = s.waitAgentPodRunning()
+	s.agentPod, err = s.waitAgentPodRunning(agentApp, mainAgent)
 	step("run the agent Deployment", err)
+	s.subPathPod, err = s.waitAgentPodRunning(subPathApp, subPathPeer)
+	step("run the subPath Deployment", err)
 	t.Logf("the agent pod %s runs after %s", s.agentPod, time.Since(start).Round(time.Second))
 	return s
 }
@@ -223,13 +227,13 @@ func (s *suite) applyOverlay() error {
 	return nil
 }
 
-// waitAgentPodRunning waits for the Deployment's one pod to run both
-// containers, and for both to have logged a turn.
-func (s *suite) waitAgentPodRunning() (string, error) {
+// waitAgentPodRunning waits for the one pod of the Deployment app to run,
+// and for its agent container to have logged a turn.
+func (s *suite) waitAgentPodRunning(app, container string) (string, error) {
 	var name string
-	err := waitFor(2*time.Minute, "the agent Deployment's pod running", func() (bool, error) {
+	err := waitFor(2*time.Minute, "the "+app+" Deployment's pod running", func() (bool, error) {
 		var pods corev1.PodList
-		if err := s.c.List(s.ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{agentLabel: agentApp}); err != nil {
+		if err := s.c.List(s.ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{agentLabel: app}); err != nil {
 			return false, err
 		}
 		if len(pods.Items) != 1 {
@@ -240,10 +244,8 @@ func (s *suite) waitAgentPodRunning() (string, error) {
 		if err := s.running(pod); err != nil {
 			return false, err
 		}
-		for _, c := range []string{mainAgent, subPathPeer} {
-			if turns, err := s.node.agentTurns(namespace, name, c); len(turns) == 0 {
-				return false, fmt.Errorf("container %s has logged no turn: %v", c, err)
-			}
+		if turns, err := s.node.agentTurns(namespace, name, container); len(turns) == 0 {
+			return false, fmt.Errorf("container %s has logged no turn: %v", container, err)
 		}
 		return true, nil
 	})
@@ -402,7 +404,7 @@ func (s *suite) podReadsTheOperatorsRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	peer, err := s.lastTurn(s.agentPod, subPathPeer)
+	peer, err := s.lastTurn(s.subPathPod, subPathPeer)
 	if err != nil || peer.Prompt != prompt {
 		t.Fatalf("the subPath container read %.19s (%v), want the operator's render %.19s", peer.Prompt, err, prompt)
 	}
@@ -517,7 +519,7 @@ func (s *suite) editsReachTheRunningPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.keepsReading(s.agentPod, subPathPeer, s.firstPrompt, time.Time{}); err != nil {
+	if err := s.keepsReading(s.subPathPod, subPathPeer, s.firstPrompt, time.Time{}); err != nil {
 		t.Errorf("the subPath mount changed: %v", err)
 	}
 	if now == s.firstPrompt {

@@ -60,15 +60,21 @@ func (s *suite) agentDeployment(t *testing.T, name string, replicas int32, annot
 	template.Spec.Volumes = nil
 	var agent, cheap *corev1.Container
 	for i := range template.Spec.Containers {
-		switch c := &template.Spec.Containers[i]; c.Name {
-		case mainAgent:
+		if c := &template.Spec.Containers[i]; c.Name == mainAgent {
 			agent = c
-		case subPathPeer:
+		}
+	}
+	var peer appsv1.Deployment
+	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: namespace, Name: subPathApp}, &peer); err != nil {
+		t.Fatal(err)
+	}
+	for i := range peer.Spec.Template.Spec.Containers {
+		if c := &peer.Spec.Template.Spec.Containers[i]; c.Name == subPathPeer {
 			cheap = c
 		}
 	}
 	if agent == nil || cheap == nil {
-		t.Fatalf("the overlay's Deployment has no containers %s and %s", mainAgent, subPathPeer)
+		t.Fatalf("the overlay's Deployments have no containers %s and %s", mainAgent, subPathPeer)
 	}
 	container := *agent.DeepCopy()
 	container.Command = []string{"/agent", "--prompt-env=" + inject.EnvPromptFile, "--bundle="}
