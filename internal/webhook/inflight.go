@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,16 +67,17 @@ const (
 )
 
 // receivingBytes bounds the bodies being received, before any lane is
-// taken (receiving): two of the largest Persona reviews. The pod reviews'
-// bound is smaller, four of the largest pod reviews the lanes admit, as
-// their bodies wait for a lane beside what the lanes hold.
+// taken (receiving), counted twice as they arrive: one of the largest
+// Persona reviews. The pod reviews' bound is smaller, two of the largest
+// pod reviews the lanes admit, as their bodies wait for a lane beside what
+// the lanes hold.
 const (
 	receivingBytes    = 16 << 20
 	podReceivingBytes = 8 << 20
 )
 
 // inflight bounds the memory of the requests it serves in two steps.
-// Receiving: a request's body is read only when its length fits among the
+// Receiving: a request's body is counted as its bytes arrive, among the
 // bodies being received (receiving), and it holds no share of a lane
 // meanwhile; anyone who reaches the port may send one, so a body that has
 // not arrived by its prompt deadline is cut short as soon as another
@@ -97,7 +99,7 @@ type inflight struct {
 	maxBytes int64
 	// capped lets in a request heavier than its lane at the lane's weight
 	// (a Persona's weight overestimates); otherwise it is refused.
-	capped bool
+	capped    bool
 	receiving *receiving
 	// maxWait is the longest a request waits to be let in.
 	maxWait time.Duration
@@ -121,9 +123,9 @@ func newLane(limit int64, doing, what string) *lane {
 // newInflight is the bound of the validating webhooks.
 func newInflight(light, heavy int64, limits render.Limits) *inflight {
 	l := &inflight{
-		light:    newLane(light, "validating", fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
-		heavy:    newLane(heavy, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
-		maxBytes: maxRequestBytes,
+		light:     newLane(light, "validating", fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
+		heavy:     newLane(heavy, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
+		maxBytes:  maxRequestBytes,
 		capped:    true,
 		receiving: newReceiving(receivingBytes),
 		maxWait:   maxWait,
@@ -197,19 +199,14 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	}
 	waitUntil := start.Add(min(waitFor(r), l.maxWait))
 	rc := http.NewResponseController(w)
-	receipt, ok := l.receiving.admit(r.Context(), waitUntil, n, func() { _ = rc.SetReadDeadline(time.Now()) })
-	if !ok {
-		in.deny(w, r.Body)
+	body, charged, err := l.receiving.read(r.Context(), rc, r, waitUntil)
+	received := charged
+	defer func() { l.receiving.release(received) }()
+	switch {
+	case errors.Is(err, errNoRoom):
+		in.deny(w, bytes.NewReader(body))
 		return
-	}
-	received := true
-	defer func() {
-		if received {
-			l.receiving.release(n)
-		}
-	}()
-	body, err := readBody(rc, r, l.receiving, receipt)
-	if err != nil {
+	case err != nil:
 		status := http.StatusBadRequest
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			status = http.StatusRequestTimeout
@@ -236,8 +233,8 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	}
 	defer in.release(need)
 	// The lane's weight counts the body: it leaves the bodies received.
-	l.receiving.release(n)
-	received = false
+	l.receiving.release(received)
+	received = 0
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	next.ServeHTTP(w, r)
 }
@@ -302,13 +299,19 @@ func promptDeadline(n int64) time.Duration {
 	return promptGrace + time.Duration(n)*time.Second/promptByteRate
 }
 
-// receiving bounds the bytes of the bodies being received. Its waiters are
-// let in first come, first served; while any waits, the bodies past their
-// prompt deadline are cut short.
+// receiving bounds the memory of the bodies being received. A body is
+// charged as its bytes arrive, twice (its buffer grows by doubling), never
+// by the length its request names: a request that names a length and
+// sends nothing costs nothing but its connection. A body that needs room
+// waits for it; meanwhile every body past its prompt deadline is cut short.
 type receiving struct {
-	sem     *semaphore.Weighted
-	waiting atomic.Int64
-	mu      sync.Mutex
+	mu    sync.Mutex
+	limit int64
+	held  int64
+	// freed is closed, and replaced, whenever bytes are released.
+	freed chan struct{}
+	// waiting counts the bodies waiting for room.
+	waiting int
 	// overdue are the cuts of the bodies past their prompt deadline that
 	// are still arriving.
 	overdue map[*receipt]struct{}
@@ -316,78 +319,122 @@ type receiving struct {
 
 // receipt is one body being received.
 type receipt struct {
-	cut   func()
-	timer *time.Timer
+	cut func()
+	// done: the body is read, or its read over; no cut may come after.
+	done bool
 }
 
 func newReceiving(limit int64) *receiving {
-	return &receiving{sem: semaphore.NewWeighted(limit), overdue: map[*receipt]struct{}{}}
+	return &receiving{limit: limit, freed: make(chan struct{}), overdue: map[*receipt]struct{}{}}
 }
 
-// admit waits until n bytes fit among the bodies being received, or until
-// waitUntil; cut cuts the body's read short, should it be overdue when
-// others wait. The caller releases n once done with the body.
-func (rv *receiving) admit(ctx context.Context, waitUntil time.Time, n int64, cut func()) (*receipt, bool) {
-	if !rv.sem.TryAcquire(n) {
-		rv.waiting.Add(1)
-		rv.cutOverdue()
-		ctx, cancel := context.WithDeadline(ctx, waitUntil)
-		err := rv.sem.Acquire(ctx, n)
-		cancel()
-		rv.waiting.Add(-1)
-		if err != nil {
-			return nil, false
-		}
-	}
-	rc := &receipt{cut: cut}
-	rc.timer = time.AfterFunc(promptDeadline(n), func() {
-		rv.mu.Lock()
-		rv.overdue[rc] = struct{}{}
-		rv.mu.Unlock()
-		if rv.waiting.Load() > 0 {
-			rv.cutOverdue()
-		}
-	})
-	return rc, true
-}
+// errNoRoom is a body that found no room among those received in time.
+var errNoRoom = errors.New("no room among the bodies being received")
 
-// arrived takes rc's body off the overdue: it is whole, or its read over.
-func (rv *receiving) arrived(rc *receipt) {
-	rc.timer.Stop()
-	rv.mu.Lock()
-	delete(rv.overdue, rc)
-	rv.mu.Unlock()
-}
+// A body's buffer starts at firstChunk bytes, uncharged, as the server's
+// own buffers of a connection are; receiveChunk is the most read at once.
+const (
+	firstChunk   = 4 << 10
+	receiveChunk = 32 << 10
+)
 
-func (rv *receiving) release(n int64) { rv.sem.Release(n) }
-
-// cutOverdue cuts short every body past its prompt deadline.
-func (rv *receiving) cutOverdue() {
-	rv.mu.Lock()
-	defer rv.mu.Unlock()
-	for rc := range rv.overdue {
-		rc.cut()
-		delete(rv.overdue, rc)
-	}
-}
-
-// readBody reads the whole body of r, of r.ContentLength bytes, under the
-// deadline of its length, or until it is cut short; the connection has no
-// deadline afterwards.
-func readBody(rc *http.ResponseController, r *http.Request, rv *receiving, receipt *receipt) ([]byte, error) {
+// read reads the whole body of r, of r.ContentLength bytes, under the
+// deadline of its length, charging its bytes as they arrive, and returns
+// them with what it charged, which the caller releases. A body cut short,
+// or past its deadline, is an os.ErrDeadlineExceeded; one that finds no
+// room by waitUntil is errNoRoom, with what arrived of it. The connection
+// has no deadline afterwards.
+func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *http.Request, waitUntil time.Time) (body []byte, charged int64, err error) {
 	n := r.ContentLength
 	if err := rc.SetReadDeadline(time.Now().Add(bodyDeadline(n))); err != nil {
-		rv.arrived(receipt)
-		return nil, fmt.Errorf("set the read deadline: %w", err)
+		return nil, 0, fmt.Errorf("set the read deadline: %w", err)
 	}
-	body := make([]byte, n)
-	_, err := io.ReadFull(r.Body, body)
-	rv.arrived(receipt) // no cut after this, so the reset below stands
-	_ = rc.SetReadDeadline(time.Time{})
-	if err != nil {
-		return nil, err
+	rcpt := &receipt{cut: func() { _ = rc.SetReadDeadline(time.Now()) }}
+	timer := time.AfterFunc(promptDeadline(n), func() { rv.lateness(rcpt) })
+	defer func() {
+		timer.Stop()
+		rv.mu.Lock()
+		rcpt.done = true // no cut after this, so the reset below stands
+		delete(rv.overdue, rcpt)
+		rv.mu.Unlock()
+		_ = rc.SetReadDeadline(time.Time{})
+	}()
+	body = make([]byte, 0, min(n, firstChunk))
+	for int64(len(body)) < n {
+		if len(body) == cap(body) {
+			// The next bytes are charged, before they are read.
+			grown := min(n, 2*int64(cap(body))) - int64(cap(body))
+			if !rv.charge(ctx, waitUntil, 2*grown) {
+				return body, charged, errNoRoom
+			}
+			charged += 2 * grown
+			body = slices.Grow(body, int(grown))
+		}
+		k, err := r.Body.Read(body[len(body):min(cap(body), len(body)+receiveChunk)])
+		body = body[:len(body)+k]
+		if err != nil && !(errors.Is(err, io.EOF) && int64(len(body)) == n) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, charged, err
+		}
 	}
-	return body, nil
+	return body, charged, nil
+}
+
+// lateness marks rcpt's body past its prompt deadline, and cuts it short at
+// once when a body waits for room.
+func (rv *receiving) lateness(rcpt *receipt) {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	switch {
+	case rcpt.done:
+	case rv.waiting > 0:
+		rcpt.cut()
+	default:
+		rv.overdue[rcpt] = struct{}{}
+	}
+}
+
+// charge waits until n bytes fit, or until waitUntil; while it waits, the
+// bodies past their prompt deadline are cut short.
+func (rv *receiving) charge(ctx context.Context, waitUntil time.Time, n int64) bool {
+	ctx, cancel := context.WithDeadline(ctx, waitUntil)
+	defer cancel()
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	for rv.held+n > rv.limit && rv.held > 0 {
+		rv.waiting++
+		for rcpt := range rv.overdue {
+			rcpt.cut()
+			delete(rv.overdue, rcpt)
+		}
+		freed := rv.freed
+		rv.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+		}
+		rv.mu.Lock()
+		rv.waiting--
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+	rv.held += n
+	return true
+}
+
+// release gives back n charged bytes.
+func (rv *receiving) release(n int64) {
+	if n <= 0 {
+		return
+	}
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	rv.held -= n
+	close(rv.freed)
+	rv.freed = make(chan struct{})
 }
 
 // waitFor is how long a request may wait to be let in: half the timeout
