@@ -66,14 +66,15 @@ const (
 	maxPodRequestBytes = 4 << 20
 )
 
-// receivingBytes bounds the bodies being received, before any lane is
-// taken (receiving), counted twice as they arrive: one of the largest
-// Persona reviews. The pod reviews' bound is smaller, two of the largest
-// pod reviews the lanes admit, as their bodies wait for a lane beside what
-// the lanes hold.
+// Each lane bounds the bodies of its requests being received, before the
+// lane is taken (receiving), counted twice as they arrive, so that bodies
+// waiting for one lane never hold up the other's: the heavy lane's, one
+// of the largest Persona reviews (two of the largest pod reviews the pod
+// lanes admit); the light lane's, dozens of ordinary ones.
 const (
-	receivingBytes    = 16 << 20
-	podReceivingBytes = 8 << 20
+	receivingBytes      = 16 << 20
+	podReceivingBytes   = 8 << 20
+	lightReceivingBytes = 4 << 20
 )
 
 // inflight bounds the memory of the requests it serves in two steps.
@@ -99,8 +100,7 @@ type inflight struct {
 	maxBytes int64
 	// capped lets in a request heavier than its lane at the lane's weight
 	// (a Persona's weight overestimates); otherwise it is refused.
-	capped    bool
-	receiving *receiving
+	capped bool
 	// maxWait is the longest a request waits to be let in.
 	maxWait time.Duration
 }
@@ -114,21 +114,22 @@ type lane struct {
 	doing, what string
 	// held is the weight of the requests being validated, for the denial.
 	held atomic.Int64
+	// receiving bounds the bodies of the lane's requests being received.
+	receiving *receiving
 }
 
-func newLane(limit int64, doing, what string) *lane {
-	return &lane{sem: semaphore.NewWeighted(limit), limit: limit, doing: doing, what: what}
+func newLane(limit, receivingLimit int64, doing, what string) *lane {
+	return &lane{sem: semaphore.NewWeighted(limit), limit: limit, doing: doing, what: what, receiving: newReceiving(receivingLimit)}
 }
 
 // newInflight is the bound of the validating webhooks.
 func newInflight(light, heavy int64, limits render.Limits) *inflight {
 	l := &inflight{
-		light:     newLane(light, "validating", fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
-		heavy:     newLane(heavy, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
-		maxBytes:  maxRequestBytes,
-		capped:    true,
-		receiving: newReceiving(receivingBytes),
-		maxWait:   maxWait,
+		light:    newLane(light, lightReceivingBytes, "validating", fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
+		heavy:    newLane(heavy, receivingBytes, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
+		maxBytes: maxRequestBytes,
+		capped:   true,
+		maxWait:  maxWait,
 	}
 	// The body and the copies decoding makes (the AdmissionReview's raw
 	// object, the decoded map and the typed object), and the parse tree of
@@ -141,12 +142,11 @@ func newInflight(light, heavy int64, limits render.Limits) *inflight {
 // newPodInflight is the bound of the pod injection.
 func newPodInflight(light, heavy int64) *inflight {
 	return &inflight{
-		light:       newLane(light, "injecting", fmt.Sprintf("pod reviews of at most %d KiB", lightRequestBytes>>10)),
-		heavy:       newLane(heavy, "injecting", fmt.Sprintf("pod reviews over %d KiB", lightRequestBytes>>10)),
+		light:       newLane(light, lightReceivingBytes, "injecting", fmt.Sprintf("pod reviews of at most %d KiB", lightRequestBytes>>10)),
+		heavy:       newLane(heavy, podReceivingBytes, "injecting", fmt.Sprintf("pod reviews over %d KiB", lightRequestBytes>>10)),
 		weigh:       func(n int64) int64 { return podBytesWeight * n },
 		tokenWeight: podTokenWeight,
 		maxBytes:    maxPodRequestBytes,
-		receiving:   newReceiving(podReceivingBytes),
 		maxWait:     maxWait,
 	}
 }
@@ -199,9 +199,9 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	}
 	waitUntil := start.Add(min(waitFor(r), l.maxWait))
 	rc := http.NewResponseController(w)
-	body, charged, err := l.receiving.read(r.Context(), rc, r, waitUntil)
+	body, charged, err := in.receiving.read(r.Context(), rc, r, waitUntil)
 	received := charged
-	defer func() { l.receiving.release(received) }()
+	defer func() { in.receiving.release(received) }()
 	switch {
 	case errors.Is(err, errNoRoom):
 		in.deny(w, bytes.NewReader(body))
@@ -233,7 +233,7 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	}
 	defer in.release(need)
 	// The lane's weight counts the body: it leaves the bodies received.
-	l.receiving.release(received)
+	in.receiving.release(received)
 	received = 0
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	next.ServeHTTP(w, r)
@@ -368,7 +368,15 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 				return body, charged, errNoRoom
 			}
 			charged += 2 * grown
+			before := cap(body)
 			body = slices.Grow(body, int(grown))
+			// The allocator may round the buffer up: that is counted too.
+			if extra := 2 * (int64(cap(body)-before) - grown); extra > 0 {
+				rv.mu.Lock()
+				rv.held += extra
+				rv.mu.Unlock()
+				charged += extra
+			}
 		}
 		k, err := r.Body.Read(body[len(body):min(cap(body), len(body)+receiveChunk)])
 		body = body[:len(body)+k]

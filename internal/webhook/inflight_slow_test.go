@@ -97,8 +97,8 @@ func TestSlowBodyIsCutWhenOthersWait(t *testing.T) {
 
 	// Room for little more than what a slow body sent at once and then
 	// stalled holds: the ordinary request must wait for it.
-	l.receiving = newReceiving(200 << 10)
-	slow := review(t, "slow", 100<<10)
+	l.light.receiving = newReceiving(150 << 10)
+	slow := review(t, "slow", 55<<10)
 	start := time.Now()
 	conn, err = net.Dial("tcp", srv.Listener.Addr().String())
 	if err != nil {
@@ -106,7 +106,7 @@ func TestSlowBodyIsCutWhenOthersWait(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "POST /?timeout=10s HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(slow))
-	if _, err := conn.Write(slow[:90<<10]); err != nil {
+	if _, err := conn.Write(slow[:50<<10]); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)

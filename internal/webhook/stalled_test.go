@@ -40,9 +40,10 @@ func stall(t *testing.T, srv *httptest.Server, length int) net.Conn {
 	return c
 }
 
-// Connections that send headers and never their bodies fill the light
-// lane (twenty of 8 KiB weigh more than its 16 MiB) and queue behind it;
-// an ordinary review is answered all the same once their deadline passes.
+// Connections that send headers and never their bodies, enough to fill the
+// light lane were they let in by the length they name (twenty of 8 KiB
+// weigh more than its 16 MiB), hold no share of it: an ordinary review is
+// answered at once.
 func TestStalledBodiesDoNotHoldTheLane(t *testing.T) {
 	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
 	ordinary := review(t, "ok", 2000)
@@ -55,25 +56,24 @@ func TestStalledBodiesDoNotHoldTheLane(t *testing.T) {
 	}
 	stall(t, srv, 3932)
 	time.Sleep(200 * time.Millisecond)
-	if l.light.held.Load() == 0 {
-		t.Fatal("the stalled requests hold nothing: the test does not fill the lane")
+	if held := l.light.held.Load(); held != 0 {
+		t.Fatalf("the stalled requests hold %d bytes of the lane", held)
 	}
 	start := time.Now()
-	// Let in once the stalled ones reach their deadline, well within half
-	// of its timeout.
 	resp, err := http.Post(srv.URL+"/?timeout=10s", "application/json", bytes.NewReader(ordinary))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || string(b) != "validated" || time.Since(start) > bodyDeadline(8192)+time.Second {
+	if resp.StatusCode != http.StatusOK || string(b) != "validated" || time.Since(start) > time.Second {
 		t.Errorf("beside stalled requests, after %v: %s %s", time.Since(start), resp.Status, b)
 	}
 }
 
-// A request let in whose body does not arrive is answered 408 and gives
-// back its weight by its deadline.
+// A request whose body stops arriving holds what arrived of it among the
+// bodies received, no share of a lane, and is answered 408 by its
+// deadline, which gives back what it held.
 func TestStalledBodyReleasesItsWeight(t *testing.T) {
 	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
 	srv := validating(t, l)
@@ -81,10 +81,18 @@ func TestStalledBodyReleasesItsWeight(t *testing.T) {
 	start := time.Now()
 	c := stall(t, srv, length)
 	// Part of the body, then nothing.
-	_, _ = c.Write(bytes.Repeat([]byte("x"), 1<<10))
+	_, _ = c.Write(bytes.Repeat([]byte("x"), 100<<10))
 	time.Sleep(100 * time.Millisecond)
-	if held := l.heavy.held.Load(); held != min(l.requestWeight(length), l.heavy.limit) {
-		t.Fatalf("holds %d, want the weight of %d bytes", held, length)
+	if held := l.heavy.held.Load(); held != 0 {
+		t.Fatalf("holds %d bytes of the lane, want none", held)
+	}
+	l.heavy.receiving.mu.Lock()
+	received := l.heavy.receiving.held
+	l.heavy.receiving.mu.Unlock()
+	// 100 KiB arrived: the buffer grown past it from its uncharged first
+	// 4 KiB, counted twice; the allocator may round each growth up.
+	if least := int64(2 * (100<<10 - firstChunk)); received < least || received > 2*least {
+		t.Fatalf("the bodies received hold %d bytes, want at least %d", received, least)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -96,8 +104,10 @@ func TestStalledBodyReleasesItsWeight(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestTimeout || took > bodyDeadline(length)+500*time.Millisecond {
 		t.Errorf("a stalled body was answered %s after %v, its deadline is %v", resp.Status, took, bodyDeadline(length))
 	}
-	if held := l.heavy.held.Load(); held != 0 {
-		t.Errorf("after the answer, %d bytes are still held", held)
+	l.heavy.receiving.mu.Lock()
+	defer l.heavy.receiving.mu.Unlock()
+	if l.heavy.receiving.held != 0 {
+		t.Errorf("after the answer, %d bytes are still held", l.heavy.receiving.held)
 	}
 }
 
