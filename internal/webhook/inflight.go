@@ -68,12 +68,12 @@ const (
 
 // Each lane bounds the bodies of its requests being received, before the
 // lane is taken (receiving), counted twice as they arrive, so that bodies
-// waiting for one lane never hold up the other's: the heavy lane's, one
-// of the largest Persona reviews (two of the largest pod reviews the pod
-// lanes admit); the light lane's, dozens of ordinary ones.
+// waiting for one lane never hold up the other's: the heavy lane's, about
+// one maximal Persona review or two of the largest pod reviews the pod
+// lanes admit (the body begun first may always go on, so a larger one
+// passes alone); the light lane's, dozens of ordinary ones.
 const (
-	receivingBytes      = 16 << 20
-	podReceivingBytes   = 8 << 20
+	heavyReceivingBytes = 8 << 20
 	lightReceivingBytes = 4 << 20
 )
 
@@ -126,7 +126,7 @@ func newLane(limit, receivingLimit int64, doing, what string) *lane {
 func newInflight(light, heavy int64, limits render.Limits) *inflight {
 	l := &inflight{
 		light:    newLane(light, lightReceivingBytes, "validating", fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
-		heavy:    newLane(heavy, receivingBytes, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
+		heavy:    newLane(heavy, heavyReceivingBytes, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
 		maxBytes: maxRequestBytes,
 		capped:   true,
 		maxWait:  maxWait,
@@ -143,7 +143,7 @@ func newInflight(light, heavy int64, limits render.Limits) *inflight {
 func newPodInflight(light, heavy int64) *inflight {
 	return &inflight{
 		light:       newLane(light, lightReceivingBytes, "injecting", fmt.Sprintf("pod reviews of at most %d KiB", lightRequestBytes>>10)),
-		heavy:       newLane(heavy, podReceivingBytes, "injecting", fmt.Sprintf("pod reviews over %d KiB", lightRequestBytes>>10)),
+		heavy:       newLane(heavy, heavyReceivingBytes, "injecting", fmt.Sprintf("pod reviews over %d KiB", lightRequestBytes>>10)),
 		weigh:       func(n int64) int64 { return podBytesWeight * n },
 		tokenWeight: podTokenWeight,
 		maxBytes:    maxPodRequestBytes,
@@ -200,8 +200,8 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	waitUntil := start.Add(min(waitFor(r), l.maxWait))
 	rc := http.NewResponseController(w)
 	body, charged, err := in.receiving.read(r.Context(), rc, r, waitUntil)
-	received := charged
-	defer func() { in.receiving.release(received) }()
+	received, arrived := charged, err == nil
+	defer func() { in.receiving.release(received, arrived) }()
 	switch {
 	case errors.Is(err, errNoRoom):
 		in.deny(w, bytes.NewReader(body))
@@ -233,7 +233,7 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	}
 	defer in.release(need)
 	// The lane's weight counts the body: it leaves the bodies received.
-	in.receiving.release(received)
+	in.receiving.release(received, arrived)
 	received = 0
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	next.ServeHTTP(w, r)
@@ -315,6 +315,14 @@ type receiving struct {
 	// overdue are the cuts of the bodies past their prompt deadline that
 	// are still arriving.
 	overdue map[*receipt]struct{}
+	// active are the bodies being received, by the order they began: the
+	// first may go on past the limit while no body that has arrived is
+	// held, so that bodies that each hold a part never wait for one
+	// another, and the limit is passed by one body at most.
+	active map[*receipt]uint64
+	seq    uint64
+	// arrived is what the bodies that have arrived hold, until they go.
+	arrived int64
 }
 
 // receipt is one body being received.
@@ -322,10 +330,12 @@ type receipt struct {
 	cut func()
 	// done: the body is read, or its read over; no cut may come after.
 	done bool
+	// paused: the body waits for room, so its prompt deadline waits too.
+	paused bool
 }
 
 func newReceiving(limit int64) *receiving {
-	return &receiving{limit: limit, freed: make(chan struct{}), overdue: map[*receipt]struct{}{}}
+	return &receiving{limit: limit, freed: make(chan struct{}), overdue: map[*receipt]struct{}{}, active: map[*receipt]uint64{}}
 }
 
 // errNoRoom is a body that found no room among those received in time.
@@ -350,12 +360,21 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 		return nil, 0, fmt.Errorf("set the read deadline: %w", err)
 	}
 	rcpt := &receipt{cut: func() { _ = rc.SetReadDeadline(time.Now()) }}
+	rv.mu.Lock()
+	rv.seq++
+	rv.active[rcpt] = rv.seq
+	rv.mu.Unlock()
 	timer := time.AfterFunc(promptDeadline(n), func() { rv.lateness(rcpt) })
 	defer func() {
 		timer.Stop()
 		rv.mu.Lock()
 		rcpt.done = true // no cut after this, so the reset below stands
 		delete(rv.overdue, rcpt)
+		delete(rv.active, rcpt)
+		if err == nil {
+			rv.arrived += charged
+		}
+		rv.wake() // the first may have changed
 		rv.mu.Unlock()
 		_ = rc.SetReadDeadline(time.Time{})
 	}()
@@ -364,8 +383,23 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 		if len(body) == cap(body) {
 			// The next bytes are charged, before they are read.
 			grown := min(n, 2*int64(cap(body))) - int64(cap(body))
-			if !rv.charge(ctx, waitUntil, 2*grown) {
-				return body, charged, errNoRoom
+			if !rv.tryCharge(rcpt, 2*grown) {
+				// Waiting for room is no slowness of the sender's: its
+				// deadlines start again once it has room.
+				rv.mu.Lock()
+				rcpt.paused = true
+				delete(rv.overdue, rcpt)
+				rv.mu.Unlock()
+				timer.Stop()
+				if !rv.charge(ctx, waitUntil, rcpt, 2*grown) {
+					return body, charged, errNoRoom
+				}
+				rv.mu.Lock()
+				rcpt.paused = false
+				rv.mu.Unlock()
+				rest := n - int64(len(body))
+				_ = rc.SetReadDeadline(time.Now().Add(bodyDeadline(rest)))
+				timer.Reset(promptDeadline(rest))
 			}
 			charged += 2 * grown
 			before := cap(body)
@@ -396,7 +430,7 @@ func (rv *receiving) lateness(rcpt *receipt) {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	switch {
-	case rcpt.done:
+	case rcpt.done, rcpt.paused:
 	case rv.waiting > 0:
 		rcpt.cut()
 	default:
@@ -404,14 +438,49 @@ func (rv *receiving) lateness(rcpt *receipt) {
 	}
 }
 
+// tryCharge charges n bytes of rcpt's body if they fit now.
+func (rv *receiving) tryCharge(rcpt *receipt, n int64) bool {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	if !rv.fits(rcpt, n) {
+		return false
+	}
+	rv.held += n
+	return true
+}
+
+// fits reports whether n more bytes of rcpt's body may be held: within the
+// limit, or rcpt's body is the first begun of those being received.
+func (rv *receiving) fits(rcpt *receipt, n int64) bool {
+	if rv.held+n <= rv.limit {
+		return true
+	}
+	if rv.arrived > 0 {
+		return false
+	}
+	mine := rv.active[rcpt]
+	for _, seq := range rv.active {
+		if seq < mine {
+			return false
+		}
+	}
+	return true
+}
+
+// wake tells the waiters that room, or the first body, may have changed.
+func (rv *receiving) wake() {
+	close(rv.freed)
+	rv.freed = make(chan struct{})
+}
+
 // charge waits until n bytes fit, or until waitUntil; while it waits, the
 // bodies past their prompt deadline are cut short.
-func (rv *receiving) charge(ctx context.Context, waitUntil time.Time, n int64) bool {
+func (rv *receiving) charge(ctx context.Context, waitUntil time.Time, rcpt *receipt, n int64) bool {
 	ctx, cancel := context.WithDeadline(ctx, waitUntil)
 	defer cancel()
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
-	for rv.held+n > rv.limit && rv.held > 0 {
+	for !rv.fits(rcpt, n) {
 		rv.waiting++
 		for rcpt := range rv.overdue {
 			rcpt.cut()
@@ -433,16 +502,18 @@ func (rv *receiving) charge(ctx context.Context, waitUntil time.Time, n int64) b
 	return true
 }
 
-// release gives back n charged bytes.
-func (rv *receiving) release(n int64) {
+// release gives back n charged bytes, of a body that arrived or not.
+func (rv *receiving) release(n int64, arrived bool) {
 	if n <= 0 {
 		return
 	}
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	rv.held -= n
-	close(rv.freed)
-	rv.freed = make(chan struct{})
+	if arrived {
+		rv.arrived -= n
+	}
+	rv.wake()
 }
 
 // waitFor is how long a request may wait to be let in: half the timeout
