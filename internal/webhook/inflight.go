@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/persona-operator/persona-operator/internal/fairshare"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
@@ -199,12 +201,12 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	}
 	waitUntil := start.Add(min(waitFor(r), l.maxWait))
 	rc := http.NewResponseController(w)
-	body, charged, err := in.receiving.read(r.Context(), rc, r, waitUntil)
-	received, arrived := charged, err == nil
-	defer func() { in.receiving.release(received, arrived) }()
+	rcpt := in.receiving.begin(clientAddress(r), rc)
+	defer in.receiving.finish(rcpt)
+	body, err := in.receiving.read(r.Context(), rc, r, rcpt, waitUntil)
 	switch {
 	case errors.Is(err, errNoRoom):
-		in.deny(w, bytes.NewReader(body))
+		in.deny(w, bytes.NewReader(body), true)
 		return
 	case err != nil:
 		status := http.StatusBadRequest
@@ -228,13 +230,16 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 		}
 	}
 	if !in.acquire(r.Context(), waitUntil, need) {
-		in.deny(w, bytes.NewReader(body))
+		in.deny(w, bytes.NewReader(body), false)
 		return
 	}
 	defer in.release(need)
 	// The lane's weight counts the body: it leaves the bodies received.
-	in.receiving.release(received, arrived)
-	received = 0
+	in.receiving.finish(rcpt)
+	// A client that never reads the answer holds the lane no longer than
+	// the API server would wait for it.
+	_ = rc.SetWriteDeadline(start.Add(requestTimeout(r)))
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection serves on
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	next.ServeHTTP(w, r)
 }
@@ -302,40 +307,65 @@ func promptDeadline(n int64) time.Duration {
 // receiving bounds the memory of the bodies being received. A body is
 // charged as its bytes arrive, twice (its buffer grows by doubling), never
 // by the length its request names: a request that names a length and
-// sends nothing costs nothing but its connection. A body that needs room
-// waits for it; meanwhile every body past its prompt deadline is cut short.
+// sends nothing costs nothing but its connection. Anyone who reaches the
+// port may send bodies, so each client address holds at most a fair share
+// of the room: a client that keeps its share full of bodies it never
+// finishes leaves the others, the API server among them, the rest. A body
+// that needs room waits for it; meanwhile the bodies of other clients past
+// their prompt deadline are cut short.
 type receiving struct {
 	mu    sync.Mutex
 	limit int64
 	held  int64
 	// freed is closed, and replaced, whenever bytes are released.
 	freed chan struct{}
-	// waiting counts the bodies waiting for room.
-	waiting int
-	// overdue are the cuts of the bodies past their prompt deadline that
-	// are still arriving.
+	// waiting counts the bodies waiting for room, by client address.
+	waiting map[string]int
+	// overdue are the bodies past their prompt deadline that are still
+	// arriving.
 	overdue map[*receipt]struct{}
-	// active are the bodies being received, by the order they began: the
-	// first may go on past the limit while no body that has arrived is
-	// held, so that bodies that each hold a part never wait for one
-	// another, and the limit is passed by one body at most.
+	// active are the bodies being received, by the order they began (see
+	// fits).
 	active map[*receipt]uint64
 	seq    uint64
 	// arrived is what the bodies that have arrived hold, until they go.
 	arrived int64
+	// clients counts the bodies of each client address begun and not
+	// finished, and heldBy what they hold: the share is the limit divided
+	// among the clients.
+	clients map[string]int
+	heldBy  map[string]int64
 }
 
 // receipt is one body being received.
 type receipt struct {
-	cut func()
+	client string
+	cut    func()
+	// charged is what the body holds; arrived, that it was read whole.
+	charged  int64
+	arrived  bool
+	finished bool
 	// done: the body is read, or its read over; no cut may come after.
 	done bool
 	// paused: the body waits for room, so its prompt deadline waits too.
 	paused bool
+	// due is its prompt deadline: a timer that fires before it, set for an
+	// earlier deadline, finds the body in time.
+	due time.Time
 }
 
 func newReceiving(limit int64) *receiving {
-	return &receiving{limit: limit, freed: make(chan struct{}), overdue: map[*receipt]struct{}{}, active: map[*receipt]uint64{}}
+	return &receiving{limit: limit, freed: make(chan struct{}), waiting: map[string]int{}, overdue: map[*receipt]struct{}{},
+		active: map[*receipt]uint64{}, clients: map[string]int{}, heldBy: map[string]int64{}}
+}
+
+// clientAddress is the address a request came from, without its port.
+func clientAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // errNoRoom is a body that found no room among those received in time.
@@ -348,22 +378,50 @@ const (
 	receiveChunk = 32 << 10
 )
 
-// read reads the whole body of r, of r.ContentLength bytes, under the
-// deadline of its length, charging its bytes as they arrive, and returns
-// them with what it charged, which the caller releases. A body cut short,
-// or past its deadline, is an os.ErrDeadlineExceeded; one that finds no
-// room by waitUntil is errNoRoom, with what arrived of it. The connection
-// has no deadline afterwards.
-func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *http.Request, waitUntil time.Time) (body []byte, charged int64, err error) {
-	n := r.ContentLength
-	if err := rc.SetReadDeadline(time.Now().Add(bodyDeadline(n))); err != nil {
-		return nil, 0, fmt.Errorf("set the read deadline: %w", err)
-	}
-	rcpt := &receipt{cut: func() { _ = rc.SetReadDeadline(time.Now()) }}
+// begin counts a body of client, which finish gives back.
+func (rv *receiving) begin(client string, rc *http.ResponseController) *receipt {
+	rcpt := &receipt{client: client, cut: func() { _ = rc.SetReadDeadline(time.Now()) }}
 	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	rv.clients[client]++
 	rv.seq++
 	rv.active[rcpt] = rv.seq
-	rv.mu.Unlock()
+	return rcpt
+}
+
+// finish releases what rcpt's body holds; a second call does nothing.
+func (rv *receiving) finish(rcpt *receipt) {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	if rcpt.finished {
+		return
+	}
+	rcpt.finished = true
+	rv.held -= rcpt.charged
+	if rcpt.arrived {
+		rv.arrived -= rcpt.charged
+	}
+	if rv.heldBy[rcpt.client] -= rcpt.charged; rv.heldBy[rcpt.client] <= 0 {
+		delete(rv.heldBy, rcpt.client)
+	}
+	if rv.clients[rcpt.client]--; rv.clients[rcpt.client] <= 0 {
+		delete(rv.clients, rcpt.client)
+	}
+	rcpt.charged = 0
+	rv.wake() // room, or a share, grew
+}
+
+// read reads the whole body of r, of r.ContentLength bytes, under the
+// deadline of its length, charging its bytes to rcpt as they arrive. A body
+// cut short, or past its deadline, is an os.ErrDeadlineExceeded; one that
+// finds no room by waitUntil is errNoRoom, with what arrived of it. The
+// connection has no deadline afterwards.
+func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *http.Request, rcpt *receipt, waitUntil time.Time) (body []byte, err error) {
+	n := r.ContentLength
+	if err := rc.SetReadDeadline(time.Now().Add(bodyDeadline(n))); err != nil {
+		return nil, fmt.Errorf("set the read deadline: %w", err)
+	}
+	rv.setDue(rcpt, promptDeadline(n))
 	timer := time.AfterFunc(promptDeadline(n), func() { rv.lateness(rcpt) })
 	defer func() {
 		timer.Stop()
@@ -372,7 +430,8 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 		delete(rv.overdue, rcpt)
 		delete(rv.active, rcpt)
 		if err == nil {
-			rv.arrived += charged
+			rcpt.arrived = true
+			rv.arrived += rcpt.charged
 		}
 		rv.wake() // the first may have changed
 		rv.mu.Unlock()
@@ -392,24 +451,20 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 				rv.mu.Unlock()
 				timer.Stop()
 				if !rv.charge(ctx, waitUntil, rcpt, 2*grown) {
-					return body, charged, errNoRoom
+					return body, errNoRoom
 				}
-				rv.mu.Lock()
-				rcpt.paused = false
-				rv.mu.Unlock()
 				rest := n - int64(len(body))
+				rv.setDue(rcpt, promptDeadline(rest))
 				_ = rc.SetReadDeadline(time.Now().Add(bodyDeadline(rest)))
 				timer.Reset(promptDeadline(rest))
 			}
-			charged += 2 * grown
 			before := cap(body)
 			body = slices.Grow(body, int(grown))
 			// The allocator may round the buffer up: that is counted too.
 			if extra := 2 * (int64(cap(body)-before) - grown); extra > 0 {
 				rv.mu.Lock()
-				rv.held += extra
+				rv.take(rcpt, extra)
 				rv.mu.Unlock()
-				charged += extra
 			}
 		}
 		k, err := r.Body.Read(body[len(body):min(cap(body), len(body)+receiveChunk)])
@@ -418,24 +473,45 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, charged, err
+			return nil, err
 		}
 	}
-	return body, charged, nil
+	return body, nil
+}
+
+// setDue sets rcpt's prompt deadline d from now, and takes it out of the
+// waiting.
+func (rv *receiving) setDue(rcpt *receipt, d time.Duration) {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	rcpt.paused = false
+	rcpt.due = time.Now().Add(d)
 }
 
 // lateness marks rcpt's body past its prompt deadline, and cuts it short at
-// once when a body waits for room.
+// once when a body of another client waits for room.
 func (rv *receiving) lateness(rcpt *receipt) {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	switch {
-	case rcpt.done, rcpt.paused:
-	case rv.waiting > 0:
+	case rcpt.done, rcpt.paused, time.Now().Before(rcpt.due):
+	case rv.othersWait(rcpt.client):
 		rcpt.cut()
 	default:
 		rv.overdue[rcpt] = struct{}{}
 	}
+}
+
+// othersWait reports whether a body of a client other than client waits.
+func (rv *receiving) othersWait(client string) bool {
+	return len(rv.waiting) > 1 || len(rv.waiting) == 1 && rv.waiting[client] == 0
+}
+
+// take charges n bytes to rcpt.
+func (rv *receiving) take(rcpt *receipt, n int64) {
+	rv.held += n
+	rv.heldBy[rcpt.client] += n
+	rcpt.charged += n
 }
 
 // tryCharge charges n bytes of rcpt's body if they fit now.
@@ -445,46 +521,60 @@ func (rv *receiving) tryCharge(rcpt *receipt, n int64) bool {
 	if !rv.fits(rcpt, n) {
 		return false
 	}
-	rv.held += n
+	rv.take(rcpt, n)
 	return true
 }
 
 // fits reports whether n more bytes of rcpt's body may be held: within the
-// limit, or rcpt's body is the first begun of those being received.
+// limit and its client's share; or, past them, while no body that has
+// arrived is held, when rcpt's is the first begun of the bodies that are
+// all their client holds. So bodies that each hold a part never wait for
+// one another, the limit is passed by one body at most, and a client that
+// holds a share with several bodies never goes before one that holds
+// nothing.
 func (rv *receiving) fits(rcpt *receipt, n int64) bool {
-	if rv.held+n <= rv.limit {
+	share := int64(fairshare.Share(int(rv.limit), len(rv.clients)))
+	if rv.held+n <= rv.limit && rv.heldBy[rcpt.client]+n <= share {
 		return true
 	}
-	if rv.arrived > 0 {
+	if rv.arrived > 0 || !rv.alone(rcpt) {
 		return false
 	}
 	mine := rv.active[rcpt]
-	for _, seq := range rv.active {
-		if seq < mine {
+	for other, seq := range rv.active {
+		if seq < mine && rv.alone(other) {
 			return false
 		}
 	}
 	return true
 }
 
-// wake tells the waiters that room, or the first body, may have changed.
+// alone reports whether rcpt's body is all its client holds.
+func (rv *receiving) alone(rcpt *receipt) bool {
+	return rv.heldBy[rcpt.client] == rcpt.charged
+}
+
+// wake tells the waiters that room, a share or the first body may have
+// changed.
 func (rv *receiving) wake() {
 	close(rv.freed)
 	rv.freed = make(chan struct{})
 }
 
 // charge waits until n bytes fit, or until waitUntil; while it waits, the
-// bodies past their prompt deadline are cut short.
+// bodies of other clients past their prompt deadline are cut short.
 func (rv *receiving) charge(ctx context.Context, waitUntil time.Time, rcpt *receipt, n int64) bool {
 	ctx, cancel := context.WithDeadline(ctx, waitUntil)
 	defer cancel()
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	for !rv.fits(rcpt, n) {
-		rv.waiting++
-		for rcpt := range rv.overdue {
-			rcpt.cut()
-			delete(rv.overdue, rcpt)
+		rv.waiting[rcpt.client]++
+		for late := range rv.overdue {
+			if late.client != rcpt.client {
+				late.cut()
+				delete(rv.overdue, late)
+			}
 		}
 		freed := rv.freed
 		rv.mu.Unlock()
@@ -493,46 +583,44 @@ func (rv *receiving) charge(ctx context.Context, waitUntil time.Time, rcpt *rece
 		case <-ctx.Done():
 		}
 		rv.mu.Lock()
-		rv.waiting--
+		if rv.waiting[rcpt.client]--; rv.waiting[rcpt.client] <= 0 {
+			delete(rv.waiting, rcpt.client)
+		}
 		if ctx.Err() != nil {
 			return false
 		}
 	}
-	rv.held += n
+	rv.take(rcpt, n)
 	return true
 }
 
-// release gives back n charged bytes, of a body that arrived or not.
-func (rv *receiving) release(n int64, arrived bool) {
-	if n <= 0 {
-		return
-	}
-	rv.mu.Lock()
-	defer rv.mu.Unlock()
-	rv.held -= n
-	if arrived {
-		rv.arrived -= n
-	}
-	rv.wake()
-}
-
 // waitFor is how long a request may wait to be let in: half the timeout
-// the API server gives the webhook (the timeout query parameter), leaving
-// the other half to validate it. Whoever sends the request chooses the
-// parameter, so serve waits no more than maxWait however long it is.
-func waitFor(r *http.Request) time.Duration {
+// the API server gives the webhook, leaving the other half to validate it.
+// Whoever sends the request chooses the timeout, so serve waits no more
+// than maxWait however long it is.
+func waitFor(r *http.Request) time.Duration { return requestTimeout(r) / 2 }
+
+// requestTimeout is the timeout the API server gives the webhook (the
+// timeout query parameter), at most the API server's own longest.
+func requestTimeout(r *http.Request) time.Duration {
 	timeout, err := time.ParseDuration(r.URL.Query().Get("timeout"))
 	if err != nil || timeout <= 0 {
-		timeout = 10 * time.Second // the API server's default
+		return 10 * time.Second // the API server's default
 	}
-	return timeout / 2
+	return min(timeout, 30*time.Second)
 }
 
-// deny refuses a request that was not let in, naming the reason. The
+// deny refuses a request that was not let in, naming the reason; unread
+// says its body was not read whole. The
 // response must carry the request's uid, which the API server writes
 // first; when it cannot be read from the start of the body, the answer is
 // 429, which the API server reports as the webhook's failure.
-func (l *lane) deny(w http.ResponseWriter, body io.Reader) {
+func (l *lane) deny(w http.ResponseWriter, body io.Reader, unread bool) {
+	if unread {
+		// The rest of the body is never read: the connection cannot serve
+		// another request.
+		w.Header().Set("Connection", "close")
+	}
 	msg := fmt.Sprintf("the webhook is %s %d MiB of %s already (its bound is %d MiB); try again in a moment",
 		l.doing, (l.held.Load()+(1<<20)-1)>>20, l.what, l.limit>>20)
 	// The uid is read under a deadline too, lest a stalled body hold the

@@ -14,6 +14,21 @@ import (
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
+// otherClient is a loopback address other than the one the test's own
+// requests come from.
+const otherClient = "127.0.0.2"
+
+// dialFrom connects to srv from the address ip.
+func dialFrom(t *testing.T, srv *httptest.Server, ip string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	conn, err := d.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 // trickle opens a connection to srv and sends an admission request of n
 // body bytes, a byte every interval, for at most sent bytes; it returns the
 // connection, which answers once the server is done with the request.
@@ -96,14 +111,13 @@ func TestSlowBodyIsCutWhenOthersWait(t *testing.T) {
 	}
 
 	// Room for little more than what a slow body sent at once and then
-	// stalled holds: the ordinary request must wait for it.
+	// stalled holds: the ordinary request must wait for it. The slow body
+	// comes from another client, whose share is all the room while it is
+	// alone.
 	l.light.receiving = newReceiving(150 << 10)
 	slow := review(t, "slow", 55<<10)
 	start := time.Now()
-	conn, err = net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn = dialFrom(t, srv, otherClient)
 	defer conn.Close()
 	fmt.Fprintf(conn, "POST /?timeout=10s HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(slow))
 	if _, err := conn.Write(slow[:50<<10]); err != nil {
@@ -217,6 +231,93 @@ func TestHeaderOnlyStreamDoesNotStarveOrdinaryRequests(t *testing.T) {
 			}
 			close(stop)
 			t.Logf("%d header-only requests streamed; the slowest ordinary request took %v", <-streamed, slowest)
+		})
+	}
+}
+
+// TestBodyStreamOfAnotherClientDoesNotStarveOrdinaryRequests: a client that
+// sends real bytes, each body one byte short of its length (100 at once,
+// then 200 a second of 64 KiB at the light lanes, 10 a second of 2 MiB at
+// the heavy ones, about 12 MB/s), fills at most its share of the room:
+// the API server's requests that need room, of every lane, are still
+// answered within a second.
+func TestBodyStreamOfAnotherClientDoesNotStarveOrdinaryRequests(t *testing.T) {
+	validating := func() *inflight { return newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits) }
+	injecting := func() *inflight { return newPodInflight(PodInflightBytes, HeavyPodInflightBytes) }
+	for _, tc := range []struct {
+		name        string
+		l           *inflight
+		burst, rate int
+		length      int
+		timeout     string
+		body        func(uid string) []byte
+	}{
+		{"validating, light", validating(), 100, 200, lightRequestBytes, "10s",
+			func(uid string) []byte { return review(t, uid, 48<<10) }},
+		{"validating, heavy", validating(), 4, 10, 2 << 20, "10s",
+			func(uid string) []byte { return review(t, uid, 3<<20) }},
+		{"injecting, light", injecting(), 100, 200, lightRequestBytes, "5s",
+			func(uid string) []byte { return podReview(uid, agentContainer, 48<<10) }},
+		{"injecting, heavy", injecting(), 4, 10, 2 << 20, "5s",
+			func(uid string) []byte { return podReview(uid, agentContainer, 1<<20) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				_, _ = w.Write([]byte("validated"))
+			})))
+			defer srv.Close()
+			sent := bytes.Repeat([]byte("x"), tc.length-1)
+			stop := make(chan struct{})
+			streamed := make(chan int)
+			go func() {
+				var conns []net.Conn
+				defer func() {
+					for _, c := range conns {
+						c.Close()
+					}
+					streamed <- len(conns)
+				}()
+				send := func() {
+					conn := dialFrom(t, srv, otherClient)
+					fmt.Fprintf(conn, "POST /?timeout=%s HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", tc.timeout, tc.length)
+					go func() { _, _ = conn.Write(sent) }()
+					conns = append(conns, conn)
+				}
+				for range tc.burst {
+					send()
+				}
+				tick := time.NewTicker(time.Second / time.Duration(tc.rate))
+				defer tick.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+						send()
+					}
+				}
+			}()
+			time.Sleep(time.Second) // the stream is steady
+			var slowest time.Duration
+			for i := range 8 {
+				body := tc.body(fmt.Sprint("ordinary-", i))
+				start := time.Now()
+				resp, err := http.Post(srv.URL+"/?timeout="+tc.timeout, "application/json", bytes.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				took := time.Since(start)
+				slowest = max(slowest, took)
+				if resp.StatusCode != http.StatusOK || string(got) != "validated" || took > time.Second {
+					t.Errorf("request %d of %d bytes amid the stream: %s %q after %v; want it validated within 1 s", i, len(body), resp.Status, got, took)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			close(stop)
+			t.Logf("%d bodies streamed; the slowest request took %v", <-streamed, slowest)
 		})
 	}
 }

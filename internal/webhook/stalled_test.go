@@ -184,3 +184,16 @@ func TestUnboundedRequestsAreRefused(t *testing.T) {
 		t.Errorf("holds %d and %d", l.light.held.Load(), l.heavy.held.Load())
 	}
 }
+
+// A denial that leaves the body unread closes the connection, which could
+// not serve another request; one after the whole body keeps it.
+func TestDenialWithAnUnreadBodyClosesTheConnection(t *testing.T) {
+	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
+	for _, unread := range []bool{true, false} {
+		rec := httptest.NewRecorder()
+		l.light.deny(rec, bytes.NewReader(review(t, "denied", 2<<10)), unread)
+		if got, want := rec.Header().Get("Connection") == "close", unread; got != want || !strings.Contains(rec.Body.String(), "u-denied") {
+			t.Errorf("a denial with its body unread=%v: Connection close %v, want %v; answer %s", unread, got, want, rec.Body)
+		}
+	}
+}
