@@ -223,6 +223,21 @@ func TestInjectionMountsOnlyTheOperatorsConfigMaps(t *testing.T) {
 		refusedByInjection(t, tenant.Create(ctx, pod), "spec.volumes[0].configMap.items")
 	})
 
+	t.Run("a hand mount of the prompt beside a persona-prompt volume of its own is refused", func(t *testing.T) {
+		// In the exact shape the webhook writes, naming the live ConfigMap,
+		// beside a whole hand mount: left alone, the hand mount would keep
+		// the webhook from checking the volume.
+		pod := agent("late")
+		pod.Spec.Volumes = []corev1.Volume{
+			{Name: "persona-prompt", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "persona-late"}}}},
+			{Name: "by-hand", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "persona-late"}}}},
+		}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "by-hand", MountPath: "/prompt", ReadOnly: true}}
+		refusedByInjection(t, tenant.Create(ctx, pod), "by hand", "mount the prompt one way")
+	})
+
 	t.Run("a relative mountPath that shadows the prompt is refused", func(t *testing.T) {
 		if err := tenant.Create(ctx, configMap("mine")); err != nil {
 			t.Fatal(err)
