@@ -6,11 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
 // A labelled pod mounts only bytes the operator wrote: with
@@ -153,35 +151,7 @@ func TestInjectionMountsOnlyTheOperatorsConfigMaps(t *testing.T) {
 		if err := tenant.Delete(ctx, persona(ns, "o", ""), client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
 			t.Fatal(err)
 		}
-		// What the garbage collector does: the Persona off the ConfigMap's
-		// owners, then the orphan finalizer off the Persona.
-		gc := garbageCollector.client(t, p)
-		for _, name := range []string{"persona-o", "persona-o.r1"} {
-			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				var cm corev1.ConfigMap
-				if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm); err != nil {
-					return err
-				}
-				cm.OwnerReferences = nil
-				return gc.Update(ctx, &cm)
-			}); err != nil {
-				t.Fatalf("the garbage collector orphans %s: %v", name, err)
-			}
-		}
-		old := persona(ns, "o", "")
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := admin.Get(ctx, client.ObjectKeyFromObject(old), old); err != nil {
-				return err
-			}
-			controllerutil.RemoveFinalizer(old, metav1.FinalizerOrphanDependents)
-			return gc.Update(ctx, old)
-		}); err != nil {
-			t.Fatalf("the garbage collector drops the orphan finalizer: %v", err)
-		}
-		waitFor(ctx, t, 10*time.Second, "the Persona is gone", func() (bool, string) {
-			err := admin.Get(ctx, client.ObjectKeyFromObject(old), persona(ns, "o", ""))
-			return apierrors.IsNotFound(err), errString(err)
-		})
+		finishOrphanDelete(ctx, t, admin, garbageCollector.client(t, p), ns, "o", "persona-o", "persona-o.r1")
 		refusedByInjection(t, tenant.Create(ctx, agent("o")), label, "ConfigMap persona-o is not the prompt of persona o")
 		// Nor may the tenant change the orphan's data meanwhile.
 		var cm corev1.ConfigMap

@@ -10,10 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/persona-operator/persona-operator/test/controlplane"
 )
@@ -176,31 +174,9 @@ func TestConfigMapPolicy(t *testing.T) {
 		if err := tenant.Delete(ctx, persona(ns, "o", ""), client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
 			t.Fatal(err)
 		}
-		// What the garbage collector does: the Persona off the ConfigMap's
-		// owners, then the orphan finalizer off the Persona.
+		finishOrphanDelete(ctx, t, admin, gc, ns, "o", "persona-o")
 		okey := client.ObjectKey{Namespace: ns, Name: "persona-o"}
 		var cm corev1.ConfigMap
-		if err := admin.Get(ctx, okey, &cm); err != nil {
-			t.Fatal(err)
-		}
-		cm.OwnerReferences = nil
-		if err := gc.Update(ctx, &cm); err != nil {
-			t.Fatalf("the garbage collector orphans the ConfigMap: %v", err)
-		}
-		old := persona(ns, "o", "")
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := admin.Get(ctx, client.ObjectKeyFromObject(old), old); err != nil {
-				return err
-			}
-			controllerutil.RemoveFinalizer(old, metav1.FinalizerOrphanDependents)
-			return gc.Update(ctx, old)
-		}); err != nil {
-			t.Fatalf("the garbage collector drops the orphan finalizer: %v", err)
-		}
-		waitFor(ctx, t, 10*time.Second, "the Persona is gone", func() (bool, string) {
-			err := admin.Get(ctx, client.ObjectKeyFromObject(old), persona(ns, "o", ""))
-			return apierrors.IsNotFound(err), errString(err)
-		})
 		// An orphan is no Persona's, but its name is the operator's: the
 		// tenant may not change it.
 		if err := admin.Get(ctx, okey, &cm); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 
@@ -141,6 +143,40 @@ func waitFor(ctx context.Context, t *testing.T, timeout time.Duration, what stri
 	if err != nil {
 		t.Fatalf("%s: not within %s: %s", what, timeout, last)
 	}
+}
+
+// finishOrphanDelete does what the garbage collector does after kubectl
+// delete persona --cascade=orphan: it takes the Persona off the owners of
+// each of its ConfigMaps, then the orphan finalizer off the Persona, and
+// waits for the Persona to be gone.
+func finishOrphanDelete(ctx context.Context, t *testing.T, admin, gc client.Client, ns, name string, configMaps ...string) {
+	t.Helper()
+	for _, cmName := range configMaps {
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var cm corev1.ConfigMap
+			if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: cmName}, &cm); err != nil {
+				return err
+			}
+			cm.OwnerReferences = nil
+			return gc.Update(ctx, &cm)
+		}); err != nil {
+			t.Fatalf("the garbage collector orphans %s: %v", cmName, err)
+		}
+	}
+	old := persona(ns, name, "")
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(old), old); err != nil {
+			return err
+		}
+		controllerutil.RemoveFinalizer(old, metav1.FinalizerOrphanDependents)
+		return gc.Update(ctx, old)
+	}); err != nil {
+		t.Fatalf("the garbage collector drops the orphan finalizer: %v", err)
+	}
+	waitFor(ctx, t, 10*time.Second, "the Persona is gone", func() (bool, string) {
+		err := admin.Get(ctx, client.ObjectKeyFromObject(old), persona(ns, name, ""))
+		return apierrors.IsNotFound(err), errString(err)
+	})
 }
 
 // waitPrompt waits until ns's persona-<name> holds text, controlled by the
