@@ -13,7 +13,7 @@ import (
 )
 
 // managerFlags are the manager's command line: kubebuilder's flags plus the
-// operator's own (README.md#development).
+// operator's own (docs/install.md#manager-flags).
 type managerFlags struct {
 	metricsAddr, probeAddr, pprofAddr string
 	secureMetrics, enableHTTP2        bool

@@ -33,7 +33,7 @@ type Manager struct {
 const ManagerUser = "persona-operator-manager"
 
 // NewManager prepares the manager binary to run against p with the
-// flags of README.md#development, as ManagerUser.
+// flags of docs/install.md#manager-flags, as ManagerUser.
 func (p *Plane) NewManager(binary string, log io.Writer, extra ...string) (*Manager, error) {
 	if err := p.grantManagerRole(); err != nil {
 		return nil, err
