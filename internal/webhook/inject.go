@@ -127,8 +127,7 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		if podName == "" {
 			podName = pod.GenerateName
 		}
-		status := apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), podName, errs).Status()
-		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+		return refusal(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), podName, errs)
 	}
 	if !res.Changed {
 		return admission.Allowed("the pod mounts the prompt of persona " + name + " itself")

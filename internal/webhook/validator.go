@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -81,9 +80,7 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("the %s object %s", req.Kind.Kind, personaadmission.DecodeErrorDetail(err)))
 	}
 	if errs := personaadmission.Validate(obj); len(errs) > 0 {
-		gk := v1alpha1.GroupVersion.WithKind(req.Kind.Kind).GroupKind()
-		status := apierrors.NewInvalid(gk, req.Name, errs).Status()
-		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+		return refusal(v1alpha1.GroupVersion.WithKind(req.Kind.Kind).GroupKind(), req.Name, errs)
 	}
 	resp := admission.Allowed("")
 	for _, w := range personaadmission.Warnings(obj) {

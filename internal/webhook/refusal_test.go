@@ -1,0 +1,53 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// An object of thousands of unknown keys is refused in milliseconds, with
+// the first 100 errors named and the rest counted: listed whole, the API
+// server's error message cost seconds of CPU (it grows with the square of
+// the errors) and an answer many times the request's size.
+func TestRefusalOfManyErrorsIsBounded(t *testing.T) {
+	var keys strings.Builder
+	const unknown = 6000
+	for i := range unknown {
+		fmt.Fprintf(&keys, `,"k%d":1`, i)
+	}
+	obj := `{"apiVersion":"prompts.persona-operator.dev/v1alpha1","kind":"Persona","metadata":{"name":"p","namespace":"ns"},"spec":{}` + keys.String() + `}`
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "u", Name: "p", Namespace: "ns", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: []byte(obj)},
+	}}
+	req.Kind.Kind = "Persona"
+	start := time.Now()
+	resp := (&Validator{}).Handle(context.Background(), req)
+	took := time.Since(start)
+	if resp.Allowed || resp.Result == nil || resp.Result.Details == nil {
+		t.Fatalf("an object of %d unknown keys was not refused: %+v", unknown, resp.Result)
+	}
+	causes := resp.Result.Details.Causes
+	if len(causes) != maxReportedErrors+1 {
+		t.Errorf("the refusal has %d causes, want %d named and one that counts the rest", len(causes), maxReportedErrors)
+	}
+	// 6000 unknown keys and the rest of the errors the object has: at
+	// least 5900 are left out.
+	last := causes[len(causes)-1].Message
+	var more int
+	if _, err := fmt.Sscanf(last[strings.Index(last, "Forbidden: ")+len("Forbidden: "):], "%d more errors", &more); err != nil || more < unknown-maxReportedErrors {
+		t.Errorf("the last cause %q does not count the %d or more errors left out (%v)", last, unknown-maxReportedErrors, err)
+	}
+	answer, _ := json.Marshal(resp)
+	if took > time.Second || len(answer) > 64<<10 {
+		t.Errorf("refusing %d bytes took %v and answered %d bytes; want under 1 s and 64 KiB", len(obj), took, len(answer))
+	}
+	t.Logf("an object of %d bytes refused in %v with an answer of %d bytes", len(obj), took, len(answer))
+}
