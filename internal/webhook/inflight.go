@@ -237,8 +237,8 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	// The lane's weight counts the body: it leaves the bodies received.
 	in.receiving.finish(rcpt)
 	// A client that never reads the answer holds the lane no longer than
-	// the API server would wait for it.
-	_ = rc.SetWriteDeadline(start.Add(requestTimeout(r)))
+	// a request may wait for it.
+	_ = rc.SetWriteDeadline(start.Add(2 * l.maxWait))
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection serves on
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	next.ServeHTTP(w, r)
@@ -291,6 +291,12 @@ const (
 	minBodyByteRate = 4 << 20 // bytes a second
 	promptGrace     = 250 * time.Millisecond
 	promptByteRate  = 16 << 20 // bytes a second
+	// A body that holds room and receives nothing for stallGrace is cut
+	// short while a body of another client waits: the API server's bytes
+	// are there to be read. Its client then goes no further than its share
+	// for benchFor.
+	stallGrace = 100 * time.Millisecond
+	benchFor   = 10 * time.Second
 )
 
 // bodyDeadline is how long a body of n bytes may take to arrive.
@@ -335,6 +341,9 @@ type receiving struct {
 	// among the clients.
 	clients map[string]int
 	heldBy  map[string]int64
+	// benched are the clients a body of which was cut short, until when
+	// their bodies may not go past their share.
+	benched map[string]time.Time
 }
 
 // receipt is one body being received.
@@ -347,16 +356,21 @@ type receipt struct {
 	finished bool
 	// done: the body is read, or its read over; no cut may come after.
 	done bool
-	// paused: the body waits for room, so its prompt deadline waits too.
+	// paused: the body waits for room, so its prompt deadline waits too;
+	// left is what remained of it when it paused.
 	paused bool
+	left   time.Duration
 	// due is its prompt deadline: a timer that fires before it, set for an
 	// earlier deadline, finds the body in time.
 	due time.Time
+	// progress is when its last bytes arrived, or it last got room, in
+	// Unix nanoseconds.
+	progress atomic.Int64
 }
 
 func newReceiving(limit int64) *receiving {
 	return &receiving{limit: limit, freed: make(chan struct{}), waiting: map[string]int{}, overdue: map[*receipt]struct{}{},
-		active: map[*receipt]uint64{}, clients: map[string]int{}, heldBy: map[string]int64{}}
+		active: map[*receipt]uint64{}, clients: map[string]int{}, heldBy: map[string]int64{}, benched: map[string]time.Time{}}
 }
 
 // clientAddress is the address a request came from, without its port.
@@ -422,6 +436,7 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 		return nil, fmt.Errorf("set the read deadline: %w", err)
 	}
 	rv.setDue(rcpt, promptDeadline(n))
+	rcpt.progress.Store(time.Now().UnixNano())
 	timer := time.AfterFunc(promptDeadline(n), func() { rv.lateness(rcpt) })
 	defer func() {
 		timer.Stop()
@@ -444,9 +459,10 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 			grown := min(n, 2*int64(cap(body))) - int64(cap(body))
 			if !rv.tryCharge(rcpt, 2*grown) {
 				// Waiting for room is no slowness of the sender's: its
-				// deadlines start again once it has room.
+				// deadlines wait meanwhile, and go on once it has room.
 				rv.mu.Lock()
 				rcpt.paused = true
+				rcpt.left = max(time.Until(rcpt.due), 0)
 				delete(rv.overdue, rcpt)
 				rv.mu.Unlock()
 				timer.Stop()
@@ -454,9 +470,10 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 					return body, errNoRoom
 				}
 				rest := n - int64(len(body))
-				rv.setDue(rcpt, promptDeadline(rest))
+				rv.setDue(rcpt, rcpt.left)
+				rcpt.progress.Store(time.Now().UnixNano())
 				_ = rc.SetReadDeadline(time.Now().Add(bodyDeadline(rest)))
-				timer.Reset(promptDeadline(rest))
+				timer.Reset(rcpt.left)
 			}
 			before := cap(body)
 			body = slices.Grow(body, int(grown))
@@ -469,6 +486,9 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 		}
 		k, err := r.Body.Read(body[len(body):min(cap(body), len(body)+receiveChunk)])
 		body = body[:len(body)+k]
+		if k > 0 {
+			rcpt.progress.Store(time.Now().UnixNano())
+		}
 		if err != nil && !(errors.Is(err, io.EOF) && int64(len(body)) == n) {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
@@ -496,7 +516,7 @@ func (rv *receiving) lateness(rcpt *receipt) {
 	switch {
 	case rcpt.done, rcpt.paused, time.Now().Before(rcpt.due):
 	case rv.othersWait(rcpt.client):
-		rcpt.cut()
+		rv.cutShort(rcpt)
 	default:
 		rv.overdue[rcpt] = struct{}{}
 	}
@@ -526,32 +546,71 @@ func (rv *receiving) tryCharge(rcpt *receipt, n int64) bool {
 }
 
 // fits reports whether n more bytes of rcpt's body may be held: within the
-// limit and its client's share; or, past them, while no body that has
-// arrived is held, when rcpt's is the first begun of the bodies that are
-// all their client holds. So bodies that each hold a part never wait for
-// one another, the limit is passed by one body at most, and a client that
-// holds a share with several bodies never goes before one that holds
-// nothing.
+// limit and its client's share. Past them, only a body that may pass (the
+// first begun of its client's, of a client not benched): within half the
+// limit more, so that the API server's larger bodies never queue behind
+// those of other clients one by one; or beyond, while no body that has
+// arrived is held, when it is the first begun of the bodies that may pass.
+// So bodies that each hold a part never wait for one another, the room
+// holds at most one and a half times its limit and one body, and a client
+// whose body was cut short takes no room beyond its share.
 func (rv *receiving) fits(rcpt *receipt, n int64) bool {
 	share := int64(fairshare.Share(int(rv.limit), len(rv.clients)))
 	if rv.held+n <= rv.limit && rv.heldBy[rcpt.client]+n <= share {
 		return true
 	}
-	if rv.arrived > 0 || !rv.alone(rcpt) {
+	if !rv.mayPass(rcpt) {
+		return false
+	}
+	if rv.held+n <= rv.limit+rv.limit/2 {
+		return true
+	}
+	if rv.arrived > 0 {
 		return false
 	}
 	mine := rv.active[rcpt]
 	for other, seq := range rv.active {
-		if seq < mine && rv.alone(other) {
+		if seq < mine && rv.mayPass(other) {
 			return false
 		}
 	}
 	return true
 }
 
-// alone reports whether rcpt's body is all its client holds.
-func (rv *receiving) alone(rcpt *receipt) bool {
-	return rv.heldBy[rcpt.client] == rcpt.charged
+// mayPass reports whether rcpt's body may go past the limit and its share
+// when it is the first begun of those that may: it began first of its
+// client's, and its client is not benched.
+func (rv *receiving) mayPass(rcpt *receipt) bool {
+	if until, ok := rv.benched[rcpt.client]; ok {
+		if time.Now().Before(until) {
+			return false
+		}
+		delete(rv.benched, rcpt.client)
+	}
+	mine := rv.active[rcpt]
+	for other, seq := range rv.active {
+		if seq < mine && other.client == rcpt.client {
+			return false
+		}
+	}
+	return true
+}
+
+// cutShort cuts rcpt's body short, and benches its client.
+func (rv *receiving) cutShort(rcpt *receipt) {
+	rcpt.cut()
+	rv.benched[rcpt.client] = time.Now().Add(benchFor)
+}
+
+// cutStalled cuts short the bodies of clients other than client that hold
+// room and have received nothing for stallGrace.
+func (rv *receiving) cutStalled(client string) {
+	stalled := time.Now().Add(-stallGrace).UnixNano()
+	for other := range rv.active {
+		if other.client != client && !other.paused && !other.done && other.progress.Load() < stalled && other.charged > 0 {
+			rv.cutShort(other)
+		}
+	}
 }
 
 // wake tells the waiters that room, a share or the first body may have
@@ -562,24 +621,31 @@ func (rv *receiving) wake() {
 }
 
 // charge waits until n bytes fit, or until waitUntil; while it waits, the
-// bodies of other clients past their prompt deadline are cut short.
+// bodies of other clients past their prompt deadline, or stalled, are cut
+// short.
 func (rv *receiving) charge(ctx context.Context, waitUntil time.Time, rcpt *receipt, n int64) bool {
 	ctx, cancel := context.WithDeadline(ctx, waitUntil)
 	defer cancel()
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
+	// A body that stalls while this one waits is cut short: it is looked
+	// for every stallGrace.
+	tick := time.NewTicker(stallGrace)
+	defer tick.Stop()
 	for !rv.fits(rcpt, n) {
 		rv.waiting[rcpt.client]++
 		for late := range rv.overdue {
 			if late.client != rcpt.client {
-				late.cut()
+				rv.cutShort(late)
 				delete(rv.overdue, late)
 			}
 		}
+		rv.cutStalled(rcpt.client)
 		freed := rv.freed
 		rv.mu.Unlock()
 		select {
 		case <-freed:
+		case <-tick.C:
 		case <-ctx.Done():
 		}
 		rv.mu.Lock()
@@ -595,19 +661,15 @@ func (rv *receiving) charge(ctx context.Context, waitUntil time.Time, rcpt *rece
 }
 
 // waitFor is how long a request may wait to be let in: half the timeout
-// the API server gives the webhook, leaving the other half to validate it.
-// Whoever sends the request chooses the timeout, so serve waits no more
-// than maxWait however long it is.
-func waitFor(r *http.Request) time.Duration { return requestTimeout(r) / 2 }
-
-// requestTimeout is the timeout the API server gives the webhook (the
-// timeout query parameter), at most the API server's own longest.
-func requestTimeout(r *http.Request) time.Duration {
+// the API server gives the webhook (the timeout query parameter), leaving
+// the other half to validate it. Whoever sends the request chooses the
+// parameter, so serve waits no more than maxWait however long it is.
+func waitFor(r *http.Request) time.Duration {
 	timeout, err := time.ParseDuration(r.URL.Query().Get("timeout"))
 	if err != nil || timeout <= 0 {
-		return 10 * time.Second // the API server's default
+		timeout = 10 * time.Second // the API server's default
 	}
-	return min(timeout, 30*time.Second)
+	return timeout / 2
 }
 
 // deny refuses a request that was not let in, naming the reason; unread

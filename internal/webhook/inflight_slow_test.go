@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,8 +87,9 @@ func TestSlowBodiesDoNotStarveOrdinaryRequests(t *testing.T) {
 
 // TestSlowBodyIsCutWhenOthersWait: a body that arrives after its prompt
 // deadline but within its body deadline is served while nobody waits for
-// room; once a request waits, a body past its prompt deadline is cut short
-// (408), and the waiting request is served.
+// room; once a request of another client waits, a body that stalls, or is
+// past its prompt deadline, is cut short (408), and the waiting request is
+// served.
 func TestSlowBodyIsCutWhenOthersWait(t *testing.T) {
 	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
 	srv := httptest.NewServer(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -110,46 +113,69 @@ func TestSlowBodyIsCutWhenOthersWait(t *testing.T) {
 		t.Errorf("a slow body within its deadline: %s %q", resp.Status, got)
 	}
 
-	// Room for little more than what a slow body sent at once and then
-	// stalled holds: the ordinary request must wait for it. The slow body
-	// comes from another client, whose share is all the room while it is
-	// alone.
-	l.light.receiving = newReceiving(150 << 10)
-	slow := review(t, "slow", 55<<10)
-	start := time.Now()
-	conn = dialFrom(t, srv, otherClient)
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /?timeout=10s HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(slow))
-	if _, err := conn.Write(slow[:50<<10]); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(50 * time.Millisecond)
-	type answer struct {
-		status string
-		took   time.Duration
-	}
-	ordinary := make(chan answer)
-	go func() {
-		resp, err := http.Post(srv.URL+"/?timeout=10s", "application/json", bytes.NewReader(review(t, "ordinary", 60<<10)))
-		if err != nil {
-			ordinary <- answer{status: err.Error()}
-			return
-		}
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		ordinary <- answer{resp.Status + " " + string(got), time.Since(start)}
-	}()
-	resp, err = http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ = io.ReadAll(resp.Body)
-	if took := time.Since(start); resp.StatusCode != http.StatusRequestTimeout || took > time.Second {
-		t.Errorf("a slow body while another waits: %s %q after %v; want 408 at its prompt deadline", resp.Status, got, took)
-	}
-	// Answered once the slow body is cut, at its prompt deadline.
-	if got := <-ordinary; got.status != "200 OK validated" || got.took < promptDeadline(int64(len(slow))) || got.took > time.Second {
-		t.Errorf("the request that waited for room: %q after %v; want it validated after the slow body's prompt deadline, within 1 s", got.status, got.took)
+	// Room for little more than what a slow body sent at once holds (its
+	// 50 KiB are charged 120 KiB), so that the ordinary request (120 KiB)
+	// must wait for it even past the limit. The slow body comes from another
+	// client, whose share is all the room while it is alone. One stalls
+	// after its first 50 KiB, and is cut stallGrace after its last bytes;
+	// one sends a byte every 20 ms, never stalled, and is cut at its prompt
+	// deadline.
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration
+		cutAfter time.Duration
+	}{
+		{"stalls", 0, stallGrace},
+		{"trickles", 20 * time.Millisecond, promptDeadline(55 << 10)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l.light.receiving = newReceiving(128 << 10)
+			slow := review(t, "slow", 55<<10)
+			start := time.Now()
+			conn := dialFrom(t, srv, otherClient)
+			defer conn.Close()
+			fmt.Fprintf(conn, "POST /?timeout=10s HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(slow))
+			if _, err := conn.Write(slow[:50<<10]); err != nil {
+				t.Fatal(err)
+			}
+			if tc.interval > 0 {
+				go func() {
+					for i := 50 << 10; i < len(slow); i++ {
+						if _, err := conn.Write(slow[i : i+1]); err != nil {
+							return
+						}
+						time.Sleep(tc.interval)
+					}
+				}()
+			}
+			time.Sleep(50 * time.Millisecond)
+			type answer struct {
+				status string
+				took   time.Duration
+			}
+			ordinary := make(chan answer)
+			go func() {
+				resp, err := http.Post(srv.URL+"/?timeout=10s", "application/json", bytes.NewReader(review(t, "ordinary", 60<<10)))
+				if err != nil {
+					ordinary <- answer{status: err.Error()}
+					return
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				ordinary <- answer{resp.Status + " " + string(got), time.Since(start)}
+			}()
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			if took := time.Since(start); resp.StatusCode != http.StatusRequestTimeout || took > time.Second {
+				t.Errorf("a slow body while another waits: %s %q after %v; want 408 within 1 s", resp.Status, got, took)
+			}
+			if got := <-ordinary; got.status != "200 OK validated" || got.took < tc.cutAfter || got.took > time.Second {
+				t.Errorf("the request that waited for room: %q after %v; want it validated once the slow body is cut (after %v), within 1 s", got.status, got.took, tc.cutAfter)
+			}
+		})
 	}
 }
 
@@ -238,27 +264,40 @@ func TestHeaderOnlyStreamDoesNotStarveOrdinaryRequests(t *testing.T) {
 // TestBodyStreamOfAnotherClientDoesNotStarveOrdinaryRequests: a client that
 // sends real bytes, each body one byte short of its length (100 at once,
 // then 200 a second of 64 KiB at the light lanes, 10 a second of 2 MiB at
-// the heavy ones, about 12 MB/s), fills at most its share of the room:
-// the API server's requests that need room, of every lane, are still
+// the heavy ones, about 12 MB/s), fills at most its share of the room; and
+// clients at many addresses (100 at the light lanes, 8 at the heavy ones),
+// each keeping one body open that stops just short of needing more than
+// its share, are cut short one by one as they stall, and benched. Either
+// way the API server's requests that need room, of every lane, are
 // answered within a second.
 func TestBodyStreamOfAnotherClientDoesNotStarveOrdinaryRequests(t *testing.T) {
 	validating := func() *inflight { return newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits) }
 	injecting := func() *inflight { return newPodInflight(PodInflightBytes, HeavyPodInflightBytes) }
 	for _, tc := range []struct {
-		name        string
-		l           *inflight
-		burst, rate int
-		length      int
-		timeout     string
-		body        func(uid string) []byte
+		name string
+		l    *inflight
+		// One address: burst bodies at once, then rate a second. Several:
+		// one body open at each at a time.
+		addresses, burst, rate int
+		length, sent           int
+		timeout                string
+		body                   func(uid string) []byte
 	}{
-		{"validating, light", validating(), 100, 200, lightRequestBytes, "10s",
+		{"validating, light", validating(), 1, 100, 200, lightRequestBytes, lightRequestBytes - 1, "10s",
 			func(uid string) []byte { return review(t, uid, 48<<10) }},
-		{"validating, heavy", validating(), 4, 10, 2 << 20, "10s",
+		{"validating, heavy", validating(), 1, 4, 10, 2 << 20, 2<<20 - 1, "10s",
 			func(uid string) []byte { return review(t, uid, 3<<20) }},
-		{"injecting, light", injecting(), 100, 200, lightRequestBytes, "5s",
+		{"injecting, light", injecting(), 1, 100, 200, lightRequestBytes, lightRequestBytes - 1, "5s",
 			func(uid string) []byte { return podReview(uid, agentContainer, 48<<10) }},
-		{"injecting, heavy", injecting(), 4, 10, 2 << 20, "5s",
+		{"injecting, heavy", injecting(), 1, 4, 10, 2 << 20, 2<<20 - 1, "5s",
+			func(uid string) []byte { return podReview(uid, agentContainer, 1<<20) }},
+		{"validating, light, 100 addresses", validating(), 100, 0, 0, lightRequestBytes, 40 << 10, "10s",
+			func(uid string) []byte { return review(t, uid, 48<<10) }},
+		{"validating, heavy, 8 addresses", validating(), 8, 0, 0, 7<<20 - 1, 512 << 10, "10s",
+			func(uid string) []byte { return review(t, uid, 3<<20) }},
+		{"injecting, light, 100 addresses", injecting(), 100, 0, 0, lightRequestBytes, 40 << 10, "5s",
+			func(uid string) []byte { return podReview(uid, agentContainer, 48<<10) }},
+		{"injecting, heavy, 8 addresses", injecting(), 8, 0, 0, 2 << 20, 512 << 10, "5s",
 			func(uid string) []byte { return podReview(uid, agentContainer, 1<<20) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -267,37 +306,65 @@ func TestBodyStreamOfAnotherClientDoesNotStarveOrdinaryRequests(t *testing.T) {
 				_, _ = w.Write([]byte("validated"))
 			})))
 			defer srv.Close()
-			sent := bytes.Repeat([]byte("x"), tc.length-1)
+			sent := bytes.Repeat([]byte("x"), tc.sent)
 			stop := make(chan struct{})
-			streamed := make(chan int)
-			go func() {
-				var conns []net.Conn
-				defer func() {
-					for _, c := range conns {
-						c.Close()
+			var streamed atomic.Int64
+			var senders sync.WaitGroup
+			// send opens a connection from ip and sends a body short of its
+			// length, which it holds until the server cuts it.
+			send := func(ip string) net.Conn {
+				conn := dialFrom(t, srv, ip)
+				fmt.Fprintf(conn, "POST /?timeout=%s HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", tc.timeout, tc.length)
+				go func() { _, _ = conn.Write(sent) }()
+				streamed.Add(1)
+				return conn
+			}
+			if tc.addresses == 1 {
+				senders.Add(1)
+				go func() {
+					defer senders.Done()
+					var conns []net.Conn
+					defer func() {
+						for _, c := range conns {
+							c.Close()
+						}
+					}()
+					for range tc.burst {
+						conns = append(conns, send(otherClient))
 					}
-					streamed <- len(conns)
+					tick := time.NewTicker(time.Second / time.Duration(tc.rate))
+					defer tick.Stop()
+					for {
+						select {
+						case <-stop:
+							return
+						case <-tick.C:
+							conns = append(conns, send(otherClient))
+						}
+					}
 				}()
-				send := func() {
-					conn := dialFrom(t, srv, otherClient)
-					fmt.Fprintf(conn, "POST /?timeout=%s HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", tc.timeout, tc.length)
-					go func() { _, _ = conn.Write(sent) }()
-					conns = append(conns, conn)
-				}
-				for range tc.burst {
-					send()
-				}
-				tick := time.NewTicker(time.Second / time.Duration(tc.rate))
-				defer tick.Stop()
-				for {
-					select {
-					case <-stop:
-						return
-					case <-tick.C:
-						send()
+			}
+			for i := range tc.addresses * min(tc.addresses-1, 1) {
+				senders.Add(1)
+				go func() {
+					defer senders.Done()
+					for {
+						conn := send(fmt.Sprintf("127.0.1.%d", i+1))
+						done := make(chan struct{})
+						go func() {
+							defer close(done)
+							_, _ = http.ReadResponse(bufio.NewReader(conn), nil)
+						}()
+						select {
+						case <-stop:
+							conn.Close()
+							return
+						case <-done:
+							conn.Close()
+						}
 					}
-				}
-			}()
+				}()
+			}
 			time.Sleep(time.Second) // the stream is steady
 			var slowest time.Duration
 			for i := range 8 {
@@ -312,12 +379,47 @@ func TestBodyStreamOfAnotherClientDoesNotStarveOrdinaryRequests(t *testing.T) {
 				took := time.Since(start)
 				slowest = max(slowest, took)
 				if resp.StatusCode != http.StatusOK || string(got) != "validated" || took > time.Second {
-					t.Errorf("request %d of %d bytes amid the stream: %s %q after %v; want it validated within 1 s", i, len(body), resp.Status, got, took)
+					t.Errorf("request %d of %d bytes amid the stream: %s %.200q after %v; want it validated within 1 s", i, len(body), resp.Status, got, took)
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
 			close(stop)
-			t.Logf("%d bodies streamed; the slowest request took %v", <-streamed, slowest)
+			senders.Wait()
+			t.Logf("%d bodies streamed; the slowest request took %v", streamed.Load(), slowest)
 		})
+	}
+}
+
+// TestConcurrentLargeBodiesOfOneClientDoNotWaitForEachOther: the API
+// server's own bodies, each larger than the room for bodies being received
+// can hold beside the other, never wait for one another: the first begun
+// goes on past the limit.
+func TestConcurrentLargeBodiesOfOneClientDoNotWaitForEachOther(t *testing.T) {
+	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
+	srv := httptest.NewServer(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = w.Write([]byte("validated"))
+	})))
+	defer srv.Close()
+	for round := range 3 {
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				start := time.Now()
+				resp, err := http.Post(srv.URL+"/?timeout=10s", "application/json", bytes.NewReader(review(t, fmt.Sprint(round, "-", i), 3<<20)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if took := time.Since(start); resp.StatusCode != http.StatusOK || string(got) != "validated" || took > 2*time.Second {
+					t.Errorf("round %d, body %d of 3 MiB: %s %.200q after %v; want it validated within 2 s", round, i, resp.Status, got, took)
+				}
+			}()
+		}
+		wg.Wait()
 	}
 }
