@@ -20,6 +20,8 @@ KUSTOMIZE_VERSION ?= v5.8.2
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 HELM_VERSION ?= v4.3.1
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 GO_TEST_FLAGS ?=
 BENCH_COUNT ?= 5
 
@@ -44,6 +46,14 @@ generate: controller-gen ## Generate DeepCopy methods.
 .PHONY: fmt
 fmt: ## Run go fmt.
 	go fmt ./...
+
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint (.golangci.yml), with the version pinned here, over every package.
+	$(GOLANGCI_LINT) run --timeout 15m ./...
+
+.PHONY: lint-fix
+lint-fix: golangci-lint ## Run golangci-lint and apply the fixes it can.
+	$(GOLANGCI_LINT) run --timeout 15m --fix ./...
 
 .PHONY: vet
 vet: ## Run go vet.
@@ -227,6 +237,12 @@ helm: $(HELM)
 $(HELM): | $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 	mv $(LOCALBIN)/helm $(HELM)
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT)
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(LOCALBIN)/golangci-lint $(GOLANGCI_LINT)
 
 .PHONY: help
 help: ## Show this help.
