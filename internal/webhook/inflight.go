@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -599,8 +600,17 @@ func (rv *receiving) mayPass(rcpt *receipt) bool {
 // cutShort cuts rcpt's body short, and benches its client.
 func (rv *receiving) cutShort(rcpt *receipt) {
 	rcpt.cut()
-	rv.benched[rcpt.client] = time.Now().Add(benchFor)
+	now := time.Now()
+	if len(rv.benched) >= maxBenched {
+		// Clients that stay away are forgotten once their time is up.
+		maps.DeleteFunc(rv.benched, func(_ string, until time.Time) bool { return !now.Before(until) })
+	}
+	rv.benched[rcpt.client] = now.Add(benchFor)
 }
+
+// maxBenched is how many benched clients are kept before those whose time
+// is up are forgotten.
+const maxBenched = 1024
 
 // cutStalled cuts short the bodies of clients other than client that hold
 // room and have received nothing for stallGrace.
