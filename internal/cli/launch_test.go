@@ -464,3 +464,13 @@ func TestLaunchLiveMountRevision(t *testing.T) {
 		t.Errorf("exit %d: %s", l.code, l.stderr)
 	}
 }
+
+// TestLaunchWithoutDashDash: launch reads no flag after the executable, so
+// the command's own flags stay the command's without a "--".
+func TestLaunchWithoutDashDash(t *testing.T) {
+	dir := mountBundle(t, launchBundle(t, ""))
+	l := runLaunch(t, mountEnv(dir, render.SystemPromptKey), "--project-docs", "skip", "codex", "exec", "--skip-git-repo-check", "--json", "x")
+	if l.code != 0 || !slices.Equal(l.argv[len(l.argv)-4:], []string{"exec", "--skip-git-repo-check", "--json", "x"}) {
+		t.Errorf("exit %d, argv %q: %s", l.code, l.argv, l.stderr)
+	}
+}
