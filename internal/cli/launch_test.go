@@ -474,3 +474,26 @@ func TestLaunchWithoutDashDash(t *testing.T) {
 		t.Errorf("exit %d, argv %q: %s", l.code, l.argv, l.stderr)
 	}
 }
+
+// TestLaunchClaudeWithoutBody: a persona without a body has an empty
+// persona.md, which Claude gets no file for: keep appends the system prompt
+// alone, replace puts it in place of Claude Code's own.
+func TestLaunchClaudeWithoutBody(t *testing.T) {
+	for _, tc := range []struct{ harnessPrompt, option string }{
+		{harnessPromptKeep, "--append-system-prompt-file"},
+		{harnessPromptReplace, "--system-prompt-file"},
+	} {
+		b := launchBundle(t, tc.harnessPrompt)
+		b.Persona.Prompt = ""
+		l := runLaunch(t, mountEnv(mountBundle(t, b), render.VariantKey("claude")), "--", "claude", "-p", "x")
+		if l.code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.harnessPrompt, l.code, l.stderr)
+		}
+		if got := fileArg(t, l.argv, tc.option); got != launchPrompt {
+			t.Errorf("%s: %s holds %q, want the system prompt %q", tc.harnessPrompt, tc.option, got, launchPrompt)
+		}
+		if n := len(l.argv); n != 9 {
+			t.Errorf("%s: argv %q: want one prompt option", tc.harnessPrompt, l.argv)
+		}
+	}
+}

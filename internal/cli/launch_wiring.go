@@ -138,33 +138,31 @@ func wireClaude(in wiringInput) (*wiring, error) {
 		w.flag("--effort", "--effort", e)
 	}
 	w.owned = append(w.owned, "--system-prompt", "--system-prompt-file", "--append-system-prompt", "--append-system-prompt-file", "--agent")
-	systemPrompt, err := in.place("system-prompt.md", in.systemPrompt)
-	if err != nil {
-		return nil, err
+	file := func(option, what, name, content string) error {
+		path, err := in.place(name, content)
+		if err != nil {
+			return err
+		}
+		w.options = append(w.options, option, path)
+		w.passed = append(w.passed, passed{what, content, option})
+		return nil
 	}
+	var err error
 	switch {
 	case in.settings.harnessPrompt == harnessPromptReplace && in.personaMD != "":
-		personaMD, err := in.place("persona.md", in.personaMD)
-		if err != nil {
-			return nil, err
+		err = file("--system-prompt-file", "persona.md", "persona.md", in.personaMD)
+		if err == nil {
+			err = file("--append-system-prompt-file", "the system prompt", "system-prompt.md", in.systemPrompt)
 		}
-		w.options = append(w.options, "--system-prompt-file", personaMD, "--append-system-prompt-file", systemPrompt)
-		w.passed = append(w.passed, passed{"persona.md", in.personaMD, "--system-prompt-file"},
-			passed{"the system prompt", in.systemPrompt, "--append-system-prompt-file"})
 	case in.settings.harnessPrompt == harnessPromptReplace:
-		w.options = append(w.options, "--system-prompt-file", systemPrompt)
-		w.passed = append(w.passed, passed{"the system prompt", in.systemPrompt, "--system-prompt-file"})
+		err = file("--system-prompt-file", "the system prompt", "system-prompt.md", in.systemPrompt)
 	case in.personaMD != "":
-		joined := in.personaMD + "\n" + in.systemPrompt
-		path, err := in.place("persona-and-system-prompt.md", joined)
-		if err != nil {
-			return nil, err
-		}
-		w.options = append(w.options, "--append-system-prompt-file", path)
-		w.passed = append(w.passed, passed{"persona.md and the system prompt", joined, "--append-system-prompt-file"})
+		err = file("--append-system-prompt-file", "persona.md and the system prompt", "persona-and-system-prompt.md", in.personaMD+"\n"+in.systemPrompt)
 	default:
-		w.options = append(w.options, "--append-system-prompt-file", systemPrompt)
-		w.passed = append(w.passed, passed{"the system prompt", in.systemPrompt, "--append-system-prompt-file"})
+		err = file("--append-system-prompt-file", "the system prompt", "system-prompt.md", in.systemPrompt)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if in.skipDocs {
 		w.setEnv("CLAUDE_CODE_DISABLE_CLAUDE_MDS", "1")
