@@ -288,9 +288,9 @@ func TestByHand(t *testing.T) {
 	})
 }
 
-// TestLaunchPerTurn: with --turn, the prompt reaching the model is the
-// bundle's render for the turn, its caller prompt before the final
-// guardrail.
+// TestLaunchPerTurn: with --bundle and --turn, the prompt reaching the
+// model is the bundle's render for the turn, its caller prompt before the
+// final guardrail.
 func TestLaunchPerTurn(t *testing.T) {
 	s := setUp(t)
 	for i := range harnesses {
@@ -298,7 +298,7 @@ func TestLaunchPerTurn(t *testing.T) {
 		t.Run(h.name, func(t *testing.T) {
 			argv := s.launchCommand(t, h.name+" launch", map[string]string{"TASK": task})
 			at := slices.Index(argv, "launch") + 1
-			argv = slices.Insert(argv, at, "--turn", s.fx.turn)
+			argv = slices.Insert(argv, at, "--bundle", filepath.Join(s.fx.mounts["keep"], "bundle.json"), "--turn", s.fx.turn)
 			prompt := wantCodexTurnPrompt
 			if h.name == "claude" {
 				prompt = wantClaudeTurnPrompt
