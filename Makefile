@@ -69,6 +69,11 @@ test: manifests generate vet chart-lint ## Run every test that runs as an ordina
 	assets="$$(hack/envtest-binaries.sh)" && \
 	KUBEBUILDER_ASSETS="$$assets" PERSONA_REQUIRE_ENVTEST=1 PERSONA_HELM="$(HELM)" go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: test-agents
+test-agents: ## Run Claude Code, Codex and opencode (pinned, from the npm registry) through kubectl-persona launch and docs/agents.md's recipes against a model stub, and check what the model receives.
+	clis="$$(hack/agent-clis.sh)" && \
+	PERSONA_AGENT_CLIS="$$clis" PERSONA_REQUIRE_AGENTS=1 go test -count=1 -v -timeout 20m ./test/agents
+
 # E2E_EDITS is how many prompt edits the e2e suite measures edit -> pod over
 # (empty: 21).
 E2E_EDITS ?=

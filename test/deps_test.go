@@ -1,7 +1,8 @@
 // Package test holds what only tests and harnesses use: the local control
 // plane (controlplane), the envtest suites' shared setup (suite),
 // fixtures, metric scraping (scrape), the scale
-// harness (scale) and the Argo CD health check runner (argocd). No
+// harness (scale), the Argo CD health check runner (argocd) and the agent
+// CLIs' suite with its model stub (agents). No
 // production binary may depend on it; this package's test checks that.
 package test
 

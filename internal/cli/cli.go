@@ -119,7 +119,10 @@ Exit status: 0 success, 1 invalid input or render failure, 2 usage error;
 diff exits 0 without differences, 1 with differences, 2 on any error.
 
 history and rollback work on a Persona's revisions in the cluster of the
-kubeconfig context: list them, print one, and pin one or remove the pin.`,
+kubeconfig context: list them, print one, and pin one or remove the pin.
+
+launch runs a coding agent's harness (claude, codex, opencode) in an agent
+pod with the persona mounted there: its prompt, model and reasoning effort.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Run gives the suggestion on the error's line (unknownCommand).
@@ -137,7 +140,7 @@ kubeconfig context: list them, print one, and pin one or remove the pin.`,
 		return usageError("%v", err)
 	})
 	root.AddCommand(newRenderCommand(s), newValidateCommand(s), newDiffCommand(s), newImportCommand(s),
-		newHistoryCommand(s), newRollbackCommand(s), newCompletionCommand(s), newVersionCommand(s))
+		newHistoryCommand(s), newRollbackCommand(s), newLaunchCommand(s), newCompletionCommand(s), newVersionCommand(s))
 	return root
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -103,28 +104,15 @@ func (o *renderOptions) run(cmd *cobra.Command, s *Streams, args []string) error
 	if err := o.check(cmd, args); err != nil {
 		return err
 	}
-	var turn *render.Turn
-	if o.turn != "" {
-		raw, name, err := readInput(o.turn, s.In)
-		if err != nil {
-			return failed("read turn context: %v", err)
-		}
-		if turn, err = parseTurn(raw); err != nil {
-			return failed("turn context %s: %v", name, err)
-		}
+	turn, err := readTurnFile(o.turn, s.In)
+	if err != nil {
+		return err
 	}
 	var b *render.Bundle
 	var guardrails string // their identity, as the operator annotates it
 	if o.bundle != "" {
-		raw, name, err := readInput(o.bundle, s.In)
-		if err != nil {
-			return failed("read bundle: %v", err)
-		}
-		if err := checkDocument(raw, &render.Bundle{}); err != nil {
-			return failed("%s: not a bundle.json: %v", name, err)
-		}
-		if b, err = render.UnmarshalBundle(raw); err != nil {
-			return failed("%s: %v", name, err)
+		if b, err = readBundleFile(o.bundle, s.In); err != nil {
+			return err
 		}
 	} else {
 		res, err := o.resolve(cmd.Context(), s)
@@ -149,6 +137,41 @@ func (o *renderOptions) run(cmd *cobra.Command, s *Streams, args []string) error
 		return failed("write output: %v", err)
 	}
 	return nil
+}
+
+// readTurnFile reads the turn context of --turn (docs/cli.md#turn-context):
+// nil for no path, and a failure (status 1) naming the file for one that
+// cannot be read or is not a turn context.
+func readTurnFile(path string, stdin io.Reader) (*render.Turn, error) {
+	if path == "" {
+		return nil, nil
+	}
+	raw, name, err := readInput(path, stdin)
+	if err != nil {
+		return nil, failed("read turn context: %v", err)
+	}
+	turn, err := parseTurn(raw)
+	if err != nil {
+		return nil, failed("turn context %s: %v", name, err)
+	}
+	return turn, nil
+}
+
+// readBundleFile reads a bundle.json (--bundle): a failure (status 1)
+// naming the file for one that cannot be read or is not a bundle.
+func readBundleFile(path string, stdin io.Reader) (*render.Bundle, error) {
+	raw, name, err := readInput(path, stdin)
+	if err != nil {
+		return nil, failed("read bundle: %v", err)
+	}
+	if err := checkDocument(raw, &render.Bundle{}); err != nil {
+		return nil, failed("%s: not a bundle.json: %v", name, err)
+	}
+	b, err := render.UnmarshalBundle(raw)
+	if err != nil {
+		return nil, failed("%s: %v", name, err)
+	}
+	return b, nil
 }
 
 // check rejects flag combinations that make no sense (status 2).

@@ -158,7 +158,14 @@ type PersonaFields struct {
 	Harness         string `json:"harness,omitempty"`
 	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 	Streaming       bool   `json:"streaming,omitempty"`
+	// HarnessPrompt is keep or replace: how a launcher gives the harness
+	// the prompt; empty when no persona of the chain sets it, which is keep.
+	HarnessPrompt string `json:"harnessPrompt,omitempty"`
 }
+
+// PersonaMarkdown is the ConfigMap key persona.md of b: the composed body,
+// which does not depend on a turn.
+func (b *Bundle) PersonaMarkdown() string { return withNewline(b.Persona.Prompt) }
 
 // Section is a platform section after overrides. Removed sections are absent.
 type Section struct {
@@ -207,6 +214,8 @@ type Variant struct {
 	Harness         string `json:"harness,omitempty"`
 	Model           string `json:"model,omitempty"`
 	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+	// HarnessPrompt is the variant's keep or replace; empty: the persona's.
+	HarnessPrompt string `json:"harnessPrompt,omitempty"`
 }
 
 // Context holds values for the per-turn variables (personas.md#writing-a-persona-spec spec.context). A

@@ -78,7 +78,7 @@ func (e *Engine) configMapData(b *Bundle, prompt *Prompt, deadline time.Time) (m
 	}
 	data := map[string]string{
 		SystemPromptKey: prompt.Text,
-		PersonaKey:      withNewline(b.Persona.Prompt),
+		PersonaKey:      b.PersonaMarkdown(),
 		BundleKey:       bundle,
 	}
 	for _, v := range b.Variants {
