@@ -61,7 +61,7 @@ func run(wait bool) error {
 	if err != nil {
 		return err
 	}
-	defer plane.Stop()
+	defer func() { _ = plane.Stop() }()
 	if err := os.MkdirAll(filepath.Join(root, logDir), 0o755); err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func run(wait bool) error {
 	if err := manager.Start(ctx); err != nil {
 		return err
 	}
-	defer manager.Stop()
+	defer func() { _ = manager.Stop() }()
 
 	step("labelling the namespace default for the sample guardrails")
 	if err := labelForGuardrails(ctx, plane.Client, objs); err != nil {

@@ -69,7 +69,7 @@ func checkHarness(p *field.Path, h string) field.ErrorList {
 // boundedList is spec's list key, and an error when it has more than max
 // items.
 func boundedList(p *field.Path, spec map[string]any, key string, max int) ([]any, field.ErrorList) {
-	list, _ := getList(spec, key)
+	list := getList(spec, key)
 	if len(list) > max {
 		return list, field.ErrorList{field.TooMany(p, len(list), max)}
 	}
@@ -147,7 +147,7 @@ func validatePlatform(p *field.Path, platform map[string]any) field.ErrorList {
 
 // validateExtensions checks systemPrompt.extensions (personas.md#extensions).
 func validateExtensions(p *field.Path, sp map[string]any) field.ErrorList {
-	list, _ := getList(sp, "extensions")
+	list := getList(sp, "extensions")
 	var errs field.ErrorList
 	seen := map[string]bool{}
 	for i, v := range list {

@@ -44,7 +44,7 @@ func ValidatePromptLayer(obj map[string]any) field.ErrorList {
 	switch {
 	case hasTemplate && hasTemplateFrom:
 		errs = append(errs, field.Forbidden(specPath.Child("templateFrom"), "may not be set together with template; set exactly one of template and templateFrom"))
-	case !hasTemplate && !hasTemplateFrom && !(modeState == present && mode == string(v1alpha1.LayerModeDisable)):
+	case !hasTemplate && !hasTemplateFrom && (modeState != present || mode != string(v1alpha1.LayerModeDisable)):
 		errs = append(errs, field.Required(specPath, "set exactly one of template and templateFrom (only a layer with mode: disable may have neither)"))
 	}
 

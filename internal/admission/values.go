@@ -63,16 +63,10 @@ func getMap(m map[string]any, key string) (map[string]any, presence) {
 	return mm, present
 }
 
-func getList(m map[string]any, key string) ([]any, presence) {
-	v, ok := lookup(m, key)
-	if !ok {
-		return nil, absent
-	}
-	l, ok := v.([]any)
-	if !ok {
-		return nil, wrongType
-	}
-	return l, present
+// getList is the list at key, or nil when it is absent or no list.
+func getList(m map[string]any, key string) []any {
+	l, _ := m[key].([]any)
+	return l
 }
 
 // sortedKeys returns the keys of m in order, so errors come out in the same

@@ -124,7 +124,7 @@ func runImport(s *Streams, files []string, namespace string) error {
 	}
 	for _, im := range out {
 		fmt.Fprintf(s.Out, "---\n# Source: %s\n", oneLine(im.file))
-		s.Out.Write(im.doc)
+		_, _ = s.Out.Write(im.doc)
 	}
 	return nil
 }

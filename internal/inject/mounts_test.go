@@ -100,7 +100,7 @@ func TestPromptVolumeOnlyInTheWebhooksShape(t *testing.T) {
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}
-			if res.Revision != tc.want && !(tc.configMap == "persona-reviewer" && res.Revision == 0) {
+			if res.Revision != tc.want && (tc.configMap != "persona-reviewer" || res.Revision != 0) {
 				t.Errorf("revision %d, want %d", res.Revision, tc.want)
 			}
 			once := pod.DeepCopy()

@@ -20,8 +20,9 @@ import (
 	"slices"
 	"sync"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -408,7 +409,7 @@ func (s *Set) addDocument(o Origin, doc document) {
 		group = ""
 	}
 	ours := group == Group
-	if !ours && !(apiVersion == "v1" && (coreKinds[kind] || kind == "List" || kind == "ConfigMapList" || kind == "NamespaceList")) {
+	if !ours && (apiVersion != "v1" || !coreKinds[kind] && kind != "List" && kind != "ConfigMapList" && kind != "NamespaceList") {
 		return
 	}
 	if strictErr != nil {

@@ -65,7 +65,7 @@ func TestParseCacheBoundsMemory(t *testing.T) {
 			t.Fatal(p.err)
 		}
 	}
-	srcs = nil // what the cache keeps of them is its own
+	// srcs is garbage from here: what the cache keeps of them is its own.
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)

@@ -126,10 +126,10 @@ func newLane(limit, receivingLimit int64, doing, what string) *lane {
 }
 
 // newInflight is the bound of the validating webhooks.
-func newInflight(light, heavy int64, limits render.Limits) *inflight {
+func newInflight(limits render.Limits) *inflight {
 	l := &inflight{
-		light:    newLane(light, lightReceivingBytes, "validating", fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
-		heavy:    newLane(heavy, heavyReceivingBytes, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
+		light:    newLane(LightInflightBytes, lightReceivingBytes, "validating", fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
+		heavy:    newLane(HeavyInflightBytes, heavyReceivingBytes, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
 		maxBytes: maxRequestBytes,
 		capped:   true,
 		maxWait:  maxWait,
@@ -490,7 +490,7 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 		if k > 0 {
 			rcpt.progress.Store(time.Now().UnixNano())
 		}
-		if err != nil && !(errors.Is(err, io.EOF) && int64(len(body)) == n) {
+		if err != nil && (!errors.Is(err, io.EOF) || int64(len(body)) != n) {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}

@@ -58,7 +58,7 @@ func trickle(t *testing.T, srv *httptest.Server, n, sent int, interval time.Dura
 // requests and queue behind it, hold the lane only until their prompt
 // deadline, so an ordinary request sent after them is answered at once.
 func TestSlowBodiesDoNotStarveOrdinaryRequests(t *testing.T) {
-	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
+	l := newInflight(render.DefaultLimits)
 	slowBody := len(review(t, "slow", 60<<10))
 	if slowBody > lightRequestBytes || 3*l.requestWeight(int64(slowBody)) <= l.light.limit {
 		t.Fatalf("three slow bodies of %d bytes do not fill the lane of ordinary requests", slowBody)
@@ -91,7 +91,7 @@ func TestSlowBodiesDoNotStarveOrdinaryRequests(t *testing.T) {
 // past its prompt deadline, is cut short (408), and the waiting request is
 // served.
 func TestSlowBodyIsCutWhenOthersWait(t *testing.T) {
-	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
+	l := newInflight(render.DefaultLimits)
 	srv := httptest.NewServer(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("validated"))
 	})))
@@ -191,7 +191,7 @@ func TestHeaderOnlyStreamDoesNotStarveOrdinaryRequests(t *testing.T) {
 		body func(uid string) []byte
 		want func(*http.Response, []byte) bool
 	}{
-		{"validating", newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits), "/",
+		{"validating", newInflight(render.DefaultLimits), "/",
 			func(uid string) []byte { return review(t, uid, 2<<10) },
 			func(resp *http.Response, got []byte) bool {
 				return resp.StatusCode == http.StatusOK && string(got) == "validated"
@@ -271,7 +271,7 @@ func TestHeaderOnlyStreamDoesNotStarveOrdinaryRequests(t *testing.T) {
 // way the API server's requests that need room, of every lane, are
 // answered within a second.
 func TestBodyStreamOfAnotherClientDoesNotStarveOrdinaryRequests(t *testing.T) {
-	validating := func() *inflight { return newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits) }
+	validating := func() *inflight { return newInflight(render.DefaultLimits) }
 	injecting := func() *inflight { return newPodInflight(PodInflightBytes, HeavyPodInflightBytes) }
 	for _, tc := range []struct {
 		name string
@@ -395,7 +395,7 @@ func TestBodyStreamOfAnotherClientDoesNotStarveOrdinaryRequests(t *testing.T) {
 // can hold beside the other, never wait for one another: the first begun
 // goes on past the limit.
 func TestConcurrentLargeBodiesOfOneClientDoNotWaitForEachOther(t *testing.T) {
-	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
+	l := newInflight(render.DefaultLimits)
 	srv := httptest.NewServer(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_, _ = w.Write([]byte("validated"))

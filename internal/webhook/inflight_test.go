@@ -50,7 +50,7 @@ func TestRequestUID(t *testing.T) {
 // once they are done it is let in.
 func TestInflightBound(t *testing.T) {
 	limits := render.DefaultLimits
-	l := newInflight(16<<20, 24<<20, limits)
+	l := newInflight(limits)
 	if w := l.requestWeight(3 << 20); 2*w <= l.heavy.limit {
 		t.Fatalf("two maximal requests (%d bytes each) fit in %d", w, l.heavy.limit)
 	}

@@ -45,7 +45,7 @@ func stall(t *testing.T, srv *httptest.Server, length int) net.Conn {
 // weigh more than its 16 MiB), hold no share of it: an ordinary review is
 // answered at once.
 func TestStalledBodiesDoNotHoldTheLane(t *testing.T) {
-	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
+	l := newInflight(render.DefaultLimits)
 	ordinary := review(t, "ok", 2000)
 	if stalled := 20*l.requestWeight(8192) + l.requestWeight(3932); stalled+l.requestWeight(int64(len(ordinary))) <= l.light.limit {
 		t.Fatalf("an ordinary request fits beside %d bytes of stalled ones in %d", stalled, l.light.limit)
@@ -75,7 +75,7 @@ func TestStalledBodiesDoNotHoldTheLane(t *testing.T) {
 // bodies received, no share of a lane, and is answered 408 by its
 // deadline, which gives back what it held.
 func TestStalledBodyReleasesItsWeight(t *testing.T) {
-	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
+	l := newInflight(render.DefaultLimits)
 	srv := validating(t, l)
 	const length = 3 << 20
 	start := time.Now()
@@ -117,7 +117,7 @@ func TestTimeoutParameterCannotExtendTheWait(t *testing.T) {
 	if got := waitFor(httptest.NewRequest("POST", "/", nil)); got != 5*time.Second {
 		t.Errorf("without a timeout, waits %v, want 5s", got)
 	}
-	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
+	l := newInflight(render.DefaultLimits)
 	l.maxWait = 300 * time.Millisecond
 	release := make(chan struct{})
 	entered := make(chan struct{})
@@ -152,7 +152,7 @@ func TestTimeoutParameterCannotExtendTheWait(t *testing.T) {
 // A request that names no length, or one over the limit, is refused at
 // once, holding nothing.
 func TestUnboundedRequestsAreRefused(t *testing.T) {
-	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
+	l := newInflight(render.DefaultLimits)
 	srv := validating(t, l)
 	for _, c := range []struct {
 		name   string
@@ -188,7 +188,7 @@ func TestUnboundedRequestsAreRefused(t *testing.T) {
 // A denial that leaves the body unread closes the connection, which could
 // not serve another request; one after the whole body keeps it.
 func TestDenialWithAnUnreadBodyClosesTheConnection(t *testing.T) {
-	l := newInflight(LightInflightBytes, HeavyInflightBytes, render.DefaultLimits)
+	l := newInflight(render.DefaultLimits)
 	for _, unread := range []bool{true, false} {
 		rec := httptest.NewRecorder()
 		l.light.deny(rec, bytes.NewReader(review(t, "denied", 2<<10)), unread)

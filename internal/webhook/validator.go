@@ -65,7 +65,7 @@ func Register(mgr ctrl.Manager, templateSources syncable) error {
 	}
 	v := &Validator{Objects: objects, TemplateSources: sources}
 	// One bound for every path: they share the heap.
-	limit := newInflight(LightInflightBytes, HeavyInflightBytes, render.Default().Limits())
+	limit := newInflight(render.Default().Limits())
 	server := mgr.GetWebhookServer()
 	for _, path := range []string{PersonaPath, PromptLayerPath, ClusterPromptLayerPath, PromptPlatformPath} {
 		server.Register(path, limit.wrap(&webhook.Admission{Handler: v}))

@@ -217,7 +217,7 @@ func Forms(repoRoot string) (map[string]map[string]string, error) {
 	}
 	helm, err := HelmValuesKeys(repoRoot)
 	if err != nil {
-		return nil, fmt.Errorf("Helm values: %w", err)
+		return nil, fmt.Errorf("the Helm values: %w", err)
 	}
 	return map[string]map[string]string{"kustomize Component": component, "Helm values": helm}, nil
 }

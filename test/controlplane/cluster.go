@@ -54,8 +54,8 @@ func StartCluster(address string) (*Plane, *Cluster, error) {
 	}
 	api := &envtest.APIServer{CertDir: dir}
 	// Both, or envtest picks a port on 127.0.0.1.
-	api.SecureServing.Address, api.SecureServing.Port = address, strconv.Itoa(port)
-	api.SecureServing.CA = ca
+	api.Address, api.Port = address, strconv.Itoa(port)
+	api.CA = ca
 	api.Configure().
 		Disable("disable-admission-plugins").
 		Set("advertise-address", address).

@@ -190,15 +190,6 @@ func setUp(t *testing.T, in installer) *suite {
 	return s
 }
 
-func logFile(t *testing.T, dir, name string) *os.File {
-	f, err := os.Create(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
-	return f
-}
-
 // applyOverlay creates the objects of test/e2e/overlay: config/samples with
 // the agent Deployment made to run on this node.
 func (s *suite) applyOverlay() error {

@@ -128,7 +128,7 @@ func convergenceFloor(ctx context.Context, c client.Client, w *world, workers in
 		if err := c.Create(ctx, obj); err != nil {
 			return nil, nil, fmt.Errorf("floor: create Persona %s: %w", p.Name, err)
 		}
-		cm, st := numberRevision(r, obj, 1, v1alpha1.RevisionInput{Kind: "Persona", Namespace: obj.Namespace, Name: obj.Name, Generation: 1})
+		cm, st := numberRevision(r, 1, v1alpha1.RevisionInput{Kind: "Persona", Namespace: obj.Namespace, Name: obj.Name, Generation: 1})
 		cm.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(obj, v1alpha1.GroupVersion.WithKind("Persona"))}
 		if err := c.Create(ctx, cm); err != nil {
 			return nil, nil, fmt.Errorf("floor: create ConfigMap %s: %w", cm.Name, err)
@@ -209,7 +209,7 @@ func fanOutFloor(ctx context.Context, c client.Client, w *world, to []*rendered,
 	start := time.Now()
 	err := parallel(ctx, workers, len(w.cms), func(ctx context.Context, i int) error {
 		p := w.live[i]
-		next, st := numberRevision(to[i], p, 2, v1alpha1.RevisionInput{Kind: "PromptLayer", Namespace: p.Namespace, Name: sharedLayer, Generation: 2})
+		next, st := numberRevision(to[i], 2, v1alpha1.RevisionInput{Kind: "PromptLayer", Namespace: p.Namespace, Name: sharedLayer, Generation: 2})
 		cm := w.cms[i]
 		cm.Data, cm.Annotations = next.Data, next.Annotations
 		if err := c.Update(ctx, cm); err != nil {

@@ -23,7 +23,7 @@ import (
 // numberRevision gives r, the render of revision n of the Persona owner
 // caused by cause, what the controller adds to it: the number on its
 // ConfigMap and in its status, with the history up to n.
-func numberRevision(r *rendered, owner *v1alpha1.Persona, n int64, cause v1alpha1.RevisionInput) (*corev1.ConfigMap, v1alpha1.PersonaStatus) {
+func numberRevision(r *rendered, n int64, cause v1alpha1.RevisionInput) (*corev1.ConfigMap, v1alpha1.PersonaStatus) {
 	cm := r.configMap.DeepCopy()
 	cm.Annotations[delivery.RevisionAnnotation] = strconv.FormatInt(n, 10)
 	st := *r.status.DeepCopy()

@@ -168,7 +168,7 @@ func machineInfo() string {
 		for _, line := range strings.Split(string(raw), "\n") {
 			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
 				var kb int64
-				fmt.Sscan(v, &kb)
+				_, _ = fmt.Sscan(v, &kb)
 				mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
 			}
 		}

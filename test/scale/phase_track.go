@@ -41,7 +41,6 @@ type tracker struct {
 	reached map[string]time.Time
 	doneAt  time.Time
 	done    chan struct{}
-	err     error
 	cancel  context.CancelFunc
 	stopped chan struct{}
 }
