@@ -82,6 +82,12 @@ spec:
 				"PERSONA_PROMPT_FILE": "/etc/persona/system-prompt.md", // the pod's own /elsewhere is overwritten
 				"PERSONA_BUNDLE_FILE": "/etc/persona/bundle.json",
 				"PERSONA_REVISION":    "1",
+				// From revision 1's bundle.json: the default harness, the
+				// model, no reasoning effort (set empty), harnessPrompt unset.
+				"PERSONA_HARNESS":          "claude",
+				"PERSONA_MODEL":            "m1",
+				"PERSONA_REASONING_EFFORT": "",
+				"PERSONA_HARNESS_PROMPT":   "keep",
 			}), c.Name)
 		}
 		Expect(pod.Labels).To(HaveKeyWithValue("prompts.persona-operator.dev/revision", "1"))
@@ -109,6 +115,53 @@ spec:
 		Expect(sidecar.Env).To(BeEmpty())
 		Expect(pod.Labels).NotTo(HaveKey("prompts.persona-operator.dev/revision"))
 		Expect(pod.Annotations).NotTo(HaveKey("prompts.persona-operator.dev/revision"))
+	})
+
+	It("sets the launch variables from the bundle.json of the revision mounted, the variant's fields over the persona's", func() {
+		suite.Apply(ns, `apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: Persona
+metadata: {name: base}
+spec: {harness: codex, harnessPrompt: replace}
+---
+apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: Persona
+metadata: {name: coder}
+spec:
+  inherit: [base]
+  model: gpt-5.1-codex
+  reasoningEffort: high
+  variants: [{name: claude, harness: claude, model: claude-sonnet-4-5, harnessPrompt: keep}]
+`)
+		atRevision("coder", 1)
+		launch := func(pod *corev1.Pod) map[string]string {
+			env := envOf(pod.Spec.Containers[0])
+			out := map[string]string{}
+			for _, k := range []string{"PERSONA_REVISION", "PERSONA_HARNESS", "PERSONA_MODEL", "PERSONA_REASONING_EFFORT", "PERSONA_HARNESS_PROMPT"} {
+				if v, ok := env[k]; ok {
+					out[k] = v
+				}
+			}
+			return out
+		}
+		Expect(launch(create(podOf("coder", nil)))).To(Equal(map[string]string{"PERSONA_REVISION": "1",
+			"PERSONA_HARNESS": "codex", "PERSONA_MODEL": "gpt-5.1-codex", "PERSONA_REASONING_EFFORT": "high", "PERSONA_HARNESS_PROMPT": "replace"}))
+		Expect(launch(create(podOf("coder", map[string]string{"prompts.persona-operator.dev/variant": "claude"})))).To(Equal(map[string]string{
+			"PERSONA_REVISION": "1", "PERSONA_HARNESS": "claude", "PERSONA_MODEL": "claude-sonnet-4-5", "PERSONA_REASONING_EFFORT": "high", "PERSONA_HARNESS_PROMPT": "keep"}))
+
+		By("a revision 2 that changes them, while a pod template names revision 1")
+		suite.Apply(ns, `apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: Persona
+metadata: {name: coder}
+spec: {inherit: [base], model: gpt-5.2-codex, harnessPrompt: keep}
+`)
+		atRevision("coder", 2)
+		Expect(launch(create(podOf("coder", map[string]string{"prompts.persona-operator.dev/revision": "1"})))).To(Equal(map[string]string{
+			"PERSONA_REVISION": "1", "PERSONA_HARNESS": "codex", "PERSONA_MODEL": "gpt-5.1-codex", "PERSONA_REASONING_EFFORT": "high", "PERSONA_HARNESS_PROMPT": "replace"}))
+		Expect(launch(create(podOf("coder", nil)))).To(Equal(map[string]string{"PERSONA_REVISION": "2",
+			"PERSONA_HARNESS": "codex", "PERSONA_MODEL": "gpt-5.2-codex", "PERSONA_REASONING_EFFORT": "", "PERSONA_HARNESS_PROMPT": "keep"}))
+
+		By("a live mount: its values change under the pod, so none is set")
+		Expect(launch(create(podOf("coder", map[string]string{"prompts.persona-operator.dev/delivery": "live"})))).To(BeEmpty())
 	})
 
 	It("changes nothing more in a pod it already injected (reinvocation)", func() {
@@ -195,6 +248,7 @@ spec:
 		early := create(podOf("late", map[string]string{"prompts.persona-operator.dev/variant": "short"}))
 		Expect(promptVolumes(early)).To(Equal([]string{"persona-prompt=persona-late"}))
 		Expect(envOf(early.Spec.Containers[0])).NotTo(HaveKey("PERSONA_REVISION"))
+		Expect(envOf(early.Spec.Containers[0])).NotTo(HaveKey("PERSONA_HARNESS"), "nothing is rendered yet to read it from")
 		Expect(envOf(early.Spec.Containers[0])).To(HaveKeyWithValue("PERSONA_PROMPT_FILE", "/etc/persona/system-prompt.short.md"))
 		persona("late", "m1")
 		atRevision("late", 1)
