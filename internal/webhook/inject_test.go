@@ -52,6 +52,17 @@ spec:
 		Expect(suite.K8s.Create(suite.Ctx, pod)).To(Succeed())
 		return pod
 	}
+	// launched creates pod until one gets the launch variables: a loaded API
+	// server may answer the first read of a snapshot after the webhook's
+	// wait, and the pod is then admitted without them, by design.
+	launched := func(pod *corev1.Pod) *corev1.Pod {
+		var got *corev1.Pod
+		Eventually(func() []corev1.EnvVar {
+			got = create(pod.DeepCopy())
+			return got.Spec.Containers[0].Env
+		}).Should(ContainElement(HaveField("Name", "PERSONA_HARNESS")))
+		return got
+	}
 	promptVolumes := func(pod *corev1.Pod) []string {
 		var out []string
 		for _, v := range pod.Spec.Volumes {
@@ -72,7 +83,7 @@ spec:
 	It("adds the snapshot volume, the read-only mount, the variables and the revision", func() {
 		persona("reviewer", "m1")
 		atRevision("reviewer", 1)
-		pod := create(podOf("reviewer", nil))
+		pod := launched(podOf("reviewer", nil))
 
 		Expect(promptVolumes(pod)).To(Equal([]string{"persona-prompt=persona-reviewer.r1"}))
 		for _, c := range pod.Spec.Containers {
@@ -143,9 +154,9 @@ spec:
 			}
 			return out
 		}
-		Expect(launch(create(podOf("coder", nil)))).To(Equal(map[string]string{"PERSONA_REVISION": "1",
+		Expect(launch(launched(podOf("coder", nil)))).To(Equal(map[string]string{"PERSONA_REVISION": "1",
 			"PERSONA_HARNESS": "codex", "PERSONA_MODEL": "gpt-5.1-codex", "PERSONA_REASONING_EFFORT": "high", "PERSONA_HARNESS_PROMPT": "replace"}))
-		Expect(launch(create(podOf("coder", map[string]string{"prompts.persona-operator.dev/variant": "claude"})))).To(Equal(map[string]string{
+		Expect(launch(launched(podOf("coder", map[string]string{"prompts.persona-operator.dev/variant": "claude"})))).To(Equal(map[string]string{
 			"PERSONA_REVISION": "1", "PERSONA_HARNESS": "claude", "PERSONA_MODEL": "claude-sonnet-4-5", "PERSONA_REASONING_EFFORT": "high", "PERSONA_HARNESS_PROMPT": "keep"}))
 
 		By("a revision 2 that changes them, while a pod template names revision 1")
@@ -155,9 +166,9 @@ metadata: {name: coder}
 spec: {inherit: [base], model: gpt-5.2-codex, harnessPrompt: keep}
 `)
 		atRevision("coder", 2)
-		Expect(launch(create(podOf("coder", map[string]string{"prompts.persona-operator.dev/revision": "1"})))).To(Equal(map[string]string{
+		Expect(launch(launched(podOf("coder", map[string]string{"prompts.persona-operator.dev/revision": "1"})))).To(Equal(map[string]string{
 			"PERSONA_REVISION": "1", "PERSONA_HARNESS": "codex", "PERSONA_MODEL": "gpt-5.1-codex", "PERSONA_REASONING_EFFORT": "high", "PERSONA_HARNESS_PROMPT": "replace"}))
-		Expect(launch(create(podOf("coder", nil)))).To(Equal(map[string]string{"PERSONA_REVISION": "2",
+		Expect(launch(launched(podOf("coder", nil)))).To(Equal(map[string]string{"PERSONA_REVISION": "2",
 			"PERSONA_HARNESS": "codex", "PERSONA_MODEL": "gpt-5.2-codex", "PERSONA_REASONING_EFFORT": "", "PERSONA_HARNESS_PROMPT": "keep"}))
 
 		By("a live mount: its values change under the pod, so none is set")
@@ -167,7 +178,7 @@ spec: {inherit: [base], model: gpt-5.2-codex, harnessPrompt: keep}
 	It("changes nothing more in a pod it already injected (reinvocation)", func() {
 		persona("reviewer", "m1")
 		atRevision("reviewer", 1)
-		first := create(podOf("reviewer", nil))
+		first := launched(podOf("reviewer", nil))
 		// The injected pod sent again: what a reinvocation gets.
 		again := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "agent-", Namespace: ns,
 			Labels: first.Labels, Annotations: first.Annotations}, Spec: *first.Spec.DeepCopy()}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -146,4 +148,57 @@ func TestLaunchVariablesUnreadable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// slowReader answers once release is closed.
+type slowReader struct {
+	client.Reader
+	release chan struct{}
+	gets    atomic.Int32
+}
+
+func (r *slowReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.gets.Add(1)
+	<-r.release
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// A slow API server never holds pods for long: a pod waits for the read of
+// its snapshot at most launchWait after the read began, and is injected
+// without the launch variables when it has not ended; pods that come while
+// it goes on are not held at all, and those after it get what it read.
+func TestLaunchVariablesOfASlowRead(t *testing.T) {
+	cached, api := launchFixture(t, launchBundle)
+	slow := &slowReader{Reader: api.Reader, release: make(chan struct{})}
+	i := &Injector{Personas: cached, ConfigMaps: cached, APIReader: slow}
+	start := time.Now()
+	resp := i.Handle(context.Background(), launchPod(t, nil))
+	if waited := time.Since(start); waited < launchWait || waited > launchWait+500*time.Millisecond {
+		t.Errorf("the first pod waited %v, want about %v", waited, launchWait)
+	}
+	const unset = "PERSONA_HARNESS, PERSONA_MODEL, PERSONA_REASONING_EFFORT and PERSONA_HARNESS_PROMPT are not set (read them from bundle.json): "
+	if !resp.Allowed || len(launchEnv(t, resp)) != 0 || !slices.Equal(resp.Warnings, []string{unset + "read ConfigMap persona-reviewer.r1: its read has not ended yet"}) {
+		t.Fatalf("allowed %v, launch variables %v, warnings %q", resp.Allowed, launchEnv(t, resp), resp.Warnings)
+	}
+	start = time.Now()
+	if resp := i.Handle(context.Background(), launchPod(t, nil)); !resp.Allowed || len(launchEnv(t, resp)) != 0 || time.Since(start) > 500*time.Millisecond {
+		t.Errorf("a pod while the read goes on: allowed %v, launch variables %v, after %v", resp.Allowed, launchEnv(t, resp), time.Since(start))
+	}
+	close(slow.release)
+	waitForLaunch(t, i)
+	if n := slow.gets.Load(); n != 1 {
+		t.Errorf("%d reads, want the one", n)
+	}
+}
+
+// waitForLaunch fails t unless a pod gets its launch variables within a
+// second, once a read under way has ended.
+func waitForLaunch(t *testing.T, i *Injector) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if len(launchEnv(t, i.Handle(context.Background(), launchPod(t, nil)))) == 4 {
+			return
+		}
+	}
+	t.Error("no pod got its launch variables after the read ended")
 }
