@@ -62,6 +62,9 @@ const (
 	// render's inputs with the new ones failed too: the ConfigMap holds
 	// the ClusterPromptLayers alone.
 	GuardrailsOnlyReason = "GuardrailsOnly"
+	// HarnessPromptForbiddenReason: the Persona or a variant asks for
+	// harnessPrompt: replace, which the PromptPlatform forbids.
+	HarnessPromptForbiddenReason = "HarnessPromptForbidden"
 )
 
 // Reasons of a PromptLayer's conditions, beside ReferenceNotFoundReason.

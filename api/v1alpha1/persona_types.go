@@ -15,6 +15,18 @@ const (
 	HarnessOpencode Harness = "opencode"
 )
 
+// HarnessPrompt is how a launcher gives the harness its prompt: keep the
+// harness's built-in instructions and add the prompt after them, or replace
+// them with it. It changes the wiring, never the prompt's text.
+// +kubebuilder:validation:Enum=keep;replace
+type HarnessPrompt string
+
+// The values of HarnessPrompt.
+const (
+	HarnessPromptKeep    HarnessPrompt = "keep"
+	HarnessPromptReplace HarnessPrompt = "replace"
+)
+
 // PersonaSpec declares an agent persona: its model settings, its Markdown body,
 // what it inherits, and how it changes the platform system prompt.
 // +kubebuilder:pruning:PreserveUnknownFields
@@ -40,6 +52,13 @@ type PersonaSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	ReasoningEffort *string `json:"reasoningEffort,omitempty"`
+
+	// HarnessPrompt is keep (the harness's built-in instructions stay, and
+	// persona.md then system-prompt.md are added after them) or replace
+	// (they replace the built-in instructions). When no persona in the
+	// inheritance chain sets it, keep. The PromptPlatform may forbid replace.
+	// +optional
+	HarnessPrompt *HarnessPrompt `json:"harnessPrompt,omitempty"`
 
 	// Streaming is true when turns run in a persistent streaming session (.Streaming).
 	// +optional
@@ -198,6 +217,9 @@ type Variant struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+	// HarnessPrompt overrides the persona's harnessPrompt.
+	// +optional
+	HarnessPrompt HarnessPrompt `json:"harnessPrompt,omitempty"`
 }
 
 // RenderedSection is the provenance of one rendered piece of the system prompt.

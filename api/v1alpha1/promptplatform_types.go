@@ -30,6 +30,26 @@ type PromptPlatformSpec struct {
 	// +kubebuilder:validation:MaxProperties=19
 	// +optional
 	Sections map[string]PlatformOverride `json:"sections,omitempty"`
+
+	// HarnessPrompt is the cluster's rule on the Personas' harnessPrompt.
+	// +optional
+	HarnessPrompt *HarnessPromptPolicy `json:"harnessPrompt,omitempty"`
+}
+
+// HarnessPromptPolicy says which values of harnessPrompt the Personas of
+// the cluster may use.
+// +kubebuilder:pruning:PreserveUnknownFields
+type HarnessPromptPolicy struct {
+	// AllowReplace false forbids harnessPrompt: replace, a Persona's own,
+	// inherited or a variant's: such a Persona does not render
+	// (HarnessPromptForbidden). Unset or true allows it.
+	// +optional
+	AllowReplace *bool `json:"allowReplace,omitempty"`
+}
+
+// ReplaceAllowed reports whether Personas may use harnessPrompt: replace.
+func (s *PromptPlatformSpec) ReplaceAllowed() bool {
+	return s.HarnessPrompt == nil || s.HarnessPrompt.AllowReplace == nil || *s.HarnessPrompt.AllowReplace
 }
 
 // PromptPlatformStatus is the observed state of a PromptPlatform.

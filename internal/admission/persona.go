@@ -24,6 +24,8 @@ const (
 
 var harnesses = []v1alpha1.Harness{v1alpha1.HarnessClaude, v1alpha1.HarnessCodex, v1alpha1.HarnessOpencode}
 
+var harnessPrompts = []v1alpha1.HarnessPrompt{v1alpha1.HarnessPromptKeep, v1alpha1.HarnessPromptReplace}
+
 var personaSpecType = reflect.TypeFor[v1alpha1.PersonaSpec]()
 
 // ValidatePersona validates a Persona object (apiVersion/kind/metadata/spec/status
@@ -44,6 +46,7 @@ func ValidatePersona(obj map[string]any) field.ErrorList {
 	if h, state := getString(spec, "harness"); state == present {
 		errs = append(errs, checkHarness(specPath.Child("harness"), h)...)
 	}
+	errs = append(errs, checkHarnessPrompt(specPath, spec)...)
 	errs = append(errs, checkSettingLengths(specPath, spec)...)
 	errs = append(errs, validateInherit(specPath.Child("inherit"), spec)...)
 	errs = append(errs, validateLayerRefs(specPath.Child("layers"), spec)...)
@@ -64,6 +67,15 @@ func checkHarness(p *field.Path, h string) field.ErrorList {
 		return nil
 	}
 	return field.ErrorList{field.NotSupported(p, truncate(h), harnesses)}
+}
+
+// checkHarnessPrompt refuses a harnessPrompt of the persona's or a
+// variant's (in m, at p) other than keep or replace; unset inherits.
+func checkHarnessPrompt(p *field.Path, m map[string]any) field.ErrorList {
+	if v, state := getString(m, "harnessPrompt"); state == present && !slices.Contains(harnessPrompts, v1alpha1.HarnessPrompt(v)) {
+		return field.ErrorList{field.NotSupported(p.Child("harnessPrompt"), truncate(v), harnessPrompts)}
+	}
+	return nil
 }
 
 // boundedList is spec's list key, and an error when it has more than max
@@ -203,6 +215,7 @@ func validateVariants(p *field.Path, spec map[string]any) field.ErrorList {
 		if h, state := getString(variant, "harness"); state == present {
 			errs = append(errs, checkHarness(ip.Child("harness"), h)...)
 		}
+		errs = append(errs, checkHarnessPrompt(ip, variant)...)
 		errs = append(errs, checkSettingLengths(ip, variant)...)
 	}
 	return errs

@@ -43,6 +43,7 @@ spec:
   model: gpt-5
   harness: codex
   reasoningEffort: high
+  harnessPrompt: replace
   streaming: true
   prompt: "Literal {{ .NotATemplate }} text."
   inherit: [base, reviewer-2]
@@ -82,7 +83,7 @@ spec:
     userSystemPrompt: u
     appendSystemPrompt: a
   variants:
-    - {name: claude-opus, harness: claude, model: claude-opus-4, reasoningEffort: low}
+    - {name: claude-opus, harness: claude, model: claude-opus-4, reasoningEffort: low, harnessPrompt: keep}
     - {name: plain}
 status:
   observedGeneration: 1
@@ -245,6 +246,12 @@ func TestPersonaRejected(t *testing.T) {
 		},
 		{name: "unknown harness", doc: persona("  harness: gemini\n"), want: []want{notSupported("spec.harness")}},
 		{name: "empty harness", doc: persona("  harness: ''\n"), want: []want{notSupported("spec.harness")}},
+		{
+			name:  "unknown harnessPrompt, the persona's and a variant's",
+			doc:   persona("  harnessPrompt: append\n  variants: [{name: a, harnessPrompt: Replace}, {name: b, harnessPrompt: ''}]\n"),
+			want:  []want{notSupported("spec.harnessPrompt"), notSupported("spec.variants[0].harnessPrompt"), notSupported("spec.variants[1].harnessPrompt")},
+			hints: map[string]string{"spec.harnessPrompt": `supported values: "keep", "replace"`},
+		},
 
 		// inherit
 		{name: "17 inherit entries", doc: persona(yamlList("  inherit:", 17, func(i int) string { return fmt.Sprintf("p%d", i) })), want: []want{tooMany("spec.inherit")}},

@@ -19,6 +19,9 @@ func TestPromptPlatformAccepted(t *testing.T) {
 		{name: "description at the limit", doc: promptPlatform("default", "  description: "+strings.Repeat("d", maxDescriptionBytes)+"\n")},
 		{name: "status is allowed", doc: promptPlatform("default", "  sections: {}\n") + "status: {observedGeneration: -1}\n"},
 		{name: "sample", doc: sample(t, "cluster_prompts_v1alpha1_promptplatform.yaml")},
+		{name: "replace forbidden", doc: promptPlatform("default", "  harnessPrompt: {allowReplace: false}\n")},
+		{name: "replace allowed", doc: promptPlatform("default", "  harnessPrompt: {allowReplace: true}\n")},
+		{name: "no harnessPrompt rule", doc: promptPlatform("default", "  harnessPrompt: {}\n")},
 	}
 	runCases(t, cases, ValidatePromptPlatform)
 }
@@ -65,6 +68,24 @@ func TestPromptPlatformRejected(t *testing.T) {
 			doc:   promptPlatform("default", "  section: {}\n"),
 			want:  []want{invalid("spec.section")},
 			hints: map[string]string{"spec.section": `did you mean "sections"?`},
+		},
+		{
+			name:  "allowReplace not a bool",
+			doc:   promptPlatform("default", "  harnessPrompt: {allowReplace: 'no'}\n"),
+			want:  []want{invalid("spec.harnessPrompt.allowReplace")},
+			hints: map[string]string{"spec.harnessPrompt.allowReplace": "must be a boolean"},
+		},
+		{
+			name:  "a misspelled harnessPrompt key",
+			doc:   promptPlatform("default", "  harnessPrompt: {allowReplaces: false}\n"),
+			want:  []want{invalid("spec.harnessPrompt.allowReplaces")},
+			hints: map[string]string{"spec.harnessPrompt.allowReplaces": `did you mean "allowReplace"?`},
+		},
+		{
+			name:  "harnessPrompt written as a Persona's",
+			doc:   promptPlatform("default", "  harnessPrompt: keep\n"),
+			want:  []want{invalid("spec.harnessPrompt")},
+			hints: map[string]string{"spec.harnessPrompt": "must be an object"},
 		},
 		{
 			name: "a description past the limit",

@@ -92,6 +92,47 @@ var _ = Describe("kubectl-persona parity on the sample PromptPlatform", Serial, 
 	})
 })
 
+// harnessPrompt: replace where the PromptPlatform forbids it: offline, one
+// problem at each field that asks for it; in the operator's condition, the
+// same problems joined, each after its field.
+var _ = Describe("kubectl-persona parity on a forbidden harnessPrompt", Serial, func() {
+	It("reports each field that asks for replace as the operator's status does", func() {
+		platform := "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: PromptPlatform\nmetadata: {name: default}\n" +
+			"spec: {harnessPrompt: {allowReplace: false}}\n"
+		for _, u := range suite.Objects("", platform) {
+			Expect(suite.CreateOrUpdate(u)).To(Succeed())
+		}
+		DeferCleanup(func() {
+			pp := &v1alpha1.PromptPlatform{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.PromptPlatformName}}
+			Expect(client.IgnoreNotFound(suite.K8s.Delete(suite.Ctx, pp))).To(Succeed())
+		})
+		ns := suite.NewNamespace()
+		personas := fixtures.BarePersona("replacing", "R", "harnessPrompt: replace") + "---" +
+			fixtures.BarePersona("child", "C", "inherit: [replacing]", "variants: [{name: a}, {name: b, harnessPrompt: replace}]")
+		suite.Apply(ns, personas)
+		dir := GinkgoT().TempDir()
+		Expect(os.WriteFile(filepath.Join(dir, "m.yaml"), []byte(platform+"---"+personas), 0o600)).To(Succeed())
+
+		var out, errOut bytes.Buffer
+		Expect(cli.Run([]string{"validate", "-n", ns, "-o", "json", "-f", dir}, nil, &out, &errOut)).To(Equal(1), errOut.String())
+		var offline cli.ValidateResult
+		Expect(json.Unmarshal(out.Bytes(), &offline)).To(Succeed())
+		for name, fields := range map[string][]string{"replacing": {"spec.harnessPrompt"}, "child": {"spec.harnessPrompt", "spec.variants[1].harnessPrompt"}} {
+			var got, problems []string
+			for _, p := range offline.Problems {
+				if p.Name == name {
+					got = append(got, p.Field)
+					Expect(p.Reason).To(Equal(v1alpha1.HarnessPromptForbiddenReason))
+					problems = append(problems, p.Field+": "+p.Message)
+				}
+			}
+			Expect(got).To(Equal(fields), name)
+			Eventually(readyCondition(ns, "Persona", name)).Should(Equal(v1alpha1.HarnessPromptForbiddenReason+": "+strings.Join(problems, "; ")), name)
+			Expect(stalled(ns, "Persona", name)()).To(BeTrue(), name)
+		}
+	})
+})
+
 // The failures of personas.md#conditions and promptlayers.md#conditions,
 // one object each, with the reason the spec gives them.
 var _ = Describe("kubectl-persona parity on failures", func() {

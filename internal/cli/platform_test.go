@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,5 +73,45 @@ func TestValidatePlatform(t *testing.T) {
 	r = run(t, "", "validate", "-f", broken)
 	if r.code != ExitInvalid || !strings.Contains(r.stdout, broken+":1 PromptPlatform/default: spec.sections.workspace.replace: Invalid value: ") || !strings.Contains(r.stdout, ".Nope is not a template variable") {
 		t.Errorf("exit %d, stdout %q: want the template refused at its field", r.code, r.stdout)
+	}
+}
+
+// TestHarnessPromptForbiddenOffline: validate and render apply the
+// PromptPlatform's allowReplace: false as the operator does, naming each
+// field that asks for replace, with the reason HarnessPromptForbidden.
+func TestHarnessPromptForbiddenOffline(t *testing.T) {
+	forbidding := promptPlatform("default") + "  harnessPrompt: {allowReplace: false}\n"
+	base := persona("base", "  harnessPrompt: replace")
+	p := persona("p", "  inherit: [base]\n  variants: [{name: a}, {name: b, harnessPrompt: replace}]")
+	f := fixtures.WriteFile(t, t.TempDir(), "m.yaml", docs(forbidding, base, p))
+	const rule = " is forbidden by PromptPlatform default (its spec.harnessPrompt.allowReplace is false); set keep, or leave it unset"
+	r := run(t, "", "validate", "-f", f)
+	want := f + ":2 Persona/base: spec.harnessPrompt: replace" + rule + "\n" +
+		f + ":3 Persona/p: spec.harnessPrompt: replace, inherited from persona \"base\"," + rule + "\n" +
+		f + ":3 Persona/p: spec.variants[1].harnessPrompt: replace" + rule + "\n"
+	if r.code != ExitInvalid || !strings.HasPrefix(r.stdout, want) {
+		t.Errorf("exit %d, stdout\n%s\nwant it to begin\n%s", r.code, r.stdout, want)
+	}
+	var result ValidateResult
+	if err := json.Unmarshal([]byte(run(t, "", "validate", "-f", f, "-o", "json").stdout), &result); err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, p := range result.Problems {
+		reasons = append(reasons, p.Field+" "+p.Reason)
+	}
+	if wantReasons := []string{"spec.harnessPrompt HarnessPromptForbidden", "spec.harnessPrompt HarnessPromptForbidden",
+		"spec.variants[1].harnessPrompt HarnessPromptForbidden"}; !slices.Equal(reasons, wantReasons) {
+		t.Errorf("validate -o json gives %v, want %v", reasons, wantReasons)
+	}
+	r = run(t, "", "render", "-f", f, "--persona", "p")
+	if r.code != ExitInvalid || !strings.Contains(r.stderr, `persona "p": spec.harnessPrompt: replace, inherited from persona "base",`+rule) {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+
+	allowing := fixtures.WriteFile(t, t.TempDir(), "m.yaml", docs(promptPlatform("default"), base, p))
+	r = run(t, "", "render", "-f", allowing, "--persona", "p", "-o", "bundle")
+	if r.code != 0 || !strings.Contains(r.stdout, `"harnessPrompt":"replace"`) || !strings.Contains(r.stdout, `{"name":"b","harnessPrompt":"replace"}`) {
+		t.Errorf("exit %d, bundle %s (stderr %s)", r.code, r.stdout, r.stderr)
 	}
 }

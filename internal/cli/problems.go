@@ -84,8 +84,9 @@ func admit(set *manifest.Set, ps *problems) map[*manifest.Object]bool {
 }
 
 // checkPersona resolves and renders a Persona the way the operator does:
-// every ReferenceNotFound, InheritanceCycle, InheritanceTooDeep, RenderFailed and TooLarge
-// problem is reported with the field it is closest to. It returns the
+// every ReferenceNotFound, InheritanceCycle, InheritanceTooDeep,
+// HarnessPromptForbidden, RenderFailed and TooLarge problem is reported with
+// the field it is closest to. It returns the
 // render, nil when there was a problem.
 func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps *problems) *render.Output {
 	var p v1alpha1.Persona
@@ -111,6 +112,7 @@ func checkPersona(ctx context.Context, set *manifest.Set, o *manifest.Object, ps
 func reportResolveError(set *manifest.Set, p *v1alpha1.Persona, o *manifest.Object, err error, ps *problems) {
 	reason, ok := status.ResolveReason(err)
 	var nf *resolve.NotFoundError
+	var forbidden *resolve.HarnessPromptForbiddenError
 	var invalid *manifest.InvalidError
 	switch {
 	case errors.As(err, &invalid):
@@ -120,6 +122,10 @@ func reportResolveError(set *manifest.Set, p *v1alpha1.Persona, o *manifest.Obje
 	case errors.As(err, &nf):
 		for _, ref := range nf.Missing {
 			ps.failed(o, referenceField(p, ref), reason, missingProblem(set, o.Namespace, ref))
+		}
+	case errors.As(err, &forbidden):
+		for _, use := range forbidden.Uses {
+			ps.failed(o, use.Field, reason, use.Problem())
 		}
 	default:
 		ps.failed(o, inheritPath.String(), reason, err.Error())

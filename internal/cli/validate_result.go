@@ -55,7 +55,8 @@ type Problem struct {
 	Field string `json:"field,omitempty"`
 	// Reason is the Ready reason the operator reports the problem with
 	// (ReferenceNotFound, InheritanceCycle, InheritanceTooDeep,
-	// RenderFailed, TooLarge or, for a PromptLayer, TemplateInvalid); absent
+	// HarnessPromptForbidden, RenderFailed, TooLarge or, for a PromptLayer,
+	// TemplateInvalid); absent
 	// for a problem the admission webhook refuses.
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message"`

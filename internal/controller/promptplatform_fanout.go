@@ -21,7 +21,9 @@ import (
 // largest fan-out of the API. It re-renders only the Personas that render a
 // changed section from the platform: a Persona whose inheritance chain
 // replaces or removes every changed key renders the same whatever the
-// platform says of them (promptplatforms.md#propagation).
+// platform says of them (promptplatforms.md#propagation). A change of
+// whether harnessPrompt: replace is allowed re-renders only the Personas
+// whose chain or variants set replace somewhere.
 
 // watchPlatform enqueues, when the PromptPlatform is created, changed or
 // deleted, the Personas that render a section whose platform override
@@ -29,7 +31,7 @@ import (
 // creation or change).
 func (r *PersonaReconciler) watchPlatform(mgr ctrl.Manager) source.Source {
 	enqueue := func(ctx context.Context, q queue, before, after *v1alpha1.PromptPlatform) int {
-		reqs := r.platformDependents(ctx, changedSections(before, after))
+		reqs := r.platformDependents(ctx, changedSections(before, after), replaceRuleChanged(before, after))
 		for _, req := range reqs {
 			q.Add(req)
 		}
@@ -59,11 +61,19 @@ func changedSections(before, after *v1alpha1.PromptPlatform) sets.Set[string] {
 	return changed
 }
 
+// replaceRuleChanged reports whether before and after (nil: no
+// PromptPlatform) differ in allowing harnessPrompt: replace.
+func replaceRuleChanged(before, after *v1alpha1.PromptPlatform) bool {
+	allowed := func(pp *v1alpha1.PromptPlatform) bool { return pp == nil || pp.Spec.ReplaceAllowed() }
+	return allowed(before) != allowed(after)
+}
+
 // platformDependents are the Personas, in every watched namespace, that
 // render at least one of the keys from the platform: those whose chain does
-// not override every one of them.
-func (r *PersonaReconciler) platformDependents(ctx context.Context, keys sets.Set[string]) []reconcile.Request {
-	if keys.Len() == 0 {
+// not override every one of them; and, when replaceRule changed, those
+// whose chain or variants set harnessPrompt: replace.
+func (r *PersonaReconciler) platformDependents(ctx context.Context, keys sets.Set[string], replaceRule bool) []reconcile.Request {
+	if keys.Len() == 0 && !replaceRule {
 		return nil
 	}
 	var personas v1alpha1.PersonaList
@@ -77,13 +87,53 @@ func (r *PersonaReconciler) platformDependents(ctx context.Context, keys sets.Se
 		byKey[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
 	}
 	chains := chainOverrides{personas: byKey, memo: map[types.NamespacedName]sets.Set[string]{}}
+	replacing := chainReplaces{personas: byKey, memo: map[types.NamespacedName]bool{}}
 	var reqs []reconcile.Request
 	for key, p := range byKey {
-		if !chains.of(p).IsSuperset(keys) {
+		if (keys.Len() > 0 && !chains.of(p).IsSuperset(keys)) || (replaceRule && replacing.of(p)) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: key})
 		}
 	}
 	return reqs
+}
+
+// chainReplaces finds whether a Persona's chain or variants set
+// harnessPrompt: replace anywhere (even where a later persona sets keep: a
+// few renders more, which write nothing, for a simple rule), each Persona's
+// once.
+type chainReplaces struct {
+	personas map[types.NamespacedName]*v1alpha1.Persona
+	memo     map[types.NamespacedName]bool
+}
+
+func (c chainReplaces) of(p *v1alpha1.Persona) bool {
+	for _, v := range p.Spec.Variants {
+		if v.HarnessPrompt == v1alpha1.HarnessPromptReplace {
+			return true
+		}
+	}
+	return c.chain(p)
+}
+
+// chain reports whether p or a Persona it inherits, listed, sets replace.
+// A cycle's second visit finds false, being filled.
+func (c chainReplaces) chain(p *v1alpha1.Persona) bool {
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	if replaces, ok := c.memo[key]; ok {
+		return replaces
+	}
+	c.memo[key] = false
+	replaces := p.Spec.HarnessPrompt != nil && *p.Spec.HarnessPrompt == v1alpha1.HarnessPromptReplace
+	for _, parent := range p.Spec.Inherit {
+		if replaces {
+			break
+		}
+		if pp, ok := c.personas[types.NamespacedName{Namespace: p.Namespace, Name: string(parent)}]; ok {
+			replaces = c.chain(pp)
+		}
+	}
+	c.memo[key] = replaces
+	return replaces
 }
 
 // chainOverrides finds the platform keys a Persona's inheritance chain

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -190,6 +191,43 @@ spec: {inherit: [keeps-waiver]}
 			Consistently(func() string { return resourceVersion(ns, n) }, "300ms").Should(Equal(renders[n]), n)
 		}
 		Expect(propagatedNotes()).To(HaveLen(2))
+	})
+
+	It("fails a Persona that asks for harnessPrompt: replace while the platform forbids it, and renders it once allowed", func() {
+		apply(ns, barePersona("replacing", "R", "harnessPrompt: replace"))
+		apply(ns, barePersona("keeping", "K"))
+		apply(ns, `
+apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: Persona
+metadata: {name: child}
+spec:
+  inherit: [replacing]
+  variants: [{name: kept, harnessPrompt: keep}]
+`)
+		for _, n := range []string{"replacing", "keeping", "child"} {
+			Eventually(ready(ns, n)).Should(Equal("Rendered"), n)
+		}
+		Expect(configMap(ns, "child").Data["bundle.json"]).To(ContainSubstring(`"harnessPrompt":"replace"`))
+
+		forbidding := platformManifest() + "  harnessPrompt: {allowReplace: false}\n"
+		applyPlatform(forbidding)
+		const rule = " is forbidden by PromptPlatform default (its spec.harnessPrompt.allowReplace is false); set keep, or leave it unset"
+		Eventually(ready(ns, "replacing")).Should(Equal("HarnessPromptForbidden"))
+		Expect(readyMessage(ns, "replacing")).To(Equal("spec.harnessPrompt: replace" + rule))
+		Expect(condition(ns, "replacing", "Stalled")).To(Equal(metav1.ConditionTrue))
+		Eventually(ready(ns, "child")).Should(Equal("HarnessPromptForbidden"))
+		Expect(readyMessage(ns, "child")).To(Equal(`spec.harnessPrompt: replace, inherited from persona "replacing",` + rule))
+		// Only the Personas whose chain sets replace are rendered again.
+		Eventually(propagatedNotes).Should(ConsistOf("the change re-renders 2 Personas"))
+		Expect(ready(ns, "keeping")()).To(Equal("Rendered"))
+		// The ConfigMap keeps the last good render.
+		Expect(configMap(ns, "replacing").Data["bundle.json"]).To(ContainSubstring(`"harnessPrompt":"replace"`))
+
+		By("allowing replace again")
+		applyPlatform(strings.Replace(forbidding, "allowReplace: false", "allowReplace: true", 1))
+		for _, n := range []string{"replacing", "child"} {
+			Eventually(ready(ns, n)).Should(Equal("Rendered"), n)
+		}
 	})
 
 	It("refuses a broken template, naming the field, and any name but default", func() {

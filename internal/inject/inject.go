@@ -61,8 +61,18 @@ const (
 	EnvRevision   = "PERSONA_REVISION"
 )
 
+// The launch variables: what a launcher reads of the mounted revision's
+// bundle.json to start the harness (Result.SetLaunch). Set with a snapshot
+// only, whose values never change; a live mount's change under the pod.
+const (
+	EnvHarness         = "PERSONA_HARNESS"
+	EnvModel           = "PERSONA_MODEL"
+	EnvReasoningEffort = "PERSONA_REASONING_EFFORT"
+	EnvHarnessPrompt   = "PERSONA_HARNESS_PROMPT"
+)
+
 // envNames are the variables the webhook owns: any the pod sets itself go.
-var envNames = []string{EnvName, EnvPromptFile, EnvBundleFile, EnvRevision}
+var envNames = []string{EnvName, EnvPromptFile, EnvBundleFile, EnvRevision, EnvHarness, EnvModel, EnvReasoningEffort, EnvHarnessPrompt}
 
 // maxMountPath bounds the mount path annotation: the kubelet's own limit
 // on a path is the node's, far above any real mount point.
@@ -103,11 +113,36 @@ type Result struct {
 	Changed bool
 	// Revision is the revision mounted; 0 for the live ConfigMap.
 	Revision int64
+	// Variant is the variant whose prompt PERSONA_PROMPT_FILE names; empty:
+	// the persona's own.
+	Variant string
 	// Mounts are the Persona's ConfigMaps the pod mounts, injected or by
 	// hand, each once. Pod cannot tell whose they are: the caller refuses
 	// the pod when one exists that the Persona does not control (a
 	// persona-<name> written before the ConfigMap policy guarded the name).
 	Mounts []Mount
+	// targets are the containers that got the prompt.
+	targets []*corev1.Container
+}
+
+// SetLaunch sets the launch variables, l (the mounted revision's settings
+// of the prompt the pod reads), in each container that got the prompt.
+// Only for a snapshot: Pod leaves them unset for the live ConfigMap, and
+// so does the caller that cannot read the snapshot's bundle.json. An empty
+// value is set empty.
+func (r Result) SetLaunch(l render.Launch) {
+	if r.Revision <= 0 {
+		return
+	}
+	launch := []string{EnvHarness, EnvModel, EnvReasoningEffort, EnvHarnessPrompt}
+	for _, c := range r.targets {
+		c.Env = append(slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return slices.Contains(launch, e.Name) }),
+			corev1.EnvVar{Name: EnvHarness, Value: l.Harness},
+			corev1.EnvVar{Name: EnvModel, Value: l.Model},
+			corev1.EnvVar{Name: EnvReasoningEffort, Value: l.ReasoningEffort},
+			corev1.EnvVar{Name: EnvHarnessPrompt, Value: l.HarnessPrompt},
+		)
+	}
 }
 
 // Mount is a ConfigMap of the Persona that a pod mounts, and the field that
@@ -202,7 +237,8 @@ func Pod(pod *corev1.Pod, persona *Persona) (Result, field.ErrorList) {
 		delete(pod.Labels, RevisionLabel)
 		delete(pod.Annotations, RevisionAnnotation)
 	}
-	return Result{Changed: true, Revision: revision, Mounts: []Mount{{ConfigMap: configMap, Field: field.NewPath("metadata", "labels").Key(PersonaLabel)}}}, nil
+	return Result{Changed: true, Revision: revision, Variant: opts.variant, targets: targets,
+		Mounts: []Mount{{ConfigMap: configMap, Field: field.NewPath("metadata", "labels").Key(PersonaLabel)}}}, nil
 }
 
 // options are the pod's annotations, parsed.

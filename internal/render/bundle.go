@@ -65,7 +65,9 @@ type Bundle struct {
 // them. Every feature that a reader unaware of it would drop or misplace is
 // written into Requires and added here; the guardrails and their positions
 // first, last and final predate the rule (a reader refuses an unknown
-// position or version), so none is listed yet.
+// position or version), so none is listed yet. harnessPrompt is no such
+// feature: it changes how a launcher gives the harness the prompt, never the
+// prompt a reader renders, so an older reader renders its bundle right.
 var bundleFeatures = map[string]bool{}
 
 // MarshalBundle serializes b as bundle.json: compact, HTML characters left

@@ -13,7 +13,7 @@ var Catalog = []string{
 	"tasks", "autonomousTurn",
 }
 
-//go:embed defaults/*.tmpl
+//go:embed defaults/*.tmpl defaults/unstructured/*.tmpl
 var defaultFiles embed.FS
 
 // defaultTemplates are the operator's own templates for the platform
@@ -24,6 +24,22 @@ var defaultTemplates = func() map[string]string {
 		raw, err := defaultFiles.ReadFile("defaults/" + key + ".tmpl")
 		if err != nil {
 			panic("no default template for platform section " + key)
+		}
+		m[key] = strings.TrimSuffix(string(raw), "\n")
+	}
+	return m
+}()
+
+// unstructuredTemplates are the shipped templates, for a prompt without the
+// structuredOutput section, of the sections whose shipped text speaks of the
+// structured output: they would otherwise ask for an output the prompt never
+// describes. opencodeStructuredOutput's is empty: it vanishes.
+var unstructuredTemplates = func() map[string]string {
+	m := map[string]string{}
+	for _, key := range []string{"completion", "expectedOutput", "opencodeStructuredOutput"} {
+		raw, err := defaultFiles.ReadFile("defaults/unstructured/" + key + ".tmpl")
+		if err != nil {
+			panic("no template without structured output for platform section " + key)
 		}
 		m[key] = strings.TrimSuffix(string(raw), "\n")
 	}

@@ -65,7 +65,8 @@ func TestCheckNamesTheSection(t *testing.T) {
 }
 
 func TestDefaultTemplatesPassCheck(t *testing.T) {
-	for _, s := range render.DefaultSections() {
+	removed := map[string]render.Override{"structuredOutput": {Origin: "persona/p"}}
+	for _, s := range append(render.DefaultSections(), render.ComposeSections(removed)...) {
 		if err := render.Default().Check(render.KindPlatform, s.Key, s.Template); err != nil {
 			t.Errorf("default %s: %v", s.Key, err)
 		}

@@ -102,3 +102,73 @@ func TestComposeSectionsEveryRemoved(t *testing.T) {
 		t.Errorf("got %d sections, want none", len(got))
 	}
 }
+
+// Without the structuredOutput section (removed, or replaced by an empty
+// template) the shipped completion, expectedOutput and
+// opencodeStructuredOutput no longer ask for a structured output the
+// prompt never describes (personas.md#platform-sections); one the platform
+// or a Persona replaced stays as written, and with structuredOutput present,
+// even replaced, nothing changes.
+func TestSectionsWithoutStructuredOutput(t *testing.T) {
+	render1 := func(t *testing.T, sections []render.Section) map[string]string {
+		t.Helper()
+		b := bare()
+		b.Persona.Harness = "opencode"
+		b.Context.ExpectedOutput = new("respond")
+		b.Sections = sections
+		p, err := render.Default().Render(b, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := map[string]string{}
+		for _, pc := range p.Pieces {
+			text[pc.Name] = pc.Text
+		}
+		return text
+	}
+	const (
+		completion   = "Finish the task before you end your turn; your final answer is delivered automatically to your parent agent."
+		respond      = "You are expected to respond; no pull request or push is needed."
+		structured   = "Finish the task by producing the structured output; it is delivered automatically to your parent agent."
+		respondInOut = "You are expected to respond in the structured output; no pull request or push is needed."
+	)
+	for name, persona := range map[string]render.Override{
+		"removed":                 removeBy("persona/p"),
+		"replaced by nothing":     replaceBy("persona/p", ""),
+		"replaced by white space": replaceBy("persona/p", "\n  \n"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			sections := render.ComposeSections(nil, map[string]render.Override{"structuredOutput": persona})
+			text := render1(t, sections)
+			if text["platform.completion"] != completion || text["platform.expectedOutput"] != respond {
+				t.Errorf("completion %q, expectedOutput %q; want %q, %q", text["platform.completion"], text["platform.expectedOutput"], completion, respond)
+			}
+			if got, ok := text["platform.opencodeStructuredOutput"]; ok {
+				t.Errorf("opencodeStructuredOutput renders %q without a structured output", got)
+			}
+			for _, s := range sections {
+				if s.Key == "completion" && s.Origin != "default" {
+					t.Errorf("completion's origin %q, want default: it is shipped", s.Origin)
+				}
+			}
+		})
+	}
+
+	t.Run("replaced completion stays", func(t *testing.T) {
+		sections := render.ComposeSections(map[string]render.Override{"completion": replaceBy(render.OriginPlatform, "Say done.")},
+			map[string]render.Override{"structuredOutput": removeBy("persona/p")})
+		if got := render1(t, sections)["platform.completion"]; got != "Say done." {
+			t.Errorf("completion %q, want the platform's", got)
+		}
+	})
+	t.Run("structuredOutput replaced, not empty", func(t *testing.T) {
+		sections := render.ComposeSections(nil, map[string]render.Override{"structuredOutput": replaceBy("persona/p", "End with JSON.")})
+		text := render1(t, sections)
+		if text["platform.completion"] != structured || text["platform.expectedOutput"] != respondInOut {
+			t.Errorf("completion %q, expectedOutput %q; want the shipped texts", text["platform.completion"], text["platform.expectedOutput"])
+		}
+		if _, ok := text["platform.opencodeStructuredOutput"]; !ok {
+			t.Error("opencodeStructuredOutput does not appear")
+		}
+	})
+}

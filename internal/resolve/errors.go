@@ -107,3 +107,38 @@ type TooDeepError struct {
 func (e *TooDeepError) Error() string {
 	return fmt.Sprintf("inheritance chain holds more than the limit of %d personas (persona %q is the %dth)", MaxChain, e.Persona, MaxChain+1)
 }
+
+// HarnessPromptForbiddenError reports harnessPrompt: replace, the persona's
+// or a variant's, where the PromptPlatform forbids it
+// (personas.md#conditions HarnessPromptForbidden).
+type HarnessPromptForbiddenError struct {
+	// Uses are the fields of the Persona that ask for replace.
+	Uses []HarnessPromptUse
+}
+
+// HarnessPromptUse is a field of a Persona that asks for harnessPrompt: replace.
+type HarnessPromptUse struct {
+	// Field is spec.harnessPrompt or spec.variants[i].harnessPrompt.
+	Field string
+	// From is the Persona of the inheritance chain that sets it, when the
+	// Persona inherits it.
+	From string
+}
+
+func (e *HarnessPromptForbiddenError) Error() string {
+	parts := make([]string, len(e.Uses))
+	for i, u := range e.Uses {
+		parts[i] = u.Field + ": " + u.Problem()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Problem says what is wrong with the field, for the field's own report.
+func (u HarnessPromptUse) Problem() string {
+	s := "replace"
+	if u.From != "" {
+		s += fmt.Sprintf(", inherited from persona %q,", u.From)
+	}
+	return fmt.Sprintf("%s is forbidden by %s %s (its spec.harnessPrompt.allowReplace is false); set keep, or leave it unset",
+		s, v1alpha1.PromptPlatformKind, v1alpha1.PromptPlatformName)
+}

@@ -34,6 +34,9 @@ func merge(p *v1alpha1.Persona, chain []*v1alpha1.Persona, platform map[string]r
 		if s.Streaming != nil {
 			b.Persona.Streaming = *s.Streaming
 		}
+		if s.HarnessPrompt != nil {
+			b.Persona.HarnessPrompt = string(*s.HarnessPrompt)
+		}
 		for k, v := range s.Vars {
 			if b.Vars == nil {
 				b.Vars = map[string]string{}
@@ -58,7 +61,8 @@ func merge(p *v1alpha1.Persona, chain []*v1alpha1.Persona, platform map[string]r
 	b.Persona.Prompt = render.Join(bodies...)
 	b.Sections = render.ComposeSections(platform, overrides)
 	for _, v := range p.Spec.Variants {
-		b.Variants = append(b.Variants, render.Variant{Name: v.Name, Harness: string(v.Harness), Model: v.Model, ReasoningEffort: v.ReasoningEffort})
+		b.Variants = append(b.Variants, render.Variant{Name: v.Name, Harness: string(v.Harness), Model: v.Model,
+			ReasoningEffort: v.ReasoningEffort, HarnessPrompt: string(v.HarnessPrompt)})
 	}
 	return b
 }

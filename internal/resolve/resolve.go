@@ -39,8 +39,8 @@ type resolver struct {
 // Resolve resolves p: its inheritance chain (personas.md#inheritance), layers (personas.md#layers),
 // included layers (personas.md#functions), templateFrom ConfigMaps, the
 // PromptPlatform (promptplatforms.md) and the selected ClusterPromptLayers
-// (clusterpromptlayers.md). The error is a
-// *CycleError, a *TooDeepError, a *NotFoundError or a lookup failure.
+// (clusterpromptlayers.md). The error is a *CycleError, a *TooDeepError, a
+// *NotFoundError, a *HarnessPromptForbiddenError or a lookup failure.
 func Resolve(ctx context.Context, lookup Lookup, p *v1alpha1.Persona) (*Result, error) {
 	r := &resolver{ctx: ctx, lookup: lookup, engine: render.Default(), ns: p.Namespace, deps: map[v1alpha1.Dependency]bool{}}
 	b, guardrails, err := r.bundle(p)
@@ -57,7 +57,7 @@ func (r *resolver) bundle(p *v1alpha1.Persona) (*render.Bundle, []Guardrail, err
 	if err != nil {
 		return nil, nil, err
 	}
-	platform, err := r.platform()
+	platform, replaceAllowed, err := r.platform()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -77,6 +77,12 @@ func (r *resolver) bundle(p *v1alpha1.Persona) (*render.Bundle, []Guardrail, err
 	b.ClusterLayers = Layers(guardrails)
 	if len(r.missing) > 0 {
 		return nil, nil, &NotFoundError{Missing: r.missing}
+	}
+	// Judged on the whole chain only: a parent still missing may set it.
+	if !replaceAllowed {
+		if err := forbiddenReplace(p, chain); err != nil {
+			return nil, nil, err
+		}
 	}
 	return b, guardrails, nil
 }

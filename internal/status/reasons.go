@@ -13,12 +13,14 @@ import (
 // these, so that a failure has the same reason in status and offline.
 
 // ResolveReason is the Ready reason of an error resolve.Resolve returned:
-// ReferenceNotFound, InheritanceCycle or InheritanceTooDeep. ok is false for
+// ReferenceNotFound, InheritanceCycle, InheritanceTooDeep or
+// HarnessPromptForbidden. ok is false for
 // any other error, a failure to read, which is no problem of the spec.
 func ResolveReason(err error) (reason string, ok bool) {
 	var notFound *resolve.NotFoundError
 	var cycle *resolve.CycleError
 	var tooDeep *resolve.TooDeepError
+	var forbidden *resolve.HarnessPromptForbiddenError
 	switch {
 	case errors.As(err, &notFound):
 		return v1alpha1.ReferenceNotFoundReason, true
@@ -26,6 +28,8 @@ func ResolveReason(err error) (reason string, ok bool) {
 		return v1alpha1.InheritanceCycleReason, true
 	case errors.As(err, &tooDeep):
 		return v1alpha1.InheritanceTooDeepReason, true
+	case errors.As(err, &forbidden):
+		return v1alpha1.HarnessPromptForbiddenReason, true
 	}
 	return "", false
 }

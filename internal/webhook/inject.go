@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -24,6 +25,7 @@ import (
 	personaadmission "github.com/persona-operator/persona-operator/internal/admission"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/inject"
+	"github.com/persona-operator/persona-operator/internal/render"
 )
 
 // InjectPath is where the pod injection is served, as config/webhook registers it.
@@ -57,8 +59,22 @@ type Injector struct {
 	// mounting it would never start); and whose a persona-<name> is that
 	// the cache does not hold as its Persona's. Nil trusts the cache,
 	// which then takes a ConfigMap it does not hold for one that does not
-	// exist.
+	// exist. It also reads the bundle.json of each snapshot injected,
+	// once (launchReader); nil sets no launch variables.
 	APIReader client.Reader
+
+	launchOnce sync.Once
+	launch     *launchReader
+}
+
+// launches reads the launch settings of snapshots; nil without an APIReader.
+func (i *Injector) launches() *launchReader {
+	i.launchOnce.Do(func() {
+		if i.APIReader != nil {
+			i.launch = newLaunchReader(i.APIReader)
+		}
+	})
+	return i.launch
 }
 
 // RegisterInjection serves the pod injection on the manager's webhook server.
@@ -132,6 +148,9 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	if !res.Changed {
 		return admission.Allowed("the pod mounts the prompt of persona " + name + " itself")
 	}
+	if warning := i.setLaunch(ctx, req.Namespace, name, known, res); warning != "" {
+		warnings = append(warnings, warning)
+	}
 	mutated, err := json.Marshal(pod)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode the pod: %w", err))
@@ -139,6 +158,29 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	resp := admission.PatchResponseFromRaw(original, mutated)
 	resp.Warnings = warnings
 	return resp
+}
+
+// setLaunch sets the launch variables of a pod injected with a snapshot,
+// read from the snapshot's bundle.json; a pod of the live ConfigMap gets
+// none (its values change under it). What cannot be read is left unset,
+// with the warning it returns: the launcher then reads bundle.json.
+func (i *Injector) setLaunch(ctx context.Context, namespace, name string, k known, res inject.Result) string {
+	if res.Revision <= 0 || i.launches() == nil {
+		return ""
+	}
+	snapshot := delivery.SnapshotName(name, res.Revision)
+	unset := fmt.Sprintf("%s, %s, %s and %s are not set (read them from %s)",
+		inject.EnvHarness, inject.EnvModel, inject.EnvReasoningEffort, inject.EnvHarnessPrompt, render.BundleKey)
+	launches, err := i.launches().launches(ctx, namespace, snapshot, k.snapshots[res.Revision])
+	if err != nil {
+		return fmt.Sprintf("%s: %v", unset, err)
+	}
+	l, ok := launches.For(res.Variant)
+	if !ok {
+		return fmt.Sprintf("%s: revision %d of persona %s has no variant %s", unset, res.Revision, name, res.Variant)
+	}
+	res.SetLaunch(l)
+	return ""
 }
 
 // known is what the caches know of a pod's Persona.
@@ -153,6 +195,8 @@ type known struct {
 	// controlled are the ConfigMaps the cache holds as the Persona's: its
 	// controller by UID.
 	controlled map[string]bool
+	// snapshots are the UIDs of the Persona's snapshots, by revision.
+	snapshots map[int64]types.UID
 }
 
 // persona is what the caches know of the Persona name of namespace, with
@@ -169,7 +213,7 @@ func (i *Injector) persona(ctx context.Context, namespace, name string) (known, 
 		return known{uid: p.UID}, nil
 	}
 	facts := &inject.Persona{CurrentRevision: p.Status.CurrentRevision, Snapshots: map[int64]string{}}
-	out := known{facts: facts, uid: p.UID, controlled: map[string]bool{}}
+	out := known{facts: facts, uid: p.UID, controlled: map[string]bool{}, snapshots: map[int64]types.UID{}}
 	for _, v := range p.Spec.Variants {
 		facts.Variants = append(facts.Variants, v.Name)
 	}
@@ -189,6 +233,7 @@ func (i *Injector) persona(ctx context.Context, namespace, name string) (known, 
 		out.controlled[m.Name] = true
 		if persona, n, ok := delivery.SnapshotOf(m.Name); ok && persona == name {
 			facts.Snapshots[n] = m.Annotations[delivery.GuardrailsAnnotation]
+			out.snapshots[n] = m.UID
 		}
 	}
 	return out, nil

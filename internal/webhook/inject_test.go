@@ -52,6 +52,17 @@ spec:
 		Expect(suite.K8s.Create(suite.Ctx, pod)).To(Succeed())
 		return pod
 	}
+	// launched creates pod until one gets the launch variables: a loaded API
+	// server may answer the first read of a snapshot after the webhook's
+	// wait, and the pod is then admitted without them, by design.
+	launched := func(pod *corev1.Pod) *corev1.Pod {
+		var got *corev1.Pod
+		Eventually(func() []corev1.EnvVar {
+			got = create(pod.DeepCopy())
+			return got.Spec.Containers[0].Env
+		}).Should(ContainElement(HaveField("Name", "PERSONA_HARNESS")))
+		return got
+	}
 	promptVolumes := func(pod *corev1.Pod) []string {
 		var out []string
 		for _, v := range pod.Spec.Volumes {
@@ -72,7 +83,7 @@ spec:
 	It("adds the snapshot volume, the read-only mount, the variables and the revision", func() {
 		persona("reviewer", "m1")
 		atRevision("reviewer", 1)
-		pod := create(podOf("reviewer", nil))
+		pod := launched(podOf("reviewer", nil))
 
 		Expect(promptVolumes(pod)).To(Equal([]string{"persona-prompt=persona-reviewer.r1"}))
 		for _, c := range pod.Spec.Containers {
@@ -82,6 +93,12 @@ spec:
 				"PERSONA_PROMPT_FILE": "/etc/persona/system-prompt.md", // the pod's own /elsewhere is overwritten
 				"PERSONA_BUNDLE_FILE": "/etc/persona/bundle.json",
 				"PERSONA_REVISION":    "1",
+				// From revision 1's bundle.json: the default harness, the
+				// model, no reasoning effort (set empty), harnessPrompt unset.
+				"PERSONA_HARNESS":          "claude",
+				"PERSONA_MODEL":            "m1",
+				"PERSONA_REASONING_EFFORT": "",
+				"PERSONA_HARNESS_PROMPT":   "keep",
 			}), c.Name)
 		}
 		Expect(pod.Labels).To(HaveKeyWithValue("prompts.persona-operator.dev/revision", "1"))
@@ -111,10 +128,57 @@ spec:
 		Expect(pod.Annotations).NotTo(HaveKey("prompts.persona-operator.dev/revision"))
 	})
 
+	It("sets the launch variables from the bundle.json of the revision mounted, the variant's fields over the persona's", func() {
+		suite.Apply(ns, `apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: Persona
+metadata: {name: base}
+spec: {harness: codex, harnessPrompt: replace}
+---
+apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: Persona
+metadata: {name: coder}
+spec:
+  inherit: [base]
+  model: gpt-5.1-codex
+  reasoningEffort: high
+  variants: [{name: claude, harness: claude, model: claude-sonnet-4-5, harnessPrompt: keep}]
+`)
+		atRevision("coder", 1)
+		launch := func(pod *corev1.Pod) map[string]string {
+			env := envOf(pod.Spec.Containers[0])
+			out := map[string]string{}
+			for _, k := range []string{"PERSONA_REVISION", "PERSONA_HARNESS", "PERSONA_MODEL", "PERSONA_REASONING_EFFORT", "PERSONA_HARNESS_PROMPT"} {
+				if v, ok := env[k]; ok {
+					out[k] = v
+				}
+			}
+			return out
+		}
+		Expect(launch(launched(podOf("coder", nil)))).To(Equal(map[string]string{"PERSONA_REVISION": "1",
+			"PERSONA_HARNESS": "codex", "PERSONA_MODEL": "gpt-5.1-codex", "PERSONA_REASONING_EFFORT": "high", "PERSONA_HARNESS_PROMPT": "replace"}))
+		Expect(launch(launched(podOf("coder", map[string]string{"prompts.persona-operator.dev/variant": "claude"})))).To(Equal(map[string]string{
+			"PERSONA_REVISION": "1", "PERSONA_HARNESS": "claude", "PERSONA_MODEL": "claude-sonnet-4-5", "PERSONA_REASONING_EFFORT": "high", "PERSONA_HARNESS_PROMPT": "keep"}))
+
+		By("a revision 2 that changes them, while a pod template names revision 1")
+		suite.Apply(ns, `apiVersion: prompts.persona-operator.dev/v1alpha1
+kind: Persona
+metadata: {name: coder}
+spec: {inherit: [base], model: gpt-5.2-codex, harnessPrompt: keep}
+`)
+		atRevision("coder", 2)
+		Expect(launch(launched(podOf("coder", map[string]string{"prompts.persona-operator.dev/revision": "1"})))).To(Equal(map[string]string{
+			"PERSONA_REVISION": "1", "PERSONA_HARNESS": "codex", "PERSONA_MODEL": "gpt-5.1-codex", "PERSONA_REASONING_EFFORT": "high", "PERSONA_HARNESS_PROMPT": "replace"}))
+		Expect(launch(launched(podOf("coder", nil)))).To(Equal(map[string]string{"PERSONA_REVISION": "2",
+			"PERSONA_HARNESS": "codex", "PERSONA_MODEL": "gpt-5.2-codex", "PERSONA_REASONING_EFFORT": "", "PERSONA_HARNESS_PROMPT": "keep"}))
+
+		By("a live mount: its values change under the pod, so none is set")
+		Expect(launch(create(podOf("coder", map[string]string{"prompts.persona-operator.dev/delivery": "live"})))).To(BeEmpty())
+	})
+
 	It("changes nothing more in a pod it already injected (reinvocation)", func() {
 		persona("reviewer", "m1")
 		atRevision("reviewer", 1)
-		first := create(podOf("reviewer", nil))
+		first := launched(podOf("reviewer", nil))
 		// The injected pod sent again: what a reinvocation gets.
 		again := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "agent-", Namespace: ns,
 			Labels: first.Labels, Annotations: first.Annotations}, Spec: *first.Spec.DeepCopy()}
@@ -195,6 +259,7 @@ spec:
 		early := create(podOf("late", map[string]string{"prompts.persona-operator.dev/variant": "short"}))
 		Expect(promptVolumes(early)).To(Equal([]string{"persona-prompt=persona-late"}))
 		Expect(envOf(early.Spec.Containers[0])).NotTo(HaveKey("PERSONA_REVISION"))
+		Expect(envOf(early.Spec.Containers[0])).NotTo(HaveKey("PERSONA_HARNESS"), "nothing is rendered yet to read it from")
 		Expect(envOf(early.Spec.Containers[0])).To(HaveKeyWithValue("PERSONA_PROMPT_FILE", "/etc/persona/system-prompt.short.md"))
 		persona("late", "m1")
 		atRevision("late", 1)

@@ -122,6 +122,7 @@ func (v *Validator) warnings(ctx context.Context, req admission.Request) []strin
 		for i, l := range p.Spec.Layers {
 			missing(field.NewPath("spec", "layers").Index(i).Child("name"), v.Objects, &v1alpha1.PromptLayer{}, "PromptLayer", l.Name)
 		}
+		out = append(out, v.forbiddenReplace(ctx, &p)...)
 	case "PromptLayer":
 		var l v1alpha1.PromptLayer
 		if json.Unmarshal(req.Object.Raw, &l) != nil || l.Spec.TemplateFrom == nil {
@@ -136,6 +137,36 @@ func (v *Validator) warnings(ctx context.Context, req admission.Request) []strin
 			ref := resolve.Reference{Kind: "ConfigMap", Name: source.Name, Unlabelled: true}
 			out = append(out, fmt.Sprintf("%s: %s", path, ref.Problem()))
 		}
+	}
+	return out
+}
+
+// forbiddenReplace warns of each harnessPrompt: replace that p sets itself
+// while the PromptPlatform forbids it: the Persona is admitted (the
+// PromptPlatform may change in the same sync) and fails to render with
+// HarnessPromptForbidden until one of them changes. What p inherits, the
+// controller reports.
+func (v *Validator) forbiddenReplace(ctx context.Context, p *v1alpha1.Persona) []string {
+	var fields []*field.Path
+	if hp := p.Spec.HarnessPrompt; hp != nil && *hp == v1alpha1.HarnessPromptReplace {
+		fields = append(fields, field.NewPath("spec", "harnessPrompt"))
+	}
+	for i, variant := range p.Spec.Variants {
+		if variant.HarnessPrompt == v1alpha1.HarnessPromptReplace {
+			fields = append(fields, field.NewPath("spec", "variants").Index(i).Child("harnessPrompt"))
+		}
+	}
+	if len(fields) == 0 || v.Objects == nil {
+		return nil
+	}
+	var pp v1alpha1.PromptPlatform
+	if err := v.Objects.Get(ctx, client.ObjectKey{Name: v1alpha1.PromptPlatformName}, &pp); err != nil || pp.Spec.ReplaceAllowed() {
+		return nil
+	}
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = fmt.Sprintf("%s: %s %s forbids replace (its spec.harnessPrompt.allowReplace is false): the Persona will not render (%s) until one of them changes",
+			f, v1alpha1.PromptPlatformKind, v1alpha1.PromptPlatformName, v1alpha1.HarnessPromptForbiddenReason)
 	}
 	return out
 }

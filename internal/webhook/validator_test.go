@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
@@ -187,5 +188,32 @@ func TestWarnings(t *testing.T) {
 	}
 	if objects.gets != 2 || sources.gets != 1 {
 		t.Errorf("%d lookups of objects and %d of sources, want 2 and 1", objects.gets, sources.gets)
+	}
+}
+
+// A Persona that sets harnessPrompt: replace itself while the cached
+// PromptPlatform forbids it is admitted (the PromptPlatform may change in
+// the same sync) with a warning per field; without the rule, none.
+func TestWarnsOfAForbiddenHarnessPromptReplace(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	platform := func(allow bool) client.Reader {
+		return fake.NewClientBuilder().WithScheme(scheme).WithObjects(&v1alpha1.PromptPlatform{
+			ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec:       v1alpha1.PromptPlatformSpec{HarnessPrompt: &v1alpha1.HarnessPromptPolicy{AllowReplace: &allow}},
+		}).Build()
+	}
+	persona := request(v1alpha1.PersonaKind, "p", "kind: Persona\nmetadata: {name: p}\n"+
+		"spec: {harnessPrompt: replace, variants: [{name: a, harnessPrompt: keep}, {name: b, harnessPrompt: replace}]}\n")
+	persona.UserInfo.Username = "alice"
+	const rule = ": PromptPlatform default forbids replace (its spec.harnessPrompt.allowReplace is false): the Persona will not render (HarnessPromptForbidden) until one of them changes"
+	resp := (&Validator{Objects: platform(false)}).Handle(context.Background(), persona)
+	if want := []string{"spec.harnessPrompt" + rule, "spec.variants[1].harnessPrompt" + rule}; !resp.Allowed || !slices.Equal(resp.Warnings, want) {
+		t.Errorf("allowed %v, warnings %q, want %q", resp.Allowed, resp.Warnings, want)
+	}
+	if resp := (&Validator{Objects: platform(true)}).Handle(context.Background(), persona); !resp.Allowed || len(resp.Warnings) != 0 {
+		t.Errorf("with replace allowed: %+v", resp)
 	}
 }
