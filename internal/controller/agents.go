@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -105,7 +104,7 @@ func agentsOf(pods []metav1.PartialObjectMetadata, current int64) *v1alpha1.Agen
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		if n, ok := revisionLabel(p.Labels); ok {
+		if n, ok := delivery.PodRevision(p.Labels); ok {
 			byRevision[n]++
 		}
 	}
@@ -119,19 +118,6 @@ func agentsOf(pods []metav1.PartialObjectMetadata, current int64) *v1alpha1.Agen
 	slices.SortFunc(out.Revisions, func(a, b v1alpha1.RevisionAgents) int { return int(b.Revision - a.Revision) })
 	out.Revisions = out.Revisions[:min(len(out.Revisions), v1alpha1.MaxAgentRevisions)]
 	return out
-}
-
-// revisionLabel is the revision a pod's label names, as the webhook writes it.
-func revisionLabel(l map[string]string) (int64, bool) {
-	v, ok := l[delivery.RevisionLabel]
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != v {
-		return 0, false
-	}
-	return n, true
 }
 
 // agentsReconciler keeps status.agents.
@@ -259,7 +245,7 @@ func revisionsInUse(ctx context.Context, api client.Reader, namespace, persona s
 	}
 	out := map[int64]bool{}
 	for _, pod := range pods.Items {
-		if n, ok := revisionLabel(pod.Labels); ok {
+		if n, ok := delivery.PodRevision(pod.Labels); ok {
 			out[n] = true
 		}
 	}

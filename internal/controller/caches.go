@@ -75,7 +75,7 @@ func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string, selector l
 // snapshots (whose labels and sizes pruning reads) all of their metadata but managedFields, and reduces any other as trimSourceMetadata.
 func trimConfigMapMetadata(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok || (!personasOwn(m) && !isSnapshot(m)) {
+	if !ok || (!delivery.IsLiveConfigMap(m) && !delivery.IsSnapshot(m)) {
 		return trimSourceMetadata(obj)
 	}
 	internMeta(m)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
 // objectRef names an object a Persona's render reads.
@@ -56,7 +57,7 @@ func dependents(ctx context.Context, c client.Reader, waiting *awaiting, ref obj
 // inConflict enqueues the Persona whose ConfigMap name obj has when a
 // Persona does not control it.
 func (r *PersonaReconciler) inConflict(_ context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
-	if name, ok := personaOfConfigMap(obj.GetName()); ok && !controlledByPersona(obj, name) {
+	if name, ok := delivery.PersonaOfConfigMap(obj.GetName()); ok && !delivery.ControlledByPersona(obj, name) {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 	}
 	return nil

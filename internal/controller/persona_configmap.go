@@ -2,10 +2,8 @@ package controller
 
 import (
 	"context"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -20,7 +18,7 @@ func (r *PersonaReconciler) configMapHolds(ctx context.Context, p *v1alpha1.Pers
 	if err != nil {
 		return false
 	}
-	return controls(p, current) && isCurrent(current, currentHash, delivery.ConfigMap(p.Name, p.Namespace, &render.Output{Hash: hash}))
+	return delivery.Controls(p, current) && isCurrent(current, currentHash, delivery.ConfigMap(p.Name, p.Namespace, &render.Output{Hash: hash}))
 }
 
 // currentConfigMap is the ConfigMap key as the metadata cache has it, and
@@ -34,7 +32,7 @@ func (r *PersonaReconciler) currentConfigMap(ctx context.Context, key client.Obj
 	if err := r.configMapMetadata.Get(ctx, key, m); err != nil {
 		return nil, "", err
 	}
-	if !personasOwn(m) {
+	if !delivery.IsLiveConfigMap(m) {
 		return &corev1.ConfigMap{ObjectMeta: m.ObjectMeta}, "", nil
 	}
 	if hash, ok := r.writes.hashAt(key, m.ResourceVersion); ok {
@@ -56,53 +54,11 @@ func (r *PersonaReconciler) readConfigMap(ctx context.Context, key client.Object
 	}
 	// Only a Persona's own ConfigMap's revision.json is worth keeping.
 	var own map[string]string
-	if personasOwn(&cm) {
+	if delivery.IsLiveConfigMap(&cm) {
 		own = cm.Data
 	}
 	r.writes.read(key, cm.ResourceVersion, hash, own)
 	return &cm, hash, nil
-}
-
-// personasOwn reports whether obj is the ConfigMap of the Persona its name
-// is for, controlled by that Persona.
-func personasOwn(obj client.Object) bool {
-	name, ok := personaOfConfigMap(obj.GetName())
-	return ok && controlledByPersona(obj, name)
-}
-
-// controls reports whether p is obj's controller: its owner reference by UID,
-// and by kind, API version and name too, so that a reference forged with
-// p's UID under another kind or group is not taken for p's.
-func controls(p *v1alpha1.Persona, obj client.Object) bool {
-	return metav1.IsControlledBy(obj, p) && controlledByPersona(obj, p.Name)
-}
-
-func controlledByPersona(obj client.Object, name string) bool {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	return ref != nil && ref.Kind == "Persona" && ref.Name == name && ref.APIVersion == v1alpha1.GroupVersion.String()
-}
-
-// personaOfConfigMap is the Persona whose live ConfigMap has this name: a
-// Persona's name has no dot, a snapshot's has.
-func personaOfConfigMap(name string) (string, bool) {
-	persona, ok := strings.CutPrefix(name, delivery.ConfigMapPrefix)
-	return persona, ok && persona != "" && !strings.Contains(persona, ".")
-}
-
-// isSnapshot reports whether obj is a snapshot its Persona controls, with
-// a snapshot's labels.
-func isSnapshot(obj client.Object) bool {
-	persona, _, ok := delivery.LabelledSnapshot(obj)
-	return ok && controlledByPersona(obj, persona)
-}
-
-// ownSnapshot reports whether obj is p's snapshot of revision n: of that
-// name, with a snapshot's labels, and controlled by p. Only the operator may
-// label a ConfigMap so, and a Persona's controller reference alone can be
-// forged where the ConfigMap policy is not installed.
-func ownSnapshot(p *v1alpha1.Persona, obj client.Object, n int64) bool {
-	persona, m, ok := delivery.LabelledSnapshot(obj)
-	return ok && persona == p.Name && m == n && controls(p, obj)
 }
 
 // configMapData is the data of the ConfigMap current, read from the API

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/fairshare"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/status"
@@ -366,13 +367,13 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 	// deletion needs a reconcile unless the controller pruned it.
 	changedByOthers := predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
 		CreateFunc: func(e event.TypedCreateEvent[*metav1.PartialObjectMetadata]) bool {
-			return !isSnapshot(e.Object) && !r.writes.holds(e.Object)
+			return !delivery.IsSnapshot(e.Object) && !r.writes.holds(e.Object)
 		},
 		UpdateFunc: func(e event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool {
-			return !isSnapshot(e.ObjectNew) && !r.writes.holds(e.ObjectNew)
+			return !delivery.IsSnapshot(e.ObjectNew) && !r.writes.holds(e.ObjectNew)
 		},
 		DeleteFunc: func(e event.TypedDeleteEvent[*metav1.PartialObjectMetadata]) bool {
-			return !isSnapshot(e.Object) || !r.pruned.take(client.ObjectKeyFromObject(e.Object))
+			return !delivery.IsSnapshot(e.Object) || !r.pruned.take(client.ObjectKeyFromObject(e.Object))
 		},
 	}
 	informer, err := own.GetInformer(context.Background(), configMapMetadata(), cache.BlockUntilSynced(false))

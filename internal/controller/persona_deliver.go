@@ -51,7 +51,7 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, at
 	if err != nil {
 		return outcome{}, fmt.Errorf("get ConfigMap %s: %w", desired.Name, err)
 	}
-	if !controls(p, current) {
+	if !delivery.Controls(p, current) {
 		adopted, err := r.adoptOrphan(ctx, p, key)
 		if err != nil {
 			return outcome{}, err

@@ -43,14 +43,14 @@ func (r *PersonaReconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Pers
 	// The caches keep a foreign ConfigMap's metadata trimmed: whether it is
 	// an orphan is read from the API server.
 	orphan := false
-	if !controls(p, current) {
+	if !delivery.Controls(p, current) {
 		cm, _, err := r.readConfigMap(ctx, key)
 		if err != nil {
 			return outcome{}, fmt.Errorf("get ConfigMap %s: %w", key.Name, client.IgnoreNotFound(err))
 		}
 		orphan = isOperatorsOrphan(cm)
 	}
-	if !orphan && (!controls(p, current) || currentHash == "") {
+	if !orphan && (!delivery.Controls(p, current) || currentHash == "") {
 		return failure, nil // not this Persona's data to keep
 	}
 	guardrails, err := resolve.Guardrails(ctx, lookup{cached: r.Client, configMaps: r.configMaps}, p)

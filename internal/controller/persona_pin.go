@@ -61,7 +61,7 @@ func pinOf(p *v1alpha1.Persona) pin {
 func (r *PersonaReconciler) pinnedSource(ctx context.Context, p *v1alpha1.Persona, n int64) (*corev1.ConfigMap, error) {
 	var snap corev1.ConfigMap
 	switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.SnapshotName(p.Name, n)}, &snap); {
-	case err == nil && ownSnapshot(p, &snap, n):
+	case err == nil && delivery.IsSnapshotOf(p, &snap, n):
 		return &snap, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get snapshot %s: %w", delivery.SnapshotName(p.Name, n), err)
@@ -73,7 +73,7 @@ func (r *PersonaReconciler) pinnedSource(ctx context.Context, p *v1alpha1.Person
 	case err != nil:
 		return nil, fmt.Errorf("get ConfigMap %s: %w", delivery.ConfigMapName(p.Name), err)
 	}
-	if controls(p, live) && delivery.Revision(live.Annotations) == n {
+	if delivery.Controls(p, live) && delivery.Revision(live.Annotations) == n {
 		return live, nil
 	}
 	return nil, nil
@@ -151,7 +151,7 @@ func (r *PersonaReconciler) rebasedLive(ctx context.Context, p *v1alpha1.Persona
 		return outcome{}, false
 	}
 	live, _, err := r.readConfigMap(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.ConfigMapName(p.Name)})
-	if err != nil || !controls(p, live) || live.Annotations[delivery.GuardrailsAnnotation] != identity ||
+	if err != nil || !delivery.Controls(p, live) || live.Annotations[delivery.GuardrailsAnnotation] != identity ||
 		delivery.Revision(live.Annotations) != p.Status.CurrentRevision {
 		return outcome{}, false
 	}
@@ -181,7 +181,7 @@ func unfaithful(p *v1alpha1.Persona, n int64, src *corev1.ConfigMap, data map[st
 	if rec != nil && (rec.Revision != n || rec.ContentHash != hash) {
 		return fmt.Sprintf("holds a revision.json of revision %d, content hash %s, not of revision %d, %s", rec.Revision, rec.ContentHash, n, hash)
 	}
-	if e, ok := historyEntry(p.Status.History, n); ok && e.ContentHash != hash {
+	if e, ok := p.Status.HistoryEntry(n); ok && e.ContentHash != hash {
 		return fmt.Sprintf("holds data of content hash %s, not the %s status.history names for it", hash, e.ContentHash)
 	}
 	return ""
@@ -203,7 +203,7 @@ func (r *PersonaReconciler) keepLatest(ctx context.Context, p *v1alpha1.Persona,
 		return *attempt.revision, nil, nil
 	}
 	var rev *revision
-	if e, ok := latestEntry(&p.Status); ok && e.ContentHash == out.Hash {
+	if e, ok := p.Status.LatestEntry(); ok && e.ContentHash == out.Hash {
 		rev = &revision{entry: e, record: encodeRecord(p, e, attempt.read, 0)}
 	} else {
 		snapshots, err := r.snapshots(ctx, p)
@@ -215,15 +215,15 @@ func (r *PersonaReconciler) keepLatest(ctx context.Context, p *v1alpha1.Persona,
 			newest := snapshots[len(snapshots)-1]
 			if newest.meta.Annotations[delivery.ContentHashAnnotation] == out.Hash && newest.number > p.Status.CurrentRevision {
 				var cm corev1.ConfigMap
-				if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(newest.meta), &cm); err == nil && ownSnapshot(p, &cm, newest.number) {
+				if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(newest.meta), &cm); err == nil && delivery.IsSnapshotOf(p, &cm, newest.number) {
 					if rec, ok := decodeRecord(cm.Data[render.RevisionKey]); ok && rec.Revision == newest.number && rec.ContentHash == out.Hash {
 						return rec.Entry(), nil, nil
 					}
 				}
 			}
-			if e, ok := latestEntry(&p.Status); ok {
+			if e, ok := p.Status.LatestEntry(); ok {
 				previous = &corev1.ConfigMap{}
-				if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.SnapshotName(p.Name, e.Revision)}, previous); err != nil || !ownSnapshot(p, previous, e.Revision) {
+				if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: delivery.SnapshotName(p.Name, e.Revision)}, previous); err != nil || !delivery.IsSnapshotOf(p, previous, e.Revision) {
 					previous = nil
 				}
 			}

@@ -106,7 +106,7 @@ func (r *PersonaReconciler) evict(ctx context.Context, p *v1alpha1.Persona, ledg
 // personas and keptOf remember what was read for each Persona.
 func (r *PersonaReconciler) evictable(ctx context.Context, m *metav1.PartialObjectMetadata, personas map[string]*v1alpha1.Persona, keptOf map[string]map[int64]bool) (bool, error) {
 	name, n, _ := delivery.SnapshotOf(m.Name)
-	if !controlledByPersona(m, name) {
+	if !delivery.ControlledByPersona(m, name) {
 		return false, nil
 	}
 	owner, ok := personas[name]

@@ -64,7 +64,7 @@ func (r *PersonaReconciler) stamp(ctx context.Context, p *v1alpha1.Persona, atte
 	hash := attempt.output.Hash
 	if current != nil && currentHash == hash {
 		if n := delivery.Revision(current.Annotations); n > 0 {
-			if e, ok := historyEntry(p.Status.History, n); ok && e.ContentHash == hash {
+			if e, ok := p.Status.HistoryEntry(n); ok && e.ContentHash == hash {
 				return &revision{entry: e}, nil
 			}
 			data, err := r.configMapData(ctx, current)
@@ -79,12 +79,12 @@ func (r *PersonaReconciler) stamp(ctx context.Context, p *v1alpha1.Persona, atte
 	// Other content than the live ConfigMap's: not from caches behind it
 	// (persona_caches_behind.go). A pin's rebase reads its pinned
 	// revision's inputs, older on purpose.
-	if attempt.base == nil && current != nil && currentHash != hash && controls(p, current) {
+	if attempt.base == nil && current != nil && currentHash != hash && delivery.Controls(p, current) {
 		if err := r.notBehind(ctx, current, attempt.read); err != nil {
 			return nil, err
 		}
 	}
-	if e, ok := latestEntry(&p.Status); ok && e.ContentHash == hash {
+	if e, ok := p.Status.LatestEntry(); ok && e.ContentHash == hash {
 		return &revision{entry: e, record: encodeRecord(p, e, attempt.read, 0)}, nil
 	}
 	return r.newRevision(ctx, p, attempt, current, current)
@@ -117,7 +117,7 @@ func (r *PersonaReconciler) highestRevision(ctx context.Context, p *v1alpha1.Per
 	for _, e := range p.Status.History {
 		n = max(n, e.Revision)
 	}
-	if current != nil && controls(p, current) {
+	if current != nil && delivery.Controls(p, current) {
 		n = max(n, delivery.Revision(current.Annotations))
 	}
 	snapshots, err := r.snapshots(ctx, p)
@@ -143,7 +143,7 @@ func (r *PersonaReconciler) cause(ctx context.Context, p *v1alpha1.Persona, read
 	if current == nil {
 		return self, nil
 	}
-	if !controls(p, current) {
+	if !delivery.Controls(p, current) {
 		return operator, nil
 	}
 	previous, err := r.recordOf(ctx, current)
@@ -186,24 +186,6 @@ func (r *PersonaReconciler) recordOf(ctx context.Context, current *corev1.Config
 	return recordedInputsOf(data), nil
 }
 
-// historyEntry is revision n's entry in history.
-func historyEntry(history []v1alpha1.RevisionHistoryEntry, n int64) (v1alpha1.RevisionHistoryEntry, bool) {
-	for _, e := range history {
-		if e.Revision == n {
-			return e, true
-		}
-	}
-	return v1alpha1.RevisionHistoryEntry{}, false
-}
-
-// latestEntry is the entry of the status's latest revision.
-func latestEntry(st *v1alpha1.PersonaStatus) (v1alpha1.RevisionHistoryEntry, bool) {
-	if st.LatestRevision == 0 {
-		return v1alpha1.RevisionHistoryEntry{}, false
-	}
-	return historyEntry(st.History, st.LatestRevision)
-}
-
 // setRevision makes the status name e as the delivered and latest
 // revision, and keeps it in the history's last MaxStatusHistory.
 func setRevision(st *v1alpha1.PersonaStatus, e v1alpha1.RevisionHistoryEntry) {
@@ -213,7 +195,7 @@ func setRevision(st *v1alpha1.PersonaStatus, e v1alpha1.RevisionHistoryEntry) {
 
 // addHistory keeps e in the history's last MaxStatusHistory.
 func addHistory(st *v1alpha1.PersonaStatus, e v1alpha1.RevisionHistoryEntry) {
-	if _, ok := historyEntry(st.History, e.Revision); ok {
+	if _, ok := st.HistoryEntry(e.Revision); ok {
 		return
 	}
 	st.History = append(slices.Clone(st.History), e)

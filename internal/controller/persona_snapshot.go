@@ -41,7 +41,7 @@ func (r *PersonaReconciler) snapshots(ctx context.Context, p *v1alpha1.Persona) 
 	var out []snapshotRef
 	for i := range list.Items {
 		m := &list.Items[i]
-		if _, n, ok := delivery.LabelledSnapshot(m); ok && ownSnapshot(p, m, n) {
+		if _, n, ok := delivery.LabelledSnapshot(m); ok && delivery.IsSnapshotOf(p, m, n) {
 			out = append(out, snapshotRef{meta: m, number: n})
 		}
 	}
@@ -70,7 +70,7 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 		if err != nil {
 			return nil, fmt.Errorf("read ConfigMap %s for its snapshot: %w", delivery.ConfigMapName(p.Name), client.IgnoreNotFound(err))
 		}
-		if !controls(p, live) || delivery.Revision(live.Annotations) != rev.Revision {
+		if !delivery.Controls(p, live) || delivery.Revision(live.Annotations) != rev.Revision {
 			return nil, nil // the live ConfigMap moved on: its own revision's snapshot follows
 		}
 		data, guardrails = live.Data, live.Annotations[delivery.GuardrailsAnnotation]
@@ -143,7 +143,7 @@ type snapshotFailure struct{ reason, message string }
 // is held by an object that is not that snapshot (another owner's, or one
 // without a snapshot's labels), nil when it is.
 func heldSnapshot(p *v1alpha1.Persona, held client.Object, n int64) *snapshotFailure {
-	if ownSnapshot(p, held, n) {
+	if delivery.IsSnapshotOf(p, held, n) {
 		return nil
 	}
 	return &snapshotFailure{reason: v1alpha1.SnapshotNameTakenReason, message: fmt.Sprintf(

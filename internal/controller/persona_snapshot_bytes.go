@@ -14,6 +14,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
 // snapshotBytes keeps, per namespace, what its snapshots hold
@@ -21,7 +23,7 @@ import (
 // same however many the namespace has: the snapshots the metadata cache's
 // events tell, plus those this manager created that the cache has not seen
 // yet, less those it deleted that the cache still holds. Only a snapshot
-// its Persona controls counts (isSnapshot), and its size is that of its
+// its Persona controls counts (delivery.IsSnapshot), and its size is that of its
 // data, never what an annotation says: whoever may write the ConfigMap may
 // write its annotations. The metadata cache holds no data, so a size is
 // the one this manager wrote (a snapshot is immutable), or, for one written
@@ -280,7 +282,7 @@ func (n *namespaceSnapshotBytes) wrote(name, resourceVersion string, size int) {
 // seen counts m as the cache holds it, when its Persona controls it, and
 // forgets it otherwise (n.mu held).
 func (n *namespaceSnapshotBytes) seen(m *metav1.PartialObjectMetadata) {
-	if !isSnapshot(m) {
+	if !delivery.IsSnapshot(m) {
 		n.forget(m)
 		return
 	}
@@ -361,7 +363,7 @@ func (b *snapshotBytes) event(obj any, deleted bool) {
 	if !ok {
 		return
 	}
-	if deleted || !isSnapshot(m) { // gone, or orphaned: no longer counted
+	if deleted || !delivery.IsSnapshot(m) { // gone, or orphaned: no longer counted
 		if n := b.existing(m.Namespace); n != nil {
 			n.mu.Lock()
 			defer n.mu.Unlock()

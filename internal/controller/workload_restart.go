@@ -205,7 +205,7 @@ func (r *workloadRestarter) restartFor(p *v1alpha1.Persona, w waves.Workload, n 
 		out.Priority = true
 		return out
 	}
-	e, ok := historyEntry(p.Status.History, n)
+	e, ok := p.Status.HistoryEntry(n)
 	if !ok || e.Cause.Kind == v1alpha1.RevisionCauseOperator {
 		out.Cause = waves.Cause{Kind: v1alpha1.RevisionCauseOperator, Version: version.String()}
 		return out
