@@ -40,9 +40,10 @@
 // Tests sit beside their files: persona_resolve_test.go,
 // persona_render_test.go, persona_deliver_test.go and persona_status_test.go
 // test each step on its own against controller-runtime's fake client
-// (persona_fake_test.go), with plain go test; the specs of suite_test.go
-// run the manager against a real API server (envtest) for what the API
-// server owns: watches, caches, conflicts, the webhook in the path.
+// (persona_fake_test.go), with plain go test; the specs of
+// test/integration/controllers run the manager against a real API server
+// (envtest) for what the API server owns: watches, caches, conflicts, the
+// webhook in the path.
 //
 // # Two passes
 //

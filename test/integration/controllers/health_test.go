@@ -1,4 +1,4 @@
-package controller_test
+package controllers
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ import (
 func health(obj *unstructured.Unstructured) string {
 	res, err := status.Compute(obj)
 	Expect(err).NotTo(HaveOccurred())
-	script, err := argocd.Script("../..")
+	script, err := argocd.Script(inRepo())
 	Expect(err).NotTo(HaveOccurred())
 	argo, message, err := argocd.Health(script, obj.Object)
 	Expect(err).NotTo(HaveOccurred())

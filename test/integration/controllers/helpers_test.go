@@ -1,6 +1,10 @@
-package controller_test
+package controllers
 
 import (
+	"path/filepath"
+
+	. "github.com/onsi/gomega"
+
 	"github.com/persona-operator/persona-operator/test/fixtures"
 	"github.com/persona-operator/persona-operator/test/suite"
 )
@@ -33,3 +37,11 @@ var (
 )
 
 type extension = fixtures.Extension
+
+// inRepo is the path of rel in the repository, whatever the working
+// directory's depth.
+func inRepo(rel ...string) string {
+	root, err := suite.Root()
+	Expect(err).NotTo(HaveOccurred())
+	return filepath.Join(append([]string{root}, rel...)...)
+}

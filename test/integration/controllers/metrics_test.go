@@ -1,4 +1,4 @@
-package controller_test
+package controllers
 
 import (
 	. "github.com/onsi/ginkgo/v2"

@@ -1,4 +1,4 @@
-package controller_test
+package controllers
 
 import (
 	"fmt"
@@ -372,7 +372,7 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 // config/components/restart-workloads, and installs its policy for that
 // identity, so that every write of these specs passes it.
 func installRestartComponent() {
-	dir := filepath.Join("..", "..", "config", "components", "restart-workloads")
+	dir := inRepo("config", "components", "restart-workloads")
 	var role rbacv1.ClusterRole
 	readYAML(filepath.Join(dir, "role.yaml"), &role)
 	binding := &rbacv1.ClusterRoleBinding{
@@ -419,7 +419,7 @@ func unwritableWorkloads(ns string) []client.Object {
 // restartPolicy is the component's policy, matching user's requests.
 func restartPolicy(user string) *admissionv1.ValidatingAdmissionPolicy {
 	var policy admissionv1.ValidatingAdmissionPolicy
-	readYAML(filepath.Join("..", "..", "config", "components", "restart-workloads", "policy.yaml"), &policy)
+	readYAML(inRepo("config", "components", "restart-workloads", "policy.yaml"), &policy)
 	const shipped = "system:serviceaccount:persona-operator-system:persona-operator-controller-manager"
 	Expect(policy.Spec.MatchConditions[0].Expression).To(ContainSubstring(shipped))
 	policy.Spec.MatchConditions[0].Expression = strings.ReplaceAll(policy.Spec.MatchConditions[0].Expression, shipped, user)
