@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -57,7 +57,7 @@ func newPodMetadataCache(mgr ctrl.Manager, namespaces []string) (cache.Cache, er
 	return NewCache(mgr.GetConfig(), cache.Options{
 		Scheme:               mgr.GetScheme(),
 		Mapper:               mgr.GetRESTMapper(),
-		DefaultNamespaces:    namespaceConfigs(namespaces),
+		DefaultNamespaces:    kube.NamespaceConfigs(namespaces),
 		DefaultLabelSelector: agentPodSelector,
 		DefaultTransform:     trimPodMetadata,
 	})
@@ -79,20 +79,8 @@ func trimPodMetadata(obj any) (any, error) {
 	}
 	m.ObjectMeta = metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 		Labels: kept, DeletionTimestamp: m.DeletionTimestamp}
-	internMeta(m)
+	kube.InternMeta(m)
 	return m, nil
-}
-
-func podMetadata() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
-	return m
-}
-
-func podMetadataList() *metav1.PartialObjectMetadataList {
-	l := &metav1.PartialObjectMetadataList{}
-	l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	return l
 }
 
 // agentsOf counts pods, the pods of one Persona, by the revision label: the
@@ -150,7 +138,7 @@ func (r *agentsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ c
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	pods := podMetadataList()
+	pods := kube.PodMetadataList()
 	if err := r.pods.List(ctx, pods, client.InNamespace(p.Namespace), client.MatchingLabels{delivery.PersonaLabel: p.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list the pods of persona %s: %w", p.Name, err)
 	}
@@ -165,7 +153,7 @@ func (r *agentsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ c
 	p.Status.Agents = agents
 	// The merge patch holds status.agents alone: the Persona controller's
 	// patches hold only what it changed, so neither undoes the other.
-	patchStatus(ctx, r.Client, &p, before, &p.Status, &err)
+	kube.PatchStatus(ctx, r.Client, &p, before, &p.Status, &err)
 	if err == nil {
 		r.mu.Lock()
 		r.written[req.NamespacedName] = r.now()
@@ -202,7 +190,7 @@ func (r *agentsReconciler) SetupWithManager(mgr ctrl.Manager, pods cache.Cache) 
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Persona{}, builder.WithPredicates(currentRevisionChanged)).
-		WatchesRawSource(source.Kind(pods, podMetadata(), ofPersona, countedChange)).
+		WatchesRawSource(source.Kind(pods, kube.PodMetadata(), ofPersona, countedChange)).
 		Named("persona-agents").
 		Complete(r)
 }
@@ -239,7 +227,7 @@ func revisionsNamedByPods(pods client.Reader) revisionKeeper {
 // revisionsInUse are the revisions the pods of p name, as from reads:
 // the cache of the agent pods, or the API server for a fresh list.
 func revisionsInUse(ctx context.Context, api client.Reader, namespace, persona string) (map[int64]bool, error) {
-	pods := podMetadataList()
+	pods := kube.PodMetadataList()
 	if err := api.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{delivery.PersonaLabel: persona}); err != nil {
 		return nil, fmt.Errorf("list the pods of persona %s: %w", persona, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -162,7 +163,7 @@ func TestPruneKeepsTheSnapshotsPodsName(t *testing.T) {
 // count: only a label change or the start of its deletion recounts.
 func TestAgentsRecountOnlyOnCountedChanges(t *testing.T) {
 	pod := func(rv, revision string, deleting bool) *metav1.PartialObjectMetadata {
-		m := podMetadata()
+		m := kube.PodMetadata()
 		m.Name, m.ResourceVersion = "agent", rv
 		m.Labels = map[string]string{delivery.PersonaLabel: "p", delivery.RevisionLabel: revision}
 		if deleting {

@@ -8,11 +8,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -31,8 +29,8 @@ import (
 // (none: all).
 func CacheOptions(namespaces []string) cache.Options {
 	return cache.Options{
-		DefaultNamespaces: namespaceConfigs(namespaces),
-		DefaultTransform:  internObjects,
+		DefaultNamespaces: kube.NamespaceConfigs(namespaces),
+		DefaultTransform:  kube.InternObjects,
 	}
 }
 
@@ -40,17 +38,6 @@ func CacheOptions(namespaces []string) cache.Options {
 // the API server, never through a cache of them all with their data.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}}
-}
-
-func namespaceConfigs(namespaces []string) map[string]cache.Config {
-	if len(namespaces) == 0 {
-		return nil
-	}
-	out := make(map[string]cache.Config, len(namespaces))
-	for _, ns := range namespaces {
-		out[ns] = cache.Config{}
-	}
-	return out
 }
 
 // The label selectors of the two ConfigMap watches.
@@ -65,7 +52,7 @@ func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string, selector l
 	return NewCache(mgr.GetConfig(), cache.Options{
 		Scheme:               mgr.GetScheme(),
 		Mapper:               mgr.GetRESTMapper(),
-		DefaultNamespaces:    namespaceConfigs(namespaces),
+		DefaultNamespaces:    kube.NamespaceConfigs(namespaces),
 		DefaultLabelSelector: selector,
 		DefaultTransform:     trim,
 	})
@@ -78,7 +65,7 @@ func trimConfigMapMetadata(obj any) (any, error) {
 	if !ok || (!delivery.IsLiveConfigMap(m) && !delivery.IsSnapshot(m)) {
 		return trimSourceMetadata(obj)
 	}
-	internMeta(m)
+	kube.InternMeta(m)
 	return m, nil
 }
 
@@ -102,7 +89,7 @@ func trimSourceMetadata(obj any) (any, error) {
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Labels: kept,
 		OwnerReferences: controllerOnly(m), DeletionTimestamp: m.DeletionTimestamp,
 	}
-	internMeta(m)
+	kube.InternMeta(m)
 	return m, nil
 }
 
@@ -112,16 +99,4 @@ func controllerOnly(obj metav1.Object) []metav1.OwnerReference {
 		return []metav1.OwnerReference{*ref}
 	}
 	return nil
-}
-
-func configMapMetadata() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	return m
-}
-
-// watchConfigMapMetadata is a source of the metadata cache's ConfigMap
-// events for h.
-func watchConfigMapMetadata(c cache.Cache, h handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request]) source.Source {
-	return source.Kind(c, configMapMetadata(), h)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/admission"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 )
 
 // ClusterPromptLayerReconciler reports whether each ClusterPromptLayer is
@@ -32,7 +33,7 @@ func (r *ClusterPromptLayerReconciler) Reconcile(ctx context.Context, req ctrl.R
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := l.Status.DeepCopy()
-	defer func() { patchStatus(ctx, r.Client, &l, before, &l.Status, &err) }()
+	defer func() { kube.PatchStatus(ctx, r.Client, &l, before, &l.Status, &err) }()
 
 	reportValidity(&l, &l.Status.ObservedGeneration, &l.Status.Conditions, admission.ValidateClusterPromptLayer, "the template parses")
 	return ctrl.Result{}, nil

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -29,7 +30,7 @@ type objectRef struct {
 func dependents(ctx context.Context, c client.Reader, waiting *awaiting, ref objectRef) []reconcile.Request {
 	personas := sets.New(waiting.waiters(ref)...)
 	seen := sets.New[string]()
-	queue := []string{dependencyKey(ref.Kind, ref.Name)}
+	queue := []string{kube.DependencyKey(ref.Kind, ref.Name)}
 	for len(queue) > 0 {
 		key := queue[0]
 		queue = queue[1:]
@@ -37,14 +38,14 @@ func dependents(ctx context.Context, c client.Reader, waiting *awaiting, ref obj
 			continue
 		}
 		seen.Insert(key)
-		for _, index := range []string{referenceIndex, dependencyIndex} {
-			for _, name := range listNames(ctx, c, &v1alpha1.PersonaList{}, ref.Namespace, index, key) {
+		for _, index := range []string{kube.ReferenceIndex, kube.DependencyIndex} {
+			for _, name := range kube.ListNames(ctx, c, &v1alpha1.PersonaList{}, ref.Namespace, index, key) {
 				personas.Insert(name)
-				queue = append(queue, dependencyKey(v1alpha1.PersonaKind, name))
+				queue = append(queue, kube.DependencyKey(v1alpha1.PersonaKind, name))
 			}
 		}
-		for _, name := range listNames(ctx, c, &v1alpha1.PromptLayerList{}, ref.Namespace, referenceIndex, key) {
-			queue = append(queue, dependencyKey(v1alpha1.PromptLayerKind, name))
+		for _, name := range kube.ListNames(ctx, c, &v1alpha1.PromptLayerList{}, ref.Namespace, kube.ReferenceIndex, key) {
+			queue = append(queue, kube.DependencyKey(v1alpha1.PromptLayerKind, name))
 		}
 	}
 	reqs := make([]reconcile.Request, 0, personas.Len())

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
@@ -65,9 +66,9 @@ func TestDependents(t *testing.T) {
 		},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).
-		WithIndex(&v1alpha1.Persona{}, dependencyIndex, indexDependencies).
-		WithIndex(&v1alpha1.Persona{}, referenceIndex, indexPersonaReferences).
-		WithIndex(&v1alpha1.PromptLayer{}, referenceIndex, indexLayerReferences).
+		WithIndex(&v1alpha1.Persona{}, kube.DependencyIndex, kube.IndexDependencies).
+		WithIndex(&v1alpha1.Persona{}, kube.ReferenceIndex, kube.IndexPersonaReferences).
+		WithIndex(&v1alpha1.PromptLayer{}, kube.ReferenceIndex, kube.IndexLayerReferences).
 		Build()
 	waiting := newAwaiting()
 	waiting.set(objectKey("ns", "waiter"), []objectRef{{Kind: v1alpha1.ConfigMapKind, Namespace: "ns", Name: "agents"}})

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
@@ -28,7 +29,7 @@ func (r *PersonaReconciler) configMapHolds(ctx context.Context, p *v1alpha1.Pers
 // controls: its data is none of the controller's business.
 func (r *PersonaReconciler) currentConfigMap(ctx context.Context, key client.ObjectKey) (*corev1.ConfigMap, string, error) {
 	// The cache's Get returns a copy of its own.
-	m := configMapMetadata()
+	m := kube.ConfigMapMetadata()
 	if err := r.configMapMetadata.Get(ctx, key, m); err != nil {
 		return nil, "", err
 	}

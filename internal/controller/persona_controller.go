@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/fairshare"
 	"github.com/persona-operator/persona-operator/internal/render"
@@ -70,13 +70,13 @@ type PersonaReconciler struct {
 	// deferred is the renders of a fan-out whose status waits for its pass.
 	deferred *deferredStatuses
 	// configMapWriter writes the ConfigMaps.
-	configMapWriter configMapWrites
+	configMapWriter kube.ConfigMapWrites
 	// waiting is what each Persona's last render found missing.
 	waiting *awaiting
 	// overruns counts each Persona's renders in a row out of wall time.
 	overruns *overruns
 	// configMaps reads the ConfigMaps templateFrom names.
-	configMaps *sourceReader
+	configMaps *kube.SourceReader
 	// pruned are the snapshots pruned whose deletion is not yet watched.
 	pruned *prunedSnapshots
 	// snapshotBytes is what each namespace's snapshots hold.
@@ -97,13 +97,6 @@ type PersonaReconciler struct {
 type personaStore interface {
 	// forgetPersona drops what the store holds about persona.
 	forgetPersona(persona types.NamespacedName)
-}
-
-// configMapWrites creates and updates ConfigMaps whole, answering with the
-// resourceVersion written (configMapWriter against the API server).
-type configMapWrites interface {
-	create(ctx context.Context, cm *corev1.ConfigMap) (string, error)
-	update(ctx context.Context, cm *corev1.ConfigMap) (string, error)
 }
 
 // personaOptions tune the Persona controller (Options).
@@ -129,7 +122,7 @@ type personaOptions struct {
 // through live (the API server), template sources through sources, and
 // writes ConfigMaps through writer.
 func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, live, ownConfigMaps client.Reader,
-	sources *sourceReader, writer configMapWrites, opts personaOptions) *PersonaReconciler {
+	sources *kube.SourceReader, writer kube.ConfigMapWrites, opts personaOptions) *PersonaReconciler {
 	r := &PersonaReconciler{
 		Client:                    c,
 		Scheme:                    scheme,
@@ -168,7 +161,7 @@ func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder even
 //     OwnerReferencesPermissionEnforcement checks it when a ConfigMap's owner
 //     reference sets blockOwnerDeletion.
 //   - ConfigMaps: watched by metadata (list as above), read by name (get),
-//     created and updated whole (configMapWriter), never patched; deleted
+//     created and updated whole (kube.ConfigMapWriter), never patched; deleted
 //     only when a snapshot is pruned.
 //   - Events: created, and patched when the recorder sends a repeated Event
 //     as a series.
@@ -262,7 +255,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		if err == nil {
 			pr, err = r.beginPrune(ctx, &p)
 		}
-		patched := patchStatus(ctx, r.Client, &p, before, &p.Status, &err)
+		patched := kube.PatchStatus(ctx, r.Client, &p, before, &p.Status, &err)
 		if err == nil {
 			err = r.finishPrune(ctx, &p, pr, patched)
 		}
@@ -376,7 +369,7 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 			return !delivery.IsSnapshot(e.Object) || !r.pruned.take(client.ObjectKeyFromObject(e.Object))
 		},
 	}
-	informer, err := own.GetInformer(context.Background(), configMapMetadata(), cache.BlockUntilSynced(false))
+	informer, err := own.GetInformer(context.Background(), kube.ConfigMapMetadata(), cache.BlockUntilSynced(false))
 	if err != nil {
 		return fmt.Errorf("the informer of the operator's ConfigMaps: %w", err)
 	}
@@ -393,12 +386,12 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 	owner := handler.TypedEnqueueRequestForOwner[*metav1.PartialObjectMetadata](mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Persona{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Persona{}, specLabelsOrPinChanged).
-		WatchesRawSource(source.Kind(own, configMapMetadata(), owner, notInInitialList, changedByOthers)).
-		WatchesRawSource(source.Kind(own, configMapMetadata(), handler.TypedEnqueueRequestsFromMapFunc(r.inConflict), notInInitialList)).
+		WatchesRawSource(source.Kind(own, kube.ConfigMapMetadata(), owner, notInInitialList, changedByOthers)).
+		WatchesRawSource(source.Kind(own, kube.ConfigMapMetadata(), handler.TypedEnqueueRequestsFromMapFunc(r.inConflict), notInInitialList)).
 		Watches(&v1alpha1.Persona{}, r.propagating(v1alpha1.PersonaKind), specChanged).
 		Watches(&v1alpha1.Persona{}, unobservedFirst).
 		Watches(&v1alpha1.PromptLayer{}, r.propagating(v1alpha1.PromptLayerKind), specChanged).
-		WatchesRawSource(watchConfigMapMetadata(sourceMetadata, r.configMapPropagating())).
+		WatchesRawSource(kube.WatchConfigMapMetadata(sourceMetadata, r.configMapPropagating())).
 		WatchesRawSource(r.watchClusterLayers(mgr)).
 		WatchesRawSource(r.watchNamespaceLabels(mgr)).
 		WatchesRawSource(r.watchPlatform(mgr)).

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/status"
 )
 
@@ -52,7 +53,7 @@ func newDeferredStatuses() *deferredStatuses {
 func (d *deferredStatuses) put(persona types.NamespacedName, in inputs, r status.Render, rev v1alpha1.RevisionHistoryEntry, written map[string]string, guardrails string) {
 	r.Sections = slices.Clone(r.Sections)
 	for i := range r.Sections {
-		r.Sections[i].Name, r.Sections[i].Origin = intern(r.Sections[i].Name), intern(r.Sections[i].Origin)
+		r.Sections[i].Name, r.Sections[i].Origin = kube.Intern(r.Sections[i].Name), kube.Intern(r.Sections[i].Origin)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

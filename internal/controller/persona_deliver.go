@@ -38,7 +38,7 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, at
 		created := desired.DeepCopy()
 		created.Annotations[delivery.RevisionAnnotation] = strconv.FormatInt(rev.entry.Revision, 10)
 		created.Data[render.RevisionKey] = string(rev.record)
-		switch err = r.write(ctx, key, hash, r.configMapWriter.create, created); {
+		switch err = r.write(ctx, key, hash, r.configMapWriter.Create, created); {
 		case err == nil:
 			attempt.wrote, attempt.revision, attempt.written = true, &rev.entry, created.Data
 			return attempt, nil
@@ -92,7 +92,7 @@ func (r *PersonaReconciler) deliver(ctx context.Context, p *v1alpha1.Persona, at
 	for _, k := range stale {
 		delete(current.Annotations, k)
 	}
-	if err := r.write(ctx, key, hash, r.configMapWriter.update, current); err != nil {
+	if err := r.write(ctx, key, hash, r.configMapWriter.Update, current); err != nil {
 		return outcome{}, fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
 	}
 	attempt.wrote, attempt.written = true, current.Data

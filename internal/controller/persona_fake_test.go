@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
@@ -45,15 +46,15 @@ func newSteps(t *testing.T, objs ...client.Object) *steps {
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(stepsScheme).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.Persona{}, &v1alpha1.PromptLayer{}, &v1alpha1.ClusterPromptLayer{}).
-		WithIndex(&v1alpha1.Persona{}, dependencyIndex, indexDependencies).
-		WithIndex(&v1alpha1.Persona{}, referenceIndex, indexPersonaReferences).
-		WithIndex(&v1alpha1.PromptLayer{}, referenceIndex, indexLayerReferences).
+		WithIndex(&v1alpha1.Persona{}, kube.DependencyIndex, kube.IndexDependencies).
+		WithIndex(&v1alpha1.Persona{}, kube.ReferenceIndex, kube.IndexPersonaReferences).
+		WithIndex(&v1alpha1.PromptLayer{}, kube.ReferenceIndex, kube.IndexLayerReferences).
 		WithIndex(&v1alpha1.Persona{}, "metadata.name", indexName). // the API server's own field selector
 		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).
 		Build()
 	w := &countingWriter{c: c}
 	rec := events.NewFakeRecorder(16)
-	r := newPersonaReconciler(c, stepsScheme, rec, c, c, newSourceReader(c, c, false), w, personaOptions{})
+	r := newPersonaReconciler(c, stepsScheme, rec, c, c, kube.NewSourceReader(c, c, false), w, personaOptions{})
 	return &steps{PersonaReconciler: r, cluster: c, writer: w, recorder: rec}
 }
 
@@ -78,11 +79,11 @@ type countingWriter struct {
 	creates, updates int
 }
 
-func (w *countingWriter) create(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
+func (w *countingWriter) Create(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
 	return w.write(cm, &w.creates, func(obj client.Object) error { return w.c.Create(ctx, obj) })
 }
 
-func (w *countingWriter) update(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
+func (w *countingWriter) Update(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
 	return w.write(cm, &w.updates, func(obj client.Object) error { return w.c.Update(ctx, obj) })
 }
 

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/resolve"
@@ -53,7 +54,7 @@ func (r *PersonaReconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Pers
 	if !orphan && (!delivery.Controls(p, current) || currentHash == "") {
 		return failure, nil // not this Persona's data to keep
 	}
-	guardrails, err := resolve.Guardrails(ctx, lookup{cached: r.Client, configMaps: r.configMaps}, p)
+	guardrails, err := resolve.Guardrails(ctx, kube.Lookup{Cached: r.Client, Sources: r.configMaps}, p)
 	if err != nil {
 		return outcome{}, fmt.Errorf("resolve the guardrails of persona %s: %w", p.Name, err)
 	}

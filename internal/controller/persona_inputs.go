@@ -36,16 +36,16 @@ type readLog struct {
 // newReadLog starts the log of a resolve of persona, the first thing it reads.
 func newReadLog(persona client.Object) *readLog {
 	l := &readLog{h: sha256.New()}
-	l.read(persona)
+	l.Read(persona)
 	return l
 }
 
-// read notes that obj was read. An object that counts its spec's changes
+// Read notes that obj was read. An object that counts its spec's changes
 // in metadata.generation (every kind of this API) is noted by UID,
 // generation, labels and annotations, so that its status writes, which a
 // render never reads, leave the inputs unchanged; any other by
 // resourceVersion.
-func (l *readLog) read(obj client.Object) {
+func (l *readLog) Read(obj client.Object) {
 	l.objects = append(l.objects, inputOf(obj))
 	l.fields(reflect.TypeOf(obj).Elem().Name(), obj.GetNamespace(), obj.GetName())
 	if obj.GetGeneration() == 0 {
@@ -57,9 +57,9 @@ func (l *readLog) read(obj client.Object) {
 	l.strings(obj.GetAnnotations())
 }
 
-// readList notes that the objects of a list were read, in the order of
+// ReadList notes that the objects of a list were read, in the order of
 // their keys: a cache lists in no fixed order.
-func (l *readLog) readList(list client.ObjectList) error {
+func (l *readLog) ReadList(list client.ObjectList) error {
 	var objs []client.Object
 	err := meta.EachListItem(list, func(o runtime.Object) error {
 		objs = append(objs, o.(client.Object))
@@ -71,7 +71,7 @@ func (l *readLog) readList(list client.ObjectList) error {
 	l.fields(strconv.Itoa(len(objs)))
 	objects := l.objects
 	for _, o := range objs {
-		l.read(o)
+		l.Read(o)
 		if l.listed == nil {
 			l.listed = map[types.UID]v1alpha1.RevisionInput{}
 		}
@@ -82,8 +82,8 @@ func (l *readLog) readList(list client.ObjectList) error {
 	return err
 }
 
-// missing notes that the object of obj's kind named key was not found.
-func (l *readLog) missing(obj client.Object, key client.ObjectKey) {
+// Missing notes that the object of obj's kind named key was not found.
+func (l *readLog) Missing(obj client.Object, key client.ObjectKey) {
 	l.fields(reflect.TypeOf(obj).Elem().Name(), key.Namespace, key.Name, "missing")
 }
 

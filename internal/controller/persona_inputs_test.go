@@ -31,13 +31,13 @@ func TestReadLog(t *testing.T) {
 		for _, r := range reads {
 			switch r := r.(type) {
 			case client.ObjectList:
-				if err := l.readList(r); err != nil {
+				if err := l.ReadList(r); err != nil {
 					t.Fatal(err)
 				}
 			case client.ObjectKey:
-				l.missing(&v1alpha1.PromptLayer{}, r)
+				l.Missing(&v1alpha1.PromptLayer{}, r)
 			case client.Object:
-				l.read(r)
+				l.Read(r)
 			}
 		}
 		return l.sum()

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -13,7 +14,7 @@ func TestOwnWrites(t *testing.T) {
 	key := client.ObjectKey{Namespace: "ns", Name: "persona-p"}
 	// event is the ConfigMap's metadata as a watch event carries it.
 	event := func(resourceVersion, hash string, controlled bool) *metav1.PartialObjectMetadata {
-		m := configMapMetadata()
+		m := kube.ConfigMapMetadata()
 		m.Name, m.Namespace, m.ResourceVersion = key.Name, key.Namespace, resourceVersion
 		m.Annotations = map[string]string{delivery.ContentHashAnnotation: hash}
 		if controlled {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/resolve"
@@ -95,7 +96,7 @@ func (r *PersonaReconciler) deliverPinned(ctx context.Context, p *v1alpha1.Perso
 		addHistory(&p.Status, latest)
 		p.Status.LatestRevision = latest.Revision
 	}
-	guardrails, err := resolve.Guardrails(ctx, lookup{cached: r.Client, configMaps: r.configMaps}, p)
+	guardrails, err := resolve.Guardrails(ctx, kube.Lookup{Cached: r.Client, Sources: r.configMaps}, p)
 	if err != nil {
 		return outcome{}, nil, fmt.Errorf("resolve the guardrails of persona %s: %w", p.Name, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 )
 
 // A change to an object that many Personas read re-renders them all
@@ -84,7 +85,7 @@ func (r *PersonaReconciler) configMapPropagating() handler.TypedEventHandler[*me
 		if !tell || len(reqs) == 0 {
 			return
 		}
-		for _, name := range listNames(ctx, r.Client, &v1alpha1.PromptLayerList{}, obj.Namespace, referenceIndex, dependencyKey(v1alpha1.ConfigMapKind, obj.Name)) {
+		for _, name := range kube.ListNames(ctx, r.Client, &v1alpha1.PromptLayerList{}, obj.Namespace, kube.ReferenceIndex, kube.DependencyKey(v1alpha1.ConfigMapKind, obj.Name)) {
 			var l v1alpha1.PromptLayer
 			if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: name}, &l); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "read the PromptLayer to tell of a ConfigMap change", "name", name)

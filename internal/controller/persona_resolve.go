@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/resolve"
 )
 
@@ -42,7 +43,7 @@ func (r *PersonaReconciler) resolve(ctx context.Context, p *v1alpha1.Persona) (*
 // resolveOnce also returns the inputs revision.json names.
 func (r *PersonaReconciler) resolveOnce(ctx context.Context, p *v1alpha1.Persona) (*resolve.Result, inputs, []v1alpha1.RevisionInput, error) {
 	reads := newReadLog(p)
-	res, err := resolve.Resolve(ctx, lookup{cached: r.Client, configMaps: r.configMaps, reads: reads}, p)
+	res, err := resolve.Resolve(ctx, kube.Lookup{Cached: r.Client, Sources: r.configMaps, Reads: reads}, p)
 	selected := make([]types.UID, 0, len(res.Guardrails))
 	for _, g := range res.Guardrails {
 		selected = append(selected, g.UID)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -57,7 +58,7 @@ func (r *PersonaReconciler) snapshots(ctx context.Context, p *v1alpha1.Persona) 
 // the live ConfigMap is delivered whatever becomes of its snapshot.
 func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, rev v1alpha1.RevisionHistoryEntry, written map[string]string, guardrails string) (*snapshotFailure, error) {
 	key := client.ObjectKey{Namespace: p.Namespace, Name: delivery.SnapshotName(p.Name, rev.Revision)}
-	held := configMapMetadata()
+	held := kube.ConfigMapMetadata()
 	switch err := r.configMapMetadata.Get(ctx, key, held); {
 	case err == nil:
 		return heldSnapshot(p, held, rev.Revision), nil
@@ -94,7 +95,7 @@ func (r *PersonaReconciler) snapshot(ctx context.Context, p *v1alpha1.Persona, r
 	if err := controllerutil.SetControllerReference(p, snap, r.Scheme); err != nil {
 		return nil, fmt.Errorf("own snapshot: %w", err)
 	}
-	resourceVersion, err := r.configMapWriter.create(ctx, snap)
+	resourceVersion, err := r.configMapWriter.Create(ctx, snap)
 	if err != nil {
 		r.snapshotBytes.namespace(p.Namespace).release(key.Name)
 	} else {
@@ -370,7 +371,7 @@ func (r *PersonaReconciler) pinNow(ctx context.Context, p *v1alpha1.Persona, pat
 func (r *PersonaReconciler) deleteSnapshot(ctx context.Context, m *metav1.PartialObjectMetadata) error {
 	key := client.ObjectKeyFromObject(m)
 	r.pruned.add(key)
-	target := configMapMetadata() // m may be the cache's own
+	target := kube.ConfigMapMetadata() // m may be the cache's own
 	target.Namespace, target.Name = m.Namespace, m.Name
 	err := r.Delete(ctx, target, client.Preconditions{UID: &m.UID})
 	switch {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
@@ -62,7 +63,7 @@ func stalePersonas(t testing.TB, n, limit int, objs ...client.Object) (*PersonaR
 	cached := &staleCache{Reader: fake.NewClientBuilder().WithScheme(stepsScheme).WithObjects(objs...).
 		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).Build()}
 	w := &countingWriter{c: c}
-	r := newPersonaReconciler(c, stepsScheme, events.NewFakeRecorder(100), c, cached, newSourceReader(c, c, false), w,
+	r := newPersonaReconciler(c, stepsScheme, events.NewFakeRecorder(100), c, cached, kube.NewSourceReader(c, c, false), w,
 		personaOptions{SnapshotBytesPerNamespace: limit})
 	r.snapshotBytes.watched = true // as if watching: what it reserves counts until the (lagging) cache sees it
 	return r, c, cached, personas

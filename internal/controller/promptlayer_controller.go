@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/resolve"
 	"github.com/persona-operator/persona-operator/internal/status"
 )
@@ -28,17 +29,21 @@ import (
 type PromptLayerReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
-	// configMaps reads the ConfigMaps templateFrom names.
-	configMaps *sourceReader
+	// configMaps reads the ConfigMaps templateFrom names, and metadata is
+	// the template sources' metadata cache it reads them by.
+	configMaps *kube.SourceReader
+	metadata   client.Reader
 	// ReferenceGracePeriod is how long a missing templateFrom ConfigMap is
 	// awaited before the layer is stalled; 0 means status.DefaultReferenceGracePeriod.
 	ReferenceGracePeriod time.Duration
 }
 
 // newPromptLayerReconciler is the PromptLayer controller; it reads
-// templateFrom ConfigMaps through sources.
-func newPromptLayerReconciler(c client.Client, recorder events.EventRecorder, sources *sourceReader, referenceGracePeriod time.Duration) *PromptLayerReconciler {
-	return &PromptLayerReconciler{Client: c, Recorder: recorder, configMaps: sources, ReferenceGracePeriod: referenceGracePeriod}
+// templateFrom ConfigMaps through sources, which reads them by the
+// template sources' metadata cache sourceMetadata.
+func newPromptLayerReconciler(c client.Client, recorder events.EventRecorder, sources *kube.SourceReader, sourceMetadata client.Reader,
+	referenceGracePeriod time.Duration) *PromptLayerReconciler {
+	return &PromptLayerReconciler{Client: c, Recorder: recorder, configMaps: sources, metadata: sourceMetadata, ReferenceGracePeriod: referenceGracePeriod}
 }
 
 // Status is only patched (patchStatus).
@@ -52,13 +57,13 @@ func (r *PromptLayerReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := l.Status.DeepCopy()
-	defer func() { patchStatus(ctx, r.Client, &l, before, &l.Status, &err) }()
+	defer func() { kube.PatchStatus(ctx, r.Client, &l, before, &l.Status, &err) }()
 
-	problem, err := status.CheckLayer(ctx, lookup{cached: r.Client, configMaps: r.configMaps}, &l)
+	problem, err := status.CheckLayer(ctx, kube.Lookup{Cached: r.Client, Sources: r.configMaps}, &l)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if readTemplateFrom(&l, problem) && r.configMaps.unlabelled {
+	if readTemplateFrom(&l, problem) && r.configMaps.ReadsUnlabelled() {
 		r.warnUnlabelled(ctx, &l)
 	}
 	l.Status.ObservedGeneration = l.Generation
@@ -85,8 +90,8 @@ const UnlabelledTemplateSourceReason = "UnlabelledTemplateSource"
 // not labelled as a template source.
 func (r *PromptLayerReconciler) warnUnlabelled(ctx context.Context, l *v1alpha1.PromptLayer) {
 	name := l.Spec.TemplateFrom.ConfigMapKeyRef.Name
-	m := configMapMetadata()
-	if err := r.configMaps.metadata.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: name}, m); err != nil || resolve.IsTemplateSource(m.Labels) {
+	m := kube.ConfigMapMetadata()
+	if err := r.metadata.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: name}, m); err != nil || resolve.IsTemplateSource(m.Labels) {
 		return
 	}
 	ref := resolve.Reference{Kind: v1alpha1.ConfigMapKind, Name: name, By: resolve.Referrer{Kind: resolve.ByLayer, Name: l.Name}, Unlabelled: true}
@@ -99,13 +104,13 @@ func (r *PromptLayerReconciler) warnUnlabelled(ctx context.Context, l *v1alpha1.
 func (r *PromptLayerReconciler) SetupWithManager(mgr ctrl.Manager, configMaps cache.Cache) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.PromptLayer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(watchConfigMapMetadata(configMaps, handler.TypedEnqueueRequestsFromMapFunc(r.layersReading))).
+		WatchesRawSource(kube.WatchConfigMapMetadata(configMaps, handler.TypedEnqueueRequestsFromMapFunc(r.layersReading))).
 		Named("promptlayer").
 		Complete(r)
 }
 
 func (r *PromptLayerReconciler) layersReading(ctx context.Context, obj *metav1.PartialObjectMetadata) []reconcile.Request {
-	names := listNames(ctx, r.Client, &v1alpha1.PromptLayerList{}, obj.GetNamespace(), referenceIndex, dependencyKey(v1alpha1.ConfigMapKind, obj.GetName()))
+	names := kube.ListNames(ctx, r.Client, &v1alpha1.PromptLayerList{}, obj.GetNamespace(), kube.ReferenceIndex, kube.DependencyKey(v1alpha1.ConfigMapKind, obj.GetName()))
 	reqs := make([]reconcile.Request, len(names))
 	for i, name := range names {
 		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}

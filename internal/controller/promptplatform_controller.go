@@ -10,6 +10,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/admission"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 )
 
 // PromptPlatformReconciler reports whether the PromptPlatform is usable:
@@ -30,7 +31,7 @@ func (r *PromptPlatformReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := pp.Status.DeepCopy()
-	defer func() { patchStatus(ctx, r.Client, &pp, before, &pp.Status, &err) }()
+	defer func() { kube.PatchStatus(ctx, r.Client, &pp, before, &pp.Status, &err) }()
 
 	reportValidity(&pp, &pp.Status.ObservedGeneration, &pp.Status.Conditions, admission.ValidatePromptPlatform, "every section template parses")
 	return ctrl.Result{}, nil

@@ -9,6 +9,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 )
 
 // Options tune the controllers.
@@ -55,14 +57,14 @@ type Caches struct {
 // Setup registers the field indexes and the four controllers with the
 // manager, and returns the caches the webhooks read.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, err error) {
-	if err := setupIndexes(ctx, mgr); err != nil {
+	if err := kube.SetupIndexes(ctx, mgr); err != nil {
 		return Caches{}, fmt.Errorf("register field indexes: %w", err)
 	}
 	own, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, ownSelector, trimConfigMapMetadata)
 	if err != nil {
 		return Caches{}, fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
 	}
-	if err := setupOwnIndexes(ctx, own); err != nil {
+	if err := kube.SetupOwnIndexes(ctx, own); err != nil {
 		return Caches{}, fmt.Errorf("index the operator's ConfigMaps: %w", err)
 	}
 	// With unlabelled sources read, every ConfigMap may be one: all are watched.
@@ -78,16 +80,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 		return Caches{}, err
 	}
 	for _, c := range []cache.Cache{own, sourceMetadata} {
-		if err := mgr.Add(startedWithCaches{c}); err != nil {
+		if err := mgr.Add(kube.StartedWithCaches{Cache: c}); err != nil {
 			return Caches{}, fmt.Errorf("run a ConfigMap metadata cache: %w", err)
 		}
 	}
-	sources := newSourceReader(sourceMetadata, mgr.GetAPIReader(), opts.ReadUnlabelledSources)
+	sources := kube.NewSourceReader(sourceMetadata, mgr.GetAPIReader(), opts.ReadUnlabelledSources)
 	if err := metrics.Registry.Register(readyReasons{cache: mgr.GetCache()}); err != nil {
 		return Caches{}, fmt.Errorf("register the Personas by Ready reason: %w", err)
 	}
-	recorder := cuttingRecorder{mgr.GetEventRecorder("persona-operator")}
-	writer, err := newConfigMapWriter(mgr.GetConfig(), mgr.GetHTTPClient())
+	recorder := kube.CuttingRecorder{EventRecorder: mgr.GetEventRecorder("persona-operator")}
+	writer, err := kube.NewConfigMapWriter(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return Caches{}, fmt.Errorf("create the ConfigMap writer: %w", err)
 	}
@@ -103,7 +105,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 	if err := personas.SetupWithManager(mgr, own, sourceMetadata); err != nil {
 		return Caches{}, fmt.Errorf("set up the Persona controller: %w", err)
 	}
-	layers := newPromptLayerReconciler(mgr.GetClient(), recorder, sources, opts.ReferenceGracePeriod)
+	layers := newPromptLayerReconciler(mgr.GetClient(), recorder, sources, sourceMetadata, opts.ReferenceGracePeriod)
 	if err := layers.SetupWithManager(mgr, sourceMetadata); err != nil {
 		return Caches{}, fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
@@ -140,10 +142,10 @@ func newAgentPodsCache(ctx context.Context, mgr ctrl.Manager, namespaces []strin
 	if err != nil {
 		return nil, fmt.Errorf("create the cache of the agent pods: %w", err)
 	}
-	if _, err := pods.GetInformer(ctx, podMetadata(), cache.BlockUntilSynced(false)); err != nil {
+	if _, err := pods.GetInformer(ctx, kube.PodMetadata(), cache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("register the informer of the agent pods: %w", err)
 	}
-	if err := mgr.Add(startedWithCaches{pods}); err != nil {
+	if err := mgr.Add(kube.StartedWithCaches{Cache: pods}); err != nil {
 		return nil, fmt.Errorf("run the cache of the agent pods: %w", err)
 	}
 	return pods, nil

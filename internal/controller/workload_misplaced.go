@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 )
 
 // misplacedRestartKinds are the kinds a restart label is most often put on
@@ -41,25 +42,25 @@ var misplacedRestartKinds = []schema.GroupVersionKind{
 // of its own.
 type misplacedRestartLabels struct {
 	cache    cache.Cache
-	recorder cuttingRecorder
+	recorder kube.CuttingRecorder
 	mu       sync.Mutex
 	told     map[types.UID]bool
 }
 
 // newMisplacedRestartLabels creates the cache of the labelled objects of
 // misplacedRestartKinds, run with the manager's, and what tells of them.
-func newMisplacedRestartLabels(mgr ctrl.Manager, namespaces []string, recorder cuttingRecorder) (*misplacedRestartLabels, error) {
+func newMisplacedRestartLabels(mgr ctrl.Manager, namespaces []string, recorder kube.CuttingRecorder) (*misplacedRestartLabels, error) {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme:               mgr.GetScheme(),
 		Mapper:               mgr.GetRESTMapper(),
-		DefaultNamespaces:    namespaceConfigs(namespaces),
+		DefaultNamespaces:    kube.NamespaceConfigs(namespaces),
 		DefaultLabelSelector: restartSelector,
 		DefaultTransform:     trimToController,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create the cache of misplaced restart labels: %w", err)
 	}
-	if err := mgr.Add(startedWithCaches{c}); err != nil {
+	if err := mgr.Add(kube.StartedWithCaches{Cache: c}); err != nil {
 		return nil, fmt.Errorf("run the cache of misplaced restart labels: %w", err)
 	}
 	return &misplacedRestartLabels{cache: c, recorder: recorder, told: map[types.UID]bool{}}, nil
@@ -77,7 +78,7 @@ func trimToController(obj any) (any, error) {
 		kept.OwnerReferences = []metav1.OwnerReference{*ref}
 	}
 	m.ObjectMeta = kept
-	internMeta(m)
+	kube.InternMeta(m)
 	return m, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/version"
 	"github.com/persona-operator/persona-operator/internal/waves"
@@ -403,7 +404,7 @@ func (r *workloadRestarter) causeObject(ctx context.Context, c waves.Cause, p *v
 	case v1alpha1.PromptPlatformKind:
 		obj = &v1alpha1.PromptPlatform{}
 	case v1alpha1.ConfigMapKind:
-		m := configMapMetadata()
+		m := kube.ConfigMapMetadata()
 		if err := r.apiReader.Get(ctx, key, m); err == nil {
 			return m
 		}

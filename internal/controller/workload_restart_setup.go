@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/waves"
 )
 
@@ -46,7 +47,7 @@ const workloadPersonaIndex = "restart.persona"
 
 // setupRestarts registers the restarts' controller: it watches the
 // opted-in workloads, and the Personas whose delivered revision changes.
-func setupRestarts(ctx context.Context, mgr ctrl.Manager, recorder cuttingRecorder, opts RestartOptions, halts *rolloutHalts) error {
+func setupRestarts(ctx context.Context, mgr ctrl.Manager, recorder kube.CuttingRecorder, opts RestartOptions, halts *rolloutHalts) error {
 	r := newWorkloadRestarter(mgr.GetClient(), mgr.GetAPIReader(), recorder, opts, halts)
 	index := func(obj client.Object) []string {
 		if name := workloadPersona(obj); name != "" {

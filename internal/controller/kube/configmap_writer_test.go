@@ -1,4 +1,4 @@
-package controller
+package kube
 
 import (
 	"bytes"
@@ -55,7 +55,7 @@ func TestConfigMapWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := newConfigMapWriter(cfg, httpClient)
+	w, err := NewConfigMapWriter(cfg, httpClient)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestConfigMapWriter(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{"team": "a"}},
 		Data:       map[string]string{"system-prompt.md": "You review code.\n", "persona.md": "# writer\n"},
 	}
-	createdVersion, err := w.create(ctx, created.DeepCopy())
+	createdVersion, err := w.Create(ctx, created.DeepCopy())
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -84,13 +84,13 @@ func TestConfigMapWriter(t *testing.T) {
 	if len(stored.Data) != 2 || stored.Data["system-prompt.md"] != "You review code.\n" || stored.Data["persona.md"] != "# writer\n" || stored.Labels["team"] != "a" {
 		t.Fatalf("stored after create: labels %v, data %q", stored.Labels, stored.Data)
 	}
-	if _, err := w.create(ctx, created.DeepCopy()); !apierrors.IsAlreadyExists(err) {
+	if _, err := w.Create(ctx, created.DeepCopy()); !apierrors.IsAlreadyExists(err) {
 		t.Errorf("create of an existing ConfigMap: %v, want AlreadyExists", err)
 	}
 
 	stale := stored.ResourceVersion
 	stored.Data = map[string]string{"system-prompt.md": "You test code.\n"}
-	updatedVersion, err := w.update(ctx, stored.DeepCopy())
+	updatedVersion, err := w.Update(ctx, stored.DeepCopy())
 	if err != nil {
 		t.Fatalf("update: %v", err)
 	}
@@ -102,7 +102,7 @@ func TestConfigMapWriter(t *testing.T) {
 		t.Errorf("update answered resourceVersion %q, the ConfigMap has %q (created at %q)", updatedVersion, updated.ResourceVersion, createdVersion)
 	}
 	stored.ResourceVersion = stale
-	if _, err := w.update(ctx, stored); !apierrors.IsConflict(err) {
+	if _, err := w.Update(ctx, stored); !apierrors.IsConflict(err) {
 		t.Errorf("update at a stale resourceVersion: %v, want Conflict", err)
 	}
 

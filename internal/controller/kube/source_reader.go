@@ -1,4 +1,4 @@
-package controller
+package kube
 
 import (
 	"context"
@@ -15,14 +15,14 @@ import (
 	"github.com/persona-operator/persona-operator/internal/resolve"
 )
 
-// sourceReader reads the ConfigMaps that templateFrom names: whether one
+// SourceReader reads the ConfigMaps that templateFrom names: whether one
 // exists, and its labels, from the template sources' metadata cache, or by
 // name from the API server when the cache does not hold it; its data from
 // the API server. Of the data it keeps only the keys templateFrom named,
 // each within the template source limit, per resourceVersion, so that the
 // Personas of a fan-out read it once and a 1 MiB ConfigMap costs the
 // manager the bytes of its key.
-type sourceReader struct {
+type SourceReader struct {
 	metadata client.Reader
 	live     client.Reader
 	// unlabelled is set with --template-source-label=warn: unlabelled
@@ -44,19 +44,27 @@ type heldKey struct {
 	present bool
 }
 
-func newSourceReader(metadata, live client.Reader, unlabelled bool) *sourceReader {
-	return &sourceReader{metadata: metadata, live: live, unlabelled: unlabelled, held: map[types.NamespacedName]heldSource{}}
+// NewSourceReader reads the template sources' metadata through metadata,
+// and what that does not hold by name, and their data, through live; with
+// unlabelled set, it reads ConfigMaps that lack the template-source label
+// too (--template-source-label=warn).
+func NewSourceReader(metadata, live client.Reader, unlabelled bool) *SourceReader {
+	return &SourceReader{metadata: metadata, live: live, unlabelled: unlabelled, held: map[types.NamespacedName]heldSource{}}
 }
 
-// get reads the ConfigMap key into cm: its name, version and labels, and of
+// ReadsUnlabelled reports whether ConfigMaps that lack the template-source
+// label are read all the same (--template-source-label=warn).
+func (s *SourceReader) ReadsUnlabelled() bool { return s.unlabelled }
+
+// Get reads the ConfigMap key into cm: its name, version and labels, and of
 // its data the key dataKey alone, when it is a template source (or
 // unlabelled sources are read). Without dataKey it reads the whole
 // ConfigMap from the API server.
-func (s *sourceReader) get(ctx context.Context, key types.NamespacedName, cm *corev1.ConfigMap, dataKey string, hasKey bool) error {
+func (s *SourceReader) Get(ctx context.Context, key types.NamespacedName, cm *corev1.ConfigMap, dataKey string, hasKey bool) error {
 	if !hasKey {
 		return s.live.Get(ctx, key, cm)
 	}
-	m := configMapMetadata()
+	m := ConfigMapMetadata()
 	err := s.metadata.Get(ctx, key, m)
 	if apierrors.IsNotFound(err) {
 		// Not a template source, or not in the cache yet: the API server says which.
@@ -97,7 +105,7 @@ func (s *sourceReader) get(ctx context.Context, key types.NamespacedName, cm *co
 	return nil
 }
 
-func (s *sourceReader) heldKey(key types.NamespacedName, resourceVersion, dataKey string) (heldKey, bool) {
+func (s *SourceReader) heldKey(key types.NamespacedName, resourceVersion, dataKey string) (heldKey, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, ok := s.held[key]
@@ -112,7 +120,7 @@ func (s *sourceReader) heldKey(key types.NamespacedName, resourceVersion, dataKe
 // within the template source limit: a longer one fails the render, and is
 // read again when it is needed again. The text is copied out of the read
 // ConfigMap, so that none of the rest stays reachable.
-func (s *sourceReader) hold(key types.NamespacedName, resourceVersion, dataKey, text string, present bool) {
+func (s *SourceReader) hold(key types.NamespacedName, resourceVersion, dataKey, text string, present bool) {
 	if len(text) > render.Default().Limits().MaxSourceBytes {
 		return
 	}
@@ -127,7 +135,7 @@ func (s *sourceReader) hold(key types.NamespacedName, resourceVersion, dataKey, 
 }
 
 // forget drops what is held of a ConfigMap that is gone.
-func (s *sourceReader) forget(key types.NamespacedName) {
+func (s *SourceReader) forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.held, key)

@@ -1,4 +1,4 @@
-package controller
+package kube
 
 import (
 	"encoding/json"
@@ -31,7 +31,7 @@ func TestInternObjectsSharesRepeatedStrings(t *testing.T) {
 	wantA := a.DeepCopy()
 	wantA.ManagedFields = nil
 	for _, p := range []*v1alpha1.Persona{a, b} {
-		if _, err := internObjects(p); err != nil {
+		if _, err := InternObjects(p); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package controller
+package kube
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package controller
+package kube
 
 import (
 	"context"
@@ -15,13 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// patchStatus patches obj's status from before to after, once at the end of
+// PatchStatus patches obj's status from before to after, once at the end of
 // a reconcile, and only when it changed: a reconcile that changes nothing
 // writes nothing. A failure joins the reconcile's error. obj is not updated:
 // the API server answers with the object's metadata only rather than the
-// whole object, which patchStatus returns: what it is as the patch left
+// whole object, which PatchStatus returns: what it is as the patch left
 // it, newer than the reconcile's copy (nil when nothing was patched).
-func patchStatus(ctx context.Context, c client.Client, obj client.Object, before, after any, err *error) *metav1.PartialObjectMetadata {
+func PatchStatus(ctx context.Context, c client.Client, obj client.Object, before, after any, err *error) *metav1.PartialObjectMetadata {
 	if equality.Semantic.DeepEqual(before, after) {
 		return nil
 	}

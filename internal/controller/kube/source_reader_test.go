@@ -1,4 +1,4 @@
-package controller
+package kube
 
 import (
 	"context"
@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
@@ -20,12 +22,12 @@ func TestSourceReaderKeepsTheNamedKeyOnly(t *testing.T) {
 			Data: map[string]string{"big": big, "k": "y"}},
 		"plain": {ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "ns", ResourceVersion: "1"}, Data: map[string]string{"k": "secret"}},
 	}}
-	s := newSourceReader(server, server, false)
+	s := NewSourceReader(server, server, false)
 	key := types.NamespacedName{Namespace: "ns", Name: "docs"}
 	read := func(name, dataKey string) *corev1.ConfigMap {
 		t.Helper()
 		var cm corev1.ConfigMap
-		if err := s.get(ctx, types.NamespacedName{Namespace: "ns", Name: name}, &cm, dataKey, true); err != nil {
+		if err := s.Get(ctx, types.NamespacedName{Namespace: "ns", Name: name}, &cm, dataKey, true); err != nil {
 			t.Fatal(err)
 		}
 		return &cm
@@ -66,7 +68,43 @@ func TestSourceReaderKeepsTheNamedKeyOnly(t *testing.T) {
 		t.Error("an unlabelled ConfigMap was read whole")
 	}
 	// Unless unlabelled sources are read.
-	if cm := readKeyK(t, newSourceReader(server, server, true), "plain"); cm.Data["k"] != "secret" {
+	if cm := readKeyK(t, NewSourceReader(server, server, true), "plain"); cm.Data["k"] != "secret" {
 		t.Errorf("with unlabelled sources read: %v", cm.Data)
 	}
+}
+
+// configMapServer is the API server's ConfigMaps, for a SourceReader: its
+// metadata cache and its live reader. It counts full reads.
+type configMapServer struct {
+	items     map[string]*corev1.ConfigMap
+	fullReads int
+}
+
+func (s *configMapServer) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	cm, ok := s.items[key.Name]
+	if !ok {
+		return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+	}
+	switch o := obj.(type) {
+	case *metav1.PartialObjectMetadata:
+		o.ObjectMeta = *cm.ObjectMeta.DeepCopy()
+	case *corev1.ConfigMap:
+		s.fullReads++
+		cm.DeepCopyInto(o)
+	}
+	return nil
+}
+
+func (s *configMapServer) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return nil
+}
+
+// readKeyK reads the key "k" of the ConfigMap name in "ns" through s.
+func readKeyK(t *testing.T, s *SourceReader, name string) *corev1.ConfigMap {
+	t.Helper()
+	var cm corev1.ConfigMap
+	if err := s.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, &cm, "k", true); err != nil {
+		t.Fatal(err)
+	}
+	return &cm
 }

@@ -1,4 +1,4 @@
-package controller
+package kube
 
 import (
 	"bytes"
@@ -16,7 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// configMapWriter creates and updates the Personas' ConfigMaps. The
+// ConfigMapWrites creates and updates ConfigMaps whole, answering with the
+// resourceVersion written (ConfigMapWriter against the API server).
+type ConfigMapWrites interface {
+	Create(ctx context.Context, cm *corev1.ConfigMap) (string, error)
+	Update(ctx context.Context, cm *corev1.ConfigMap) (string, error)
+}
+
+// ConfigMapWriter creates and updates the Personas' ConfigMaps. The
 // controller reads only the new resourceVersion back from a write, so it
 // asks the API server to answer with the ConfigMap's metadata only:
 // otherwise every write of a fan-out would make the API server encode, and
@@ -24,7 +31,7 @@ import (
 // encoded as protobuf in buffers that are reused, and sent as a copy of
 // exactly their size: the HTTP transport may read a request's body after
 // the request returns.
-type configMapWriter struct {
+type ConfigMapWriter struct {
 	rest    rest.Interface
 	encoder runtime.EncoderWithAllocator
 	buffers sync.Pool
@@ -44,8 +51,8 @@ type encodeBuffer struct {
 	alloc runtime.Allocator
 }
 
-// newConfigMapWriter writes through httpClient, with cfg's server and credentials.
-func newConfigMapWriter(cfg *rest.Config, httpClient *http.Client) (*configMapWriter, error) {
+// NewConfigMapWriter writes through httpClient, with cfg's server and credentials.
+func NewConfigMapWriter(cfg *rest.Config, httpClient *http.Client) (*ConfigMapWriter, error) {
 	// It encodes ConfigMaps and decodes meta.k8s.io's PartialObjectMetadata.
 	scheme := runtime.NewScheme()
 	if err := errors.Join(corev1.AddToScheme(scheme), metav1.AddMetaToScheme(scheme)); err != nil {
@@ -64,21 +71,21 @@ func newConfigMapWriter(cfg *rest.Config, httpClient *http.Client) (*configMapWr
 	if err != nil {
 		return nil, fmt.Errorf("REST client for ConfigMaps: %w", err)
 	}
-	return &configMapWriter{rest: rc, encoder: encoder, buffers: sync.Pool{New: func() any { return new(encodeBuffer) }}}, nil
+	return &ConfigMapWriter{rest: rc, encoder: encoder, buffers: sync.Pool{New: func() any { return new(encodeBuffer) }}}, nil
 }
 
-// create creates cm and returns its resourceVersion; an error is the API
+// Create creates cm and returns its resourceVersion; an error is the API
 // server's, as apierrors reads it.
-func (w *configMapWriter) create(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
+func (w *ConfigMapWriter) Create(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
 	return w.write(ctx, w.rest.Post().Namespace(cm.Namespace).Resource("configmaps"), cm)
 }
 
-// update replaces cm, at its resourceVersion, and returns the new one.
-func (w *configMapWriter) update(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
+// Update replaces cm, at its resourceVersion, and returns the new one.
+func (w *ConfigMapWriter) Update(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
 	return w.write(ctx, w.rest.Put().Namespace(cm.Namespace).Resource("configmaps").Name(cm.Name), cm)
 }
 
-func (w *configMapWriter) write(ctx context.Context, req *rest.Request, cm *corev1.ConfigMap) (string, error) {
+func (w *ConfigMapWriter) write(ctx context.Context, req *rest.Request, cm *corev1.ConfigMap) (string, error) {
 	buf := w.buffers.Get().(*encodeBuffer)
 	defer func() {
 		buf.body.Reset()

@@ -1,4 +1,4 @@
-package controller
+package kube
 
 import (
 	"context"
@@ -18,38 +18,42 @@ import (
 
 // Field indexes, each as "<Kind>/<name>" of the objects referred to.
 const (
-	// dependencyIndex indexes Personas by what their last render read
+	// DependencyIndex indexes Personas by what their last render read
 	// (status.dependencies): the whole chain, transitively.
-	dependencyIndex = "status.dependencies"
-	// referenceIndex indexes Personas and PromptLayers by what their own
+	DependencyIndex = "status.dependencies"
+	// ReferenceIndex indexes Personas and PromptLayers by what their own
 	// spec names: a Persona's parents, layers and the layers its templates
 	// include; a PromptLayer's templateFrom ConfigMap and the layers its
 	// template includes.
-	referenceIndex = "spec.references"
+	ReferenceIndex = "spec.references"
 )
 
-func dependencyKey(kind, name string) string { return kind + "/" + name }
+// DependencyKey is the key of the object of kind named name in the field
+// indexes.
+func DependencyKey(kind, name string) string { return kind + "/" + name }
 
-func indexDependencies(obj client.Object) []string {
+// IndexDependencies is DependencyIndex's function.
+func IndexDependencies(obj client.Object) []string {
 	p := obj.(*v1alpha1.Persona)
 	keys := make([]string, len(p.Status.Dependencies))
 	for i, d := range p.Status.Dependencies {
-		keys[i] = dependencyKey(d.Kind, d.Name)
+		keys[i] = DependencyKey(d.Kind, d.Name)
 	}
 	return keys
 }
 
-// indexPersonaReferences reads only the spec, which is in the cache before
+// IndexPersonaReferences is ReferenceIndex's function for Personas. It
+// reads only the spec, which is in the cache before
 // any render of the Persona, so a lookup through it does not wait for a
 // status write to reach the cache.
-func indexPersonaReferences(obj client.Object) []string {
+func IndexPersonaReferences(obj client.Object) []string {
 	p := obj.(*v1alpha1.Persona)
 	var keys []string
 	for _, parent := range p.Spec.Inherit {
-		keys = append(keys, dependencyKey(v1alpha1.PersonaKind, string(parent)))
+		keys = append(keys, DependencyKey(v1alpha1.PersonaKind, string(parent)))
 	}
 	for _, l := range p.Spec.Layers {
-		keys = append(keys, dependencyKey(v1alpha1.PromptLayerKind, l.Name))
+		keys = append(keys, DependencyKey(v1alpha1.PromptLayerKind, l.Name))
 	}
 	if sp := p.Spec.SystemPrompt; sp != nil {
 		for key, o := range sp.Platform {
@@ -64,11 +68,12 @@ func indexPersonaReferences(obj client.Object) []string {
 	return compact(keys)
 }
 
-func indexLayerReferences(obj client.Object) []string {
+// IndexLayerReferences is ReferenceIndex's function for PromptLayers.
+func IndexLayerReferences(obj client.Object) []string {
 	l := obj.(*v1alpha1.PromptLayer)
 	var keys []string
 	if l.Spec.TemplateFrom != nil {
-		keys = append(keys, dependencyKey(v1alpha1.ConfigMapKind, l.Spec.TemplateFrom.ConfigMapKeyRef.Name))
+		keys = append(keys, DependencyKey(v1alpha1.ConfigMapKind, l.Spec.TemplateFrom.ConfigMapKeyRef.Name))
 	}
 	if l.Spec.Template != nil {
 		keys = append(keys, includeKeys(render.KindLayer, l.Name, *l.Spec.Template)...)
@@ -79,7 +84,7 @@ func indexLayerReferences(obj client.Object) []string {
 func includeKeys(kind render.SectionKind, name, src string) []string {
 	var keys []string
 	for _, layer := range render.Default().Includes(kind, name, src) {
-		keys = append(keys, dependencyKey(v1alpha1.PromptLayerKind, layer))
+		keys = append(keys, DependencyKey(v1alpha1.PromptLayerKind, layer))
 	}
 	return keys
 }
@@ -89,27 +94,27 @@ func compact(keys []string) []string {
 	return slices.Compact(keys)
 }
 
-// setupIndexes registers the field indexes the controllers look dependents up by.
-func setupIndexes(ctx context.Context, mgr ctrl.Manager) error {
+// SetupIndexes registers the field indexes the controllers look dependents up by.
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(ctx, &v1alpha1.Persona{}, dependencyIndex, indexDependencies); err != nil {
+	if err := indexer.IndexField(ctx, &v1alpha1.Persona{}, DependencyIndex, IndexDependencies); err != nil {
 		return err
 	}
-	if err := indexer.IndexField(ctx, &v1alpha1.Persona{}, referenceIndex, indexPersonaReferences); err != nil {
+	if err := indexer.IndexField(ctx, &v1alpha1.Persona{}, ReferenceIndex, IndexPersonaReferences); err != nil {
 		return err
 	}
-	return indexer.IndexField(ctx, &v1alpha1.PromptLayer{}, referenceIndex, indexLayerReferences)
+	return indexer.IndexField(ctx, &v1alpha1.PromptLayer{}, ReferenceIndex, IndexLayerReferences)
 }
 
-// setupOwnIndexes registers the index of the cache of the operator's ConfigMaps.
-func setupOwnIndexes(ctx context.Context, own cache.Cache) error {
-	return own.IndexField(ctx, configMapMetadata(), delivery.PersonaIndex, delivery.IndexByPersona)
+// SetupOwnIndexes registers the index of the cache of the operator's ConfigMaps.
+func SetupOwnIndexes(ctx context.Context, own cache.Cache) error {
+	return own.IndexField(ctx, ConfigMapMetadata(), delivery.PersonaIndex, delivery.IndexByPersona)
 }
 
-// listNames lists the names of the objects of list's kind in namespace
+// ListNames lists the names of the objects of list's kind in namespace
 // whose index holds key. Only names are read, so the cache's objects are
 // not copied.
-func listNames(ctx context.Context, c client.Reader, list client.ObjectList, namespace, index, key string) []string {
+func ListNames(ctx context.Context, c client.Reader, list client.ObjectList, namespace, index, key string) []string {
 	err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{index: key}, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list by index", "index", index, "key", key)

@@ -1,4 +1,4 @@
-package controller
+package kube
 
 import (
 	"unique"
@@ -15,39 +15,39 @@ import (
 // one. Strings that differ from object to object (names, hashes, messages)
 // are left alone: sharing them would only add a table entry.
 
-// intern returns the canonical copy of s.
-func intern(s string) string {
+// Intern returns the canonical copy of s.
+func Intern(s string) string {
 	if s == "" {
 		return s
 	}
 	return unique.Make(s).Value()
 }
 
-// internMeta drops o's managedFields, which the manager never reads, and
+// InternMeta drops o's managedFields, which the manager never reads, and
 // makes its repeated strings shared: the namespace, labels, annotation keys
 // and the owners' API versions and kinds.
-func internMeta(o metav1.Object) {
+func InternMeta(o metav1.Object) {
 	if o.GetManagedFields() != nil {
 		o.SetManagedFields(nil)
 	}
-	o.SetNamespace(intern(o.GetNamespace()))
+	o.SetNamespace(Intern(o.GetNamespace()))
 	if in := o.GetLabels(); len(in) > 0 {
 		out := make(map[string]string, len(in))
 		for k, v := range in {
-			out[intern(k)] = intern(v)
+			out[Intern(k)] = Intern(v)
 		}
 		o.SetLabels(out)
 	}
 	if in := o.GetAnnotations(); len(in) > 0 {
 		out := make(map[string]string, len(in))
 		for k, v := range in {
-			out[intern(k)] = v
+			out[Intern(k)] = v
 		}
 		o.SetAnnotations(out)
 	}
 	refs := o.GetOwnerReferences()
 	for i := range refs {
-		refs[i].APIVersion, refs[i].Kind = intern(refs[i].APIVersion), intern(refs[i].Kind)
+		refs[i].APIVersion, refs[i].Kind = Intern(refs[i].APIVersion), Intern(refs[i].Kind)
 	}
 	o.SetOwnerReferences(refs)
 }
@@ -57,29 +57,29 @@ func internMeta(o metav1.Object) {
 // condition names.
 func internPersona(p *v1alpha1.Persona) {
 	for i := range p.Spec.Inherit {
-		p.Spec.Inherit[i] = v1alpha1.PersonaName(intern(string(p.Spec.Inherit[i])))
+		p.Spec.Inherit[i] = v1alpha1.PersonaName(Intern(string(p.Spec.Inherit[i])))
 	}
 	for i := range p.Spec.Layers {
-		p.Spec.Layers[i].Name = intern(p.Spec.Layers[i].Name)
+		p.Spec.Layers[i].Name = Intern(p.Spec.Layers[i].Name)
 	}
 	st := &p.Status
 	for i := range st.Sections {
-		st.Sections[i].Name, st.Sections[i].Origin = intern(st.Sections[i].Name), intern(st.Sections[i].Origin)
+		st.Sections[i].Name, st.Sections[i].Origin = Intern(st.Sections[i].Name), Intern(st.Sections[i].Origin)
 	}
 	for i := range st.Dependencies {
-		st.Dependencies[i].Kind, st.Dependencies[i].Name = intern(st.Dependencies[i].Kind), intern(st.Dependencies[i].Name)
+		st.Dependencies[i].Kind, st.Dependencies[i].Name = Intern(st.Dependencies[i].Kind), Intern(st.Dependencies[i].Name)
 	}
 	for i := range st.Conditions {
 		c := &st.Conditions[i]
-		c.Type, c.Status, c.Reason = intern(c.Type), metav1.ConditionStatus(intern(string(c.Status))), intern(c.Reason)
+		c.Type, c.Status, c.Reason = Intern(c.Type), metav1.ConditionStatus(Intern(string(c.Status))), Intern(c.Reason)
 	}
 }
 
-// internObjects is the cache's default transform: see internMeta and
+// InternObjects is the cache's default transform: see InternMeta and
 // internPersona.
-func internObjects(obj any) (any, error) {
+func InternObjects(obj any) (any, error) {
 	if o, ok := obj.(metav1.Object); ok {
-		internMeta(o)
+		InternMeta(o)
 	}
 	if p, ok := obj.(*v1alpha1.Persona); ok {
 		internPersona(p)

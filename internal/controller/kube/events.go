@@ -1,4 +1,4 @@
-package controller
+package kube
 
 import (
 	"fmt"
@@ -9,11 +9,11 @@ import (
 	"github.com/persona-operator/persona-operator/internal/status"
 )
 
-// cuttingRecorder records Events through its recorder, each note cut to
+// CuttingRecorder records Events through its recorder, each note cut to
 // status.MaxEventNote: the API server refuses a longer one, and a failure's
 // message, which a note repeats, can be of any length.
-type cuttingRecorder struct{ events.EventRecorder }
+type CuttingRecorder struct{ events.EventRecorder }
 
-func (r cuttingRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+func (r CuttingRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
 	r.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", status.Cut(fmt.Sprintf(note, args...), status.MaxEventNote))
 }
