@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
+	"github.com/persona-operator/persona-operator/internal/controller/layers"
 )
 
 // Options tune the controllers.
@@ -105,17 +106,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 	if err := personas.SetupWithManager(mgr, own, sourceMetadata); err != nil {
 		return Caches{}, fmt.Errorf("set up the Persona controller: %w", err)
 	}
-	layers := newPromptLayerReconciler(mgr.GetClient(), recorder, sources, sourceMetadata, opts.ReferenceGracePeriod)
-	if err := layers.SetupWithManager(mgr, sourceMetadata); err != nil {
+	promptLayers := layers.NewPromptLayerReconciler(mgr.GetClient(), recorder, sources, sourceMetadata, opts.ReferenceGracePeriod)
+	if err := promptLayers.SetupWithManager(mgr, sourceMetadata); err != nil {
 		return Caches{}, fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
 	if err := newAgentsReconciler(mgr.GetClient(), pods, opts.AgentsInterval).SetupWithManager(mgr, pods); err != nil {
 		return Caches{}, fmt.Errorf("set up the agents controller: %w", err)
 	}
-	if err := (&ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&layers.ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return Caches{}, fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
 	}
-	if err := (&PromptPlatformReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&layers.PromptPlatformReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return Caches{}, fmt.Errorf("set up the PromptPlatform controller: %w", err)
 	}
 	if opts.Restarts != nil {

@@ -1,4 +1,4 @@
-package controller
+package layers
 
 import (
 	"time"

@@ -1,4 +1,4 @@
-package controller
+package layers
 
 import (
 	"context"
@@ -22,7 +22,7 @@ type ClusterPromptLayerReconciler struct {
 // Reads go through the cache: its informers watch (with a streaming initial
 // list, WatchList) and never get; list is for API servers that serve no
 // streaming lists, where the informers' initial list is a list. Status is
-// only patched (patchStatus).
+// only patched (kube.PatchStatus).
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=clusterpromptlayers,verbs=list;watch
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=clusterpromptlayers/status,verbs=patch
 

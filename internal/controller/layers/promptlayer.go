@@ -1,4 +1,4 @@
-package controller
+package layers
 
 import (
 	"cmp"
@@ -25,7 +25,7 @@ import (
 // PromptLayerReconciler reports whether each PromptLayer is usable: its
 // template parses and its templateFrom resolves. It reads template sources
 // through the reader it shares with the Persona controller, so it is built
-// by newPromptLayerReconciler only.
+// by NewPromptLayerReconciler only.
 type PromptLayerReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
@@ -38,15 +38,15 @@ type PromptLayerReconciler struct {
 	ReferenceGracePeriod time.Duration
 }
 
-// newPromptLayerReconciler is the PromptLayer controller; it reads
+// NewPromptLayerReconciler is the PromptLayer controller; it reads
 // templateFrom ConfigMaps through sources, which reads them by the
 // template sources' metadata cache sourceMetadata.
-func newPromptLayerReconciler(c client.Client, recorder events.EventRecorder, sources *kube.SourceReader, sourceMetadata client.Reader,
+func NewPromptLayerReconciler(c client.Client, recorder events.EventRecorder, sources *kube.SourceReader, sourceMetadata client.Reader,
 	referenceGracePeriod time.Duration) *PromptLayerReconciler {
 	return &PromptLayerReconciler{Client: c, Recorder: recorder, configMaps: sources, metadata: sourceMetadata, ReferenceGracePeriod: referenceGracePeriod}
 }
 
-// Status is only patched (patchStatus).
+// Status is only patched (kube.PatchStatus).
 // +kubebuilder:rbac:groups=prompts.persona-operator.dev,resources=promptlayers/status,verbs=patch
 
 // Reconcile sets the layer's conditions; status is patched only when it
