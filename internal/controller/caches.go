@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -99,4 +100,50 @@ func controllerOnly(obj metav1.Object) []metav1.OwnerReference {
 		return []metav1.OwnerReference{*ref}
 	}
 	return nil
+}
+
+// The agent pods are watched by metadata: status.agents counts them, and
+// the retention of snapshots keeps the revisions they name (pruning lists
+// them afresh too).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+
+// agentPodSelector selects the pods that name a Persona.
+var agentPodSelector = func() labels.Selector {
+	r, err := labels.NewRequirement(delivery.PersonaLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*r)
+}()
+
+// newPodMetadataCache is a cache of the metadata of the pods that name a
+// Persona, in namespaces (nil: all), reduced to what the count reads.
+func newPodMetadataCache(mgr ctrl.Manager, namespaces []string) (cache.Cache, error) {
+	return NewCache(mgr.GetConfig(), cache.Options{
+		Scheme:               mgr.GetScheme(),
+		Mapper:               mgr.GetRESTMapper(),
+		DefaultNamespaces:    kube.NamespaceConfigs(namespaces),
+		DefaultLabelSelector: agentPodSelector,
+		DefaultTransform:     trimPodMetadata,
+	})
+}
+
+// trimPodMetadata keeps of a pod's metadata its name, version, deletion and
+// the two labels the count reads: a pod's labels and annotations are its
+// owner's, of any size.
+func trimPodMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	kept := map[string]string{}
+	for _, k := range []string{delivery.PersonaLabel, delivery.RevisionLabel} {
+		if v, ok := m.Labels[k]; ok {
+			kept[k] = v
+		}
+	}
+	m.ObjectMeta = metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Labels: kept, DeletionTimestamp: m.DeletionTimestamp}
+	kube.InternMeta(m)
+	return m, nil
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -135,4 +136,38 @@ func (r *PersonaReconciler) evictable(ctx context.Context, m *metav1.PartialObje
 		keptOf[name] = kept
 	}
 	return !kept[n], nil
+}
+
+// revisionsNamedByPods is the revisionKeeper of the injected pods: the
+// revisions p's pods name, as the cache of the agent pods has them.
+// Pruning asks the API server as well (prune), for a pod admitted an
+// instant ago.
+func revisionsNamedByPods(pods client.Reader) revisionKeeper {
+	return func(ctx context.Context, p *v1alpha1.Persona) ([]int64, error) {
+		inUse, err := revisionsInUse(ctx, pods, p.Namespace, p.Name)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]int64, 0, len(inUse))
+		for n := range inUse {
+			out = append(out, n)
+		}
+		return out, nil
+	}
+}
+
+// revisionsInUse are the revisions the pods of p name, as from reads:
+// the cache of the agent pods, or the API server for a fresh list.
+func revisionsInUse(ctx context.Context, api client.Reader, namespace, persona string) (map[int64]bool, error) {
+	pods := kube.PodMetadataList()
+	if err := api.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{delivery.PersonaLabel: persona}); err != nil {
+		return nil, fmt.Errorf("list the pods of persona %s: %w", persona, err)
+	}
+	out := map[int64]bool{}
+	for _, pod := range pods.Items {
+		if n, ok := delivery.PodRevision(pod.Labels); ok {
+			out[n] = true
+		}
+	}
+	return out, nil
 }

@@ -10,8 +10,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/persona-operator/persona-operator/internal/controller/agents"
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/controller/layers"
+)
+
+// The defaults of Options' fields, which the manager's flags show.
+const (
+	// DefaultAgentsInterval is the shortest time between two writes of one
+	// Persona's status.agents.
+	DefaultAgentsInterval = agents.DefaultInterval
 )
 
 // Options tune the controllers.
@@ -110,7 +118,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 	if err := promptLayers.SetupWithManager(mgr, sourceMetadata); err != nil {
 		return Caches{}, fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
-	if err := newAgentsReconciler(mgr.GetClient(), pods, opts.AgentsInterval).SetupWithManager(mgr, pods); err != nil {
+	if err := agents.NewReconciler(mgr.GetClient(), pods, opts.AgentsInterval).SetupWithManager(mgr, pods); err != nil {
 		return Caches{}, fmt.Errorf("set up the agents controller: %w", err)
 	}
 	if err := (&layers.ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {

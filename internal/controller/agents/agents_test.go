@@ -1,4 +1,4 @@
-package controller
+package agents
 
 import (
 	"context"
@@ -9,9 +9,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -68,10 +70,10 @@ func agentPod(name string, labels map[string]string) *corev1.Pod {
 func TestAgentsWriteAtMostOncePerInterval(t *testing.T) {
 	persona := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Name: "reviewer", Namespace: "team-a"},
 		Status: v1alpha1.PersonaStatus{CurrentRevision: 2}}
-	c := fake.NewClientBuilder().WithScheme(stepsScheme).WithObjects(persona, agentPod("a", onRevision("2"))).
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(persona, agentPod("a", onRevision("2"))).
 		WithStatusSubresource(&v1alpha1.Persona{}).Build()
 	now := time.Unix(1000, 0)
-	r := newAgentsReconciler(c, c, 30*time.Second)
+	r := NewReconciler(c, c, 30*time.Second)
 	r.now = func() time.Time { return now }
 	key := types.NamespacedName{Namespace: "team-a", Name: "reviewer"}
 	agents := func() *v1alpha1.AgentsStatus {
@@ -109,56 +111,6 @@ func TestAgentsWriteAtMostOncePerInterval(t *testing.T) {
 	}
 }
 
-// Pruning and eviction keep, beyond revisionHistoryLimit, the snapshots
-// that pods of the Persona name; a pod of another Persona, or one on the
-// live ConfigMap, keeps nothing.
-func TestPruneKeepsTheSnapshotsPodsName(t *testing.T) {
-	limit := int32(1)
-	p := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Name: "reviewer", Namespace: "team-a", UID: "u1"},
-		Spec: v1alpha1.PersonaSpec{RevisionHistoryLimit: &limit}, Status: v1alpha1.PersonaStatus{CurrentRevision: 5}}
-	objs := []client.Object{p,
-		agentPod("old", onRevision("2")),
-		agentPod("other", map[string]string{"prompts.persona-operator.dev/persona": "writer", "prompts.persona-operator.dev/revision": "3"}),
-		agentPod("live", map[string]string{"prompts.persona-operator.dev/persona": "reviewer"}),
-	}
-	for n := int64(1); n <= 5; n++ {
-		objs = append(objs, snapshotObject(p, n, true))
-	}
-	s := newSteps(t, objs...)
-	// The keeper of the injected pods (here reading the fake cluster as
-	// the cache): what the byte cap's eviction asks too.
-	s.keepers = append(s.keepers, revisionsNamedByPods(s.cluster))
-	kept, err := s.keptRevisions(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !kept[2] || kept[3] {
-		t.Errorf("kept revisions %v: want 2 (a pod of reviewer names it), not 3 (a pod of writer does)", kept)
-	}
-	// Pruning without the keeper: its fresh list of the pods keeps 2 alone.
-	fresh := make([]client.Object, len(objs))
-	for i, o := range objs {
-		fresh[i] = o.DeepCopyObject().(client.Object)
-		fresh[i].SetResourceVersion("")
-	}
-	s = newSteps(t, fresh...)
-	if err := s.prune(context.Background(), p, nil); err != nil {
-		t.Fatal(err)
-	}
-	// Kept: 5 (current), 2 (a pod names it), 4 (the limit of 1 older one).
-	var left corev1.ConfigMapList
-	if err := s.cluster.List(context.Background(), &left, client.InNamespace("team-a")); err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, cm := range left.Items {
-		names = append(names, cm.Name)
-	}
-	if want := []string{"persona-reviewer.r2", "persona-reviewer.r4", "persona-reviewer.r5"}; !reflect.DeepEqual(names, want) {
-		t.Errorf("snapshots left %v, want %v", names, want)
-	}
-}
-
 // A pod's status change moves its metadata's resourceVersion, not its
 // count: only a label change or the start of its deletion recounts.
 func TestAgentsRecountOnlyOnCountedChanges(t *testing.T) {
@@ -185,3 +137,10 @@ func TestAgentsRecountOnlyOnCountedChanges(t *testing.T) {
 		}
 	}
 }
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}()

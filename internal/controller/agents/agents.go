@@ -1,4 +1,4 @@
-package controller
+package agents
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -36,52 +34,9 @@ import (
 // writes a Persona's status at most once per interval, however fast its
 // pods come and go.
 
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
-
-// DefaultAgentsInterval is the shortest time between two writes of one
+// DefaultInterval is the shortest time between two writes of one
 // Persona's status.agents.
-const DefaultAgentsInterval = 30 * time.Second
-
-// agentPodSelector selects the pods that name a Persona.
-var agentPodSelector = func() labels.Selector {
-	r, err := labels.NewRequirement(delivery.PersonaLabel, selection.Exists, nil)
-	if err != nil {
-		panic(err)
-	}
-	return labels.NewSelector().Add(*r)
-}()
-
-// newPodMetadataCache is a cache of the metadata of the pods that name a
-// Persona, in namespaces (nil: all), reduced to what the count reads.
-func newPodMetadataCache(mgr ctrl.Manager, namespaces []string) (cache.Cache, error) {
-	return NewCache(mgr.GetConfig(), cache.Options{
-		Scheme:               mgr.GetScheme(),
-		Mapper:               mgr.GetRESTMapper(),
-		DefaultNamespaces:    kube.NamespaceConfigs(namespaces),
-		DefaultLabelSelector: agentPodSelector,
-		DefaultTransform:     trimPodMetadata,
-	})
-}
-
-// trimPodMetadata keeps of a pod's metadata its name, version, deletion and
-// the two labels the count reads: a pod's labels and annotations are its
-// owner's, of any size.
-func trimPodMetadata(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return obj, nil
-	}
-	kept := map[string]string{}
-	for _, k := range []string{delivery.PersonaLabel, delivery.RevisionLabel} {
-		if v, ok := m.Labels[k]; ok {
-			kept[k] = v
-		}
-	}
-	m.ObjectMeta = metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		Labels: kept, DeletionTimestamp: m.DeletionTimestamp}
-	kube.InternMeta(m)
-	return m, nil
-}
+const DefaultInterval = 30 * time.Second
 
 // agentsOf counts pods, the pods of one Persona, by the revision label: the
 // pods not being deleted whose label is a revision, the newest
@@ -108,8 +63,8 @@ func agentsOf(pods []metav1.PartialObjectMetadata, current int64) *v1alpha1.Agen
 	return out
 }
 
-// agentsReconciler keeps status.agents.
-type agentsReconciler struct {
+// Reconciler keeps status.agents.
+type Reconciler struct {
 	client.Client
 	pods     client.Reader
 	interval time.Duration
@@ -119,16 +74,20 @@ type agentsReconciler struct {
 	written map[types.NamespacedName]time.Time
 }
 
-func newAgentsReconciler(c client.Client, pods client.Reader, interval time.Duration) *agentsReconciler {
+// NewReconciler is the agents controller: it reads the Personas through c
+// (the manager's cache) and their pods through pods (the agent pods'
+// metadata cache), and writes a Persona's status.agents at most once per
+// interval (0: DefaultInterval).
+func NewReconciler(c client.Client, pods client.Reader, interval time.Duration) *Reconciler {
 	if interval <= 0 {
-		interval = DefaultAgentsInterval
+		interval = DefaultInterval
 	}
-	return &agentsReconciler{Client: c, pods: pods, interval: interval, now: time.Now, written: map[types.NamespacedName]time.Time{}}
+	return &Reconciler{Client: c, pods: pods, interval: interval, now: time.Now, written: map[types.NamespacedName]time.Time{}}
 }
 
 // Reconcile counts a Persona's pods and writes status.agents when the
 // count changed and the last write is an interval ago; before, it comes back then.
-func (r *agentsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	var p v1alpha1.Persona
 	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -163,7 +122,7 @@ func (r *agentsReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ c
 }
 
 // wait is how long until the Persona's status.agents may be written again.
-func (r *agentsReconciler) wait(key types.NamespacedName) time.Duration {
+func (r *Reconciler) wait(key types.NamespacedName) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	last, ok := r.written[key]
@@ -174,7 +133,7 @@ func (r *agentsReconciler) wait(key types.NamespacedName) time.Duration {
 }
 
 // SetupWithManager counts on pod events, and on a new delivered revision.
-func (r *agentsReconciler) SetupWithManager(mgr ctrl.Manager, pods cache.Cache) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, pods cache.Cache) error {
 	currentRevisionChanged := predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*v1alpha1.Persona), e.ObjectNew.(*v1alpha1.Persona)
@@ -204,38 +163,4 @@ var countedChange = predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
 		o, n := e.ObjectOld, e.ObjectNew
 		return !maps.Equal(o.Labels, n.Labels) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
 	},
-}
-
-// revisionsNamedByPods is the revisionKeeper of the injected pods: the
-// revisions p's pods name, as the cache of the agent pods has them.
-// Pruning asks the API server as well (prune), for a pod admitted an
-// instant ago.
-func revisionsNamedByPods(pods client.Reader) revisionKeeper {
-	return func(ctx context.Context, p *v1alpha1.Persona) ([]int64, error) {
-		inUse, err := revisionsInUse(ctx, pods, p.Namespace, p.Name)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]int64, 0, len(inUse))
-		for n := range inUse {
-			out = append(out, n)
-		}
-		return out, nil
-	}
-}
-
-// revisionsInUse are the revisions the pods of p name, as from reads:
-// the cache of the agent pods, or the API server for a fresh list.
-func revisionsInUse(ctx context.Context, api client.Reader, namespace, persona string) (map[int64]bool, error) {
-	pods := kube.PodMetadataList()
-	if err := api.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{delivery.PersonaLabel: persona}); err != nil {
-		return nil, fmt.Errorf("list the pods of persona %s: %w", persona, err)
-	}
-	out := map[int64]bool{}
-	for _, pod := range pods.Items {
-		if n, ok := delivery.PodRevision(pod.Labels); ok {
-			out[n] = true
-		}
-	}
-	return out, nil
 }
