@@ -8,11 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/persona-operator/persona-operator/internal/controller/agents"
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/controller/layers"
+	"github.com/persona-operator/persona-operator/internal/controller/restarts"
 )
 
 // The defaults of Options' fields, which the manager's flags show.
@@ -20,7 +22,19 @@ const (
 	// DefaultAgentsInterval is the shortest time between two writes of one
 	// Persona's status.agents.
 	DefaultAgentsInterval = agents.DefaultInterval
+	// DefaultMaxConcurrentRestarts is how many workloads may be rolling
+	// out at once; DefaultRestartDeadline how long a rollout may take
+	// before it counts as failed.
+	DefaultMaxConcurrentRestarts = restarts.DefaultMaxConcurrent
+	DefaultRestartDeadline       = restarts.DefaultDeadline
 )
+
+// RestartOptions tune the restarts on change (--restart-workloads).
+type RestartOptions = restarts.Options
+
+// RestartCacheObjects are the manager's cache options for the workloads
+// with --restart-workloads: those that opt in, alone.
+func RestartCacheObjects() map[client.Object]cache.ByObject { return restarts.CacheObjects() }
 
 // Options tune the controllers.
 type Options struct {
@@ -128,17 +142,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 		return Caches{}, fmt.Errorf("set up the PromptPlatform controller: %w", err)
 	}
 	if opts.Restarts != nil {
-		if err := setupRestarts(ctx, mgr, recorder, *opts.Restarts, personas.halts); err != nil {
+		if err := restarts.Setup(ctx, mgr, recorder, *opts.Restarts, personas.halts); err != nil {
 			return Caches{}, fmt.Errorf("set up the workload restarts: %w", err)
 		}
-		misplaced, err := newMisplacedRestartLabels(mgr, opts.WatchNamespaces, recorder)
+		misplaced, err := restarts.NewMisplacedLabels(mgr, opts.WatchNamespaces, recorder)
 		if err != nil {
 			return Caches{}, err
 		}
 		if err := mgr.Add(misplaced); err != nil {
 			return Caches{}, fmt.Errorf("add the misplaced restart labels' check: %w", err)
 		}
-	} else if err := mgr.Add(restartsOff{client: mgr.GetClient(), reader: mgr.GetAPIReader()}); err != nil {
+	} else if err := mgr.Add(restarts.NewOffCheck(mgr.GetClient(), mgr.GetAPIReader())); err != nil {
 		return Caches{}, fmt.Errorf("add the restarts check: %w", err)
 	}
 	return Caches{TemplateSources: sourceMetadata, Delivered: own}, nil

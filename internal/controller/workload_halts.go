@@ -29,9 +29,9 @@ func newRolloutHalts() *rolloutHalts {
 	return &rolloutHalts{conditions: map[types.NamespacedName]metav1.Condition{}, events: make(chan event.GenericEvent, 1024)}
 }
 
-// set decides the RolloutHalted condition of the Persona key, and has the
+// Set decides the RolloutHalted condition of the Persona key, and has the
 // Persona controller write it.
-func (h *rolloutHalts) set(key types.NamespacedName, status metav1.ConditionStatus, reason, message string) {
+func (h *rolloutHalts) Set(key types.NamespacedName, status metav1.ConditionStatus, reason, message string) {
 	c := metav1.Condition{Type: v1alpha1.RolloutHaltedCondition, Status: status, Reason: reason, Message: message}
 	h.mu.Lock()
 	prev, ok := h.conditions[key]

@@ -24,8 +24,8 @@ func TestRolloutHaltsAreWrittenWithTheStatus(t *testing.T) {
 		t.Fatal("RolloutHalted set with nothing decided")
 	}
 
-	h.set(key, metav1.ConditionTrue, v1alpha1.RolloutFailedReason, "the rollout of Deployment team/a failed")
-	h.set(key, metav1.ConditionTrue, v1alpha1.RolloutFailedReason, "the rollout of Deployment team/a failed")
+	h.Set(key, metav1.ConditionTrue, v1alpha1.RolloutFailedReason, "the rollout of Deployment team/a failed")
+	h.Set(key, metav1.ConditionTrue, v1alpha1.RolloutFailedReason, "the rollout of Deployment team/a failed")
 	if n := len(h.events); n != 1 {
 		t.Errorf("%d events for one decision made twice, want 1", n)
 	}
@@ -38,7 +38,7 @@ func TestRolloutHaltsAreWrittenWithTheStatus(t *testing.T) {
 		t.Error("Ready changed")
 	}
 
-	h.set(key, metav1.ConditionFalse, v1alpha1.RolloutsResumedReason, "resumed")
+	h.Set(key, metav1.ConditionFalse, v1alpha1.RolloutsResumedReason, "resumed")
 	h.apply(p)
 	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.RolloutHaltedCondition); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("RolloutHalted %+v after the resume, want False", c)

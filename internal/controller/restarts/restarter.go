@@ -1,4 +1,4 @@
-package controller
+package restarts
 
 import (
 	"context"
@@ -27,20 +27,30 @@ import (
 	"github.com/persona-operator/persona-operator/internal/waves"
 )
 
-// RestartFieldManager is the field manager of the restarts' writes: the
+// FieldManager is the field manager of the restarts' writes: the
 // pod template's revision annotation and the applied-revision annotation of
 // workloads. A Persona's RolloutHalted condition is written by the Persona
-// controller, as the restarts decide it (rolloutHalts).
-const RestartFieldManager = "persona-operator-restarts"
+// controller, as the restarts decide it (Halts).
+const FieldManager = "persona-operator-restarts"
 
-// Defaults of RestartOptions.
+// Halts has the Persona controller write the RolloutHalted conditions the
+// restarts decide: with one writer of a Persona's conditions, a merge
+// patch of them loses nothing. The restarts and the Persona controller run
+// in the same leader.
+type Halts interface {
+	// Set decides the RolloutHalted condition of the Persona key, and has
+	// the Persona controller write it.
+	Set(key types.NamespacedName, status metav1.ConditionStatus, reason, message string)
+}
+
+// Defaults of Options.
 const (
-	DefaultMaxConcurrentRestarts = 5
-	DefaultRestartDeadline       = 10 * time.Minute
+	DefaultMaxConcurrent = 5
+	DefaultDeadline      = 10 * time.Minute
 )
 
-// RestartOptions tune the restarts on change (--restart-workloads).
-type RestartOptions struct {
+// Options tune the restarts on change (--restart-workloads).
+type Options struct {
 	// MaxConcurrent is how many workloads may be rolling out at once.
 	MaxConcurrent int
 	// Deadline is how long a rollout may take before it counts as failed.
@@ -75,17 +85,17 @@ type workloadRestarter struct {
 	// halted are the Personas showing RolloutHalted, by the halt's namespace and cause.
 	halted map[types.NamespacedName]waves.Cause
 	// halts has the Persona controller write their RolloutHalted.
-	halts *rolloutHalts
+	halts Halts
 }
 
-func newWorkloadRestarter(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts RestartOptions, halts *rolloutHalts) *workloadRestarter {
+func newWorkloadRestarter(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts Options, halts Halts) *workloadRestarter {
 	limit := opts.MaxConcurrent
 	if limit <= 0 {
-		limit = DefaultMaxConcurrentRestarts
+		limit = DefaultMaxConcurrent
 	}
 	deadline := opts.Deadline
 	if deadline <= 0 {
-		deadline = DefaultRestartDeadline
+		deadline = DefaultDeadline
 	}
 	return &workloadRestarter{client: c, apiReader: apiReader, recorder: recorder, waves: waves.New(limit),
 		limit: limit, deadline: deadline, halted: map[types.NamespacedName]waves.Cause{}, halts: halts}
@@ -287,7 +297,7 @@ func (r *workloadRestarter) apply(ctx context.Context, rs waves.Restart) error {
 	default:
 		return fmt.Errorf("unknown kind %s", rs.Workload.Kind)
 	}
-	return r.client.Apply(ctx, ac, client.FieldOwner(RestartFieldManager), client.ForceOwnership)
+	return r.client.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership)
 }
 
 // Events about a workload go on the workload, in its namespace, where only
@@ -343,7 +353,7 @@ func (r *workloadRestarter) fail(ctx context.Context, w waves.Workload, obj clie
 	for name := range personas {
 		key := types.NamespacedName{Namespace: w.Namespace, Name: name}
 		r.halted[key] = rs.Cause
-		r.halts.set(key, metav1.ConditionTrue, v1alpha1.RolloutFailedReason, message)
+		r.halts.Set(key, metav1.ConditionTrue, v1alpha1.RolloutFailedReason, message)
 	}
 }
 
@@ -372,7 +382,7 @@ func (r *workloadRestarter) clearHalt(key types.NamespacedName) {
 		message = "no restart of this Persona's workloads is halted any more"
 	}
 	delete(r.halted, key)
-	r.halts.set(key, metav1.ConditionFalse, v1alpha1.RolloutsResumedReason, message)
+	r.halts.Set(key, metav1.ConditionFalse, v1alpha1.RolloutsResumedReason, message)
 }
 
 // warn tells a Warning about obj once, until it is different.

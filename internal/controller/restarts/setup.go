@@ -1,4 +1,4 @@
-package controller
+package restarts
 
 import (
 	"context"
@@ -32,9 +32,9 @@ import (
 // nothing in memory.
 var restartSelector = labels.SelectorFromSet(labels.Set{v1alpha1.RestartOnChangeLabel: "true"})
 
-// RestartCacheObjects are the cache's options for the workloads with
+// CacheObjects are the cache's options for the workloads with
 // --restart-workloads: those that opt in, alone.
-func RestartCacheObjects() map[client.Object]cache.ByObject {
+func CacheObjects() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}:  {Label: restartSelector},
 		&appsv1.StatefulSet{}: {Label: restartSelector},
@@ -45,9 +45,9 @@ func RestartCacheObjects() map[client.Object]cache.ByObject {
 // workloadPersonaIndex indexes the opted-in workloads by the Persona they name.
 const workloadPersonaIndex = "restart.persona"
 
-// setupRestarts registers the restarts' controller: it watches the
+// Setup registers the restarts' controller: it watches the
 // opted-in workloads, and the Personas whose delivered revision changes.
-func setupRestarts(ctx context.Context, mgr ctrl.Manager, recorder kube.CuttingRecorder, opts RestartOptions, halts *rolloutHalts) error {
+func Setup(ctx context.Context, mgr ctrl.Manager, recorder kube.CuttingRecorder, opts Options, halts Halts) error {
 	r := newWorkloadRestarter(mgr.GetClient(), mgr.GetAPIReader(), recorder, opts, halts)
 	index := func(obj client.Object) []string {
 		if name := workloadPersona(obj); name != "" {
@@ -166,12 +166,12 @@ func (g restartGauges) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// restartsOff says once, at start, that workloads opt in to restarts while
+// OffCheck says once, at start, that workloads opt in to restarts while
 // --restart-workloads is off. Where the manager may list a kind (a
 // SelfSubjectAccessReview tells, so that the default install, which may
 // not, makes no request it is refused), it lists one object of that kind by
 // the label, with the API reader: no informer, nothing held.
-type restartsOff struct {
+type OffCheck struct {
 	client client.Client
 	reader client.Reader
 }
@@ -179,9 +179,17 @@ type restartsOff struct {
 // The manager asks whether it may list workloads: SelfSubjectAccessReviews.
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=selfsubjectaccessreviews,verbs=create
 
-func (restartsOff) NeedLeaderElection() bool { return true }
+// NewOffCheck reads through c and, for the list, through reader (the API
+// reader: nothing held).
+func NewOffCheck(c client.Client, reader client.Reader) OffCheck {
+	return OffCheck{client: c, reader: reader}
+}
 
-func (o restartsOff) Start(ctx context.Context) error {
+// NeedLeaderElection runs the check on the leader only.
+func (OffCheck) NeedLeaderElection() bool { return true }
+
+// Start tells, once, of a workload that opts in.
+func (o OffCheck) Start(ctx context.Context) error {
 	log := ctrl.Log.WithName("restarts")
 	for _, kind := range []string{deploymentKind, statefulSetKind, daemonSetKind} {
 		resource := strings.ToLower(kind) + "s"
@@ -212,4 +220,4 @@ func (o restartsOff) Start(ctx context.Context) error {
 	return nil
 }
 
-var _ manager.LeaderElectionRunnable = restartsOff{}
+var _ manager.LeaderElectionRunnable = OffCheck{}

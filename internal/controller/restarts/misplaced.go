@@ -1,4 +1,4 @@
-package controller
+package restarts
 
 import (
 	"context"
@@ -31,25 +31,25 @@ var misplacedRestartKinds = []schema.GroupVersionKind{
 	corev1.SchemeGroupVersion.WithKind("Pod"),
 }
 
-// The restart label on another kind is told (misplacedRestartLabels); the
+// The restart label on another kind is told (MisplacedLabels); the
 // rights are in config/components/restart-workloads, with the restarts'.
 
-// misplacedRestartLabels tells one Warning Event, RestartLabelIgnored, on
+// MisplacedLabels tells one Warning Event, RestartLabelIgnored, on
 // each object of misplacedRestartKinds that carries the restart label and
 // has no controller: one a controller made (a Deployment's ReplicaSet and
 // pods, a CronJob's Jobs) has the label from its owner's template, and its
 // owner is what opted in, or is told. It runs on the leader, from a cache
 // of its own.
-type misplacedRestartLabels struct {
+type MisplacedLabels struct {
 	cache    cache.Cache
 	recorder kube.CuttingRecorder
 	mu       sync.Mutex
 	told     map[types.UID]bool
 }
 
-// newMisplacedRestartLabels creates the cache of the labelled objects of
+// NewMisplacedLabels creates the cache of the labelled objects of
 // misplacedRestartKinds, run with the manager's, and what tells of them.
-func newMisplacedRestartLabels(mgr ctrl.Manager, namespaces []string, recorder kube.CuttingRecorder) (*misplacedRestartLabels, error) {
+func NewMisplacedLabels(mgr ctrl.Manager, namespaces []string, recorder kube.CuttingRecorder) (*MisplacedLabels, error) {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme:               mgr.GetScheme(),
 		Mapper:               mgr.GetRESTMapper(),
@@ -63,7 +63,7 @@ func newMisplacedRestartLabels(mgr ctrl.Manager, namespaces []string, recorder k
 	if err := mgr.Add(kube.StartedWithCaches{Cache: c}); err != nil {
 		return nil, fmt.Errorf("run the cache of misplaced restart labels: %w", err)
 	}
-	return &misplacedRestartLabels{cache: c, recorder: recorder, told: map[types.UID]bool{}}, nil
+	return &MisplacedLabels{cache: c, recorder: recorder, told: map[types.UID]bool{}}, nil
 }
 
 // trimToController keeps of an object's metadata its name, version and
@@ -82,11 +82,12 @@ func trimToController(obj any) (any, error) {
 	return m, nil
 }
 
-func (*misplacedRestartLabels) NeedLeaderElection() bool { return true }
+// NeedLeaderElection runs the check on the leader only.
+func (*MisplacedLabels) NeedLeaderElection() bool { return true }
 
 // Start registers a handler on each kind's informer: an informer hands a
 // new handler every object it holds, then each one added.
-func (m *misplacedRestartLabels) Start(ctx context.Context) error {
+func (m *MisplacedLabels) Start(ctx context.Context) error {
 	for _, gvk := range misplacedRestartKinds {
 		obj := &metav1.PartialObjectMetadata{}
 		obj.SetGroupVersionKind(gvk)
@@ -107,7 +108,7 @@ func (m *misplacedRestartLabels) Start(ctx context.Context) error {
 	return nil
 }
 
-func (m *misplacedRestartLabels) tell(gvk schema.GroupVersionKind, o any) {
+func (m *MisplacedLabels) tell(gvk schema.GroupVersionKind, o any) {
 	obj, ok := o.(*metav1.PartialObjectMetadata)
 	if !ok || metav1.GetControllerOfNoCopy(obj) != nil {
 		return
@@ -128,7 +129,7 @@ func (m *misplacedRestartLabels) tell(gvk schema.GroupVersionKind, o any) {
 		gvk.Kind, obj.Name, v1alpha1.RestartOnChangeLabel, gvk.Kind)
 }
 
-func (m *misplacedRestartLabels) forget(o any) {
+func (m *MisplacedLabels) forget(o any) {
 	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = d.Obj
 	}
@@ -139,4 +140,4 @@ func (m *misplacedRestartLabels) forget(o any) {
 	}
 }
 
-var _ manager.LeaderElectionRunnable = &misplacedRestartLabels{}
+var _ manager.LeaderElectionRunnable = &MisplacedLabels{}
