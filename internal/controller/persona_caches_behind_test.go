@@ -58,7 +58,7 @@ func TestCachesBehindDeliverNothing(t *testing.T) {
 	}
 	writes := s.writer.creates + s.writer.updates
 
-	s.Client = staleReads{Client: s.cluster, stale: stale}
+	s.cached.Client = staleReads{Client: s.cluster, stale: stale}
 	res, err := s.Reconcile(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)

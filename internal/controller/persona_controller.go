@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
+	"github.com/persona-operator/persona-operator/internal/controller/revisions"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/fairshare"
 	"github.com/persona-operator/persona-operator/internal/render"
@@ -47,9 +47,6 @@ type PersonaReconciler struct {
 	// ReferenceGracePeriod is how long a missing reference is awaited
 	// before the Persona is stalled; 0 means status.DefaultReferenceGracePeriod.
 	ReferenceGracePeriod time.Duration
-	// SnapshotBytesPerNamespace caps the bytes of the snapshots of one
-	// namespace; 0 means DefaultSnapshotBytesPerNamespace.
-	SnapshotBytesPerNamespace int
 	// GuardrailDeadline is how long new ClusterPromptLayers wait for a
 	// render in time before they are delivered alone; 0 means
 	// DefaultGuardrailDeadline.
@@ -77,16 +74,11 @@ type PersonaReconciler struct {
 	overruns *overruns
 	// configMaps reads the ConfigMaps templateFrom names.
 	configMaps *kube.SourceReader
-	// pruned are the snapshots pruned whose deletion is not yet watched.
-	pruned *prunedSnapshots
-	// snapshotBytes is what each namespace's snapshots hold.
-	snapshotBytes *snapshotBytes
+	// revisions keeps the delivered revisions' snapshots.
+	revisions revisionStore
 	// halts are the RolloutHalted conditions the restarts decide, which
 	// this controller writes with the rest of the status.
 	halts *rolloutHalts
-	// keepers name further revisions whose snapshots are kept
-	// (keptRevisions): the revisions injected pods name plug in here.
-	keepers []revisionKeeper
 	// stores are the stores above that hold an entry per Persona, which
 	// forget drops.
 	stores []personaStore
@@ -106,14 +98,13 @@ type personaOptions struct {
 	// ReferenceGracePeriod is how long a missing reference is awaited
 	// before the Persona is stalled; 0 means status.DefaultReferenceGracePeriod.
 	ReferenceGracePeriod time.Duration
-	// SnapshotBytesPerNamespace caps the bytes of one namespace's
-	// snapshots; 0 means DefaultSnapshotBytesPerNamespace.
-	SnapshotBytesPerNamespace int
 	// GuardrailDeadline is how long new ClusterPromptLayers wait for a
 	// render in time; 0 means DefaultGuardrailDeadline.
 	GuardrailDeadline time.Duration
 	// Gate admits the renders to the CPUs (newRenderGate); nil renders at once.
 	Gate *fairshare.Gate
+	// Revisions keeps the revisions' snapshots.
+	Revisions revisionStore
 }
 
 // newPersonaReconciler is the Persona controller with empty stores. It
@@ -124,28 +115,26 @@ type personaOptions struct {
 func newPersonaReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, live, ownConfigMaps client.Reader,
 	sources *kube.SourceReader, writer kube.ConfigMapWrites, opts personaOptions) *PersonaReconciler {
 	r := &PersonaReconciler{
-		Client:                    c,
-		Scheme:                    scheme,
-		Recorder:                  recorder,
-		APIReader:                 live,
-		MaxConcurrentReconciles:   opts.Workers,
-		ReferenceGracePeriod:      opts.ReferenceGracePeriod,
-		SnapshotBytesPerNamespace: opts.SnapshotBytesPerNamespace,
-		GuardrailDeadline:         opts.GuardrailDeadline,
-		gate:                      opts.Gate,
-		renderConfigMap:           render.Default().ConfigMapBy,
-		guardrailsWaiting:         newGuardrailsWaiting(),
-		pruned:                    newPrunedSnapshots(),
-		halts:                     newRolloutHalts(),
-		writes:                    newOwnWrites(),
-		configMapMetadata:         ownConfigMaps,
-		deferred:                  newDeferredStatuses(),
-		configMapWriter:           writer,
-		waiting:                   newAwaiting(),
-		overruns:                  newOverruns(),
-		configMaps:                sources,
+		Client:                  c,
+		Scheme:                  scheme,
+		Recorder:                recorder,
+		APIReader:               live,
+		MaxConcurrentReconciles: opts.Workers,
+		ReferenceGracePeriod:    opts.ReferenceGracePeriod,
+		GuardrailDeadline:       opts.GuardrailDeadline,
+		gate:                    opts.Gate,
+		renderConfigMap:         render.Default().ConfigMapBy,
+		guardrailsWaiting:       newGuardrailsWaiting(),
+		revisions:               opts.Revisions,
+		halts:                   newRolloutHalts(),
+		writes:                  newOwnWrites(),
+		configMapMetadata:       ownConfigMaps,
+		deferred:                newDeferredStatuses(),
+		configMapWriter:         writer,
+		waiting:                 newAwaiting(),
+		overruns:                newOverruns(),
+		configMaps:              sources,
 	}
-	r.snapshotBytes = newSnapshotBytes(r.namespaceSnapshots, r.readSnapshots)
 	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns, r.halts, r.guardrailsWaiting}
 	return r
 }
@@ -251,13 +240,13 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		r.halts.apply(&p)
 		// Pruning waits until the status names the revision kept; the
 		// pods it must not take a snapshot from are listed meanwhile.
-		var pr *pruning
+		var pr *revisions.Pruning
 		if err == nil {
-			pr, err = r.beginPrune(ctx, &p)
+			pr, err = r.revisions.BeginPrune(ctx, &p)
 		}
 		patched := kube.PatchStatus(ctx, r.Client, &p, before, &p.Status, &err)
 		if err == nil {
-			err = r.finishPrune(ctx, &p, pr, patched)
+			err = r.revisions.FinishPrune(ctx, &p, pr, patched)
 		}
 	}()
 
@@ -366,15 +355,8 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetada
 			return !delivery.IsSnapshot(e.ObjectNew) && !r.writes.holds(e.ObjectNew)
 		},
 		DeleteFunc: func(e event.TypedDeleteEvent[*metav1.PartialObjectMetadata]) bool {
-			return !delivery.IsSnapshot(e.Object) || !r.pruned.take(client.ObjectKeyFromObject(e.Object))
+			return !delivery.IsSnapshot(e.Object) || !r.revisions.TakePruned(client.ObjectKeyFromObject(e.Object))
 		},
-	}
-	informer, err := own.GetInformer(context.Background(), kube.ConfigMapMetadata(), cache.BlockUntilSynced(false))
-	if err != nil {
-		return fmt.Errorf("the informer of the operator's ConfigMaps: %w", err)
-	}
-	if err := r.snapshotBytes.watch(informer); err != nil {
-		return fmt.Errorf("count the snapshots' bytes: %w", err)
 	}
 	// The initial list's ConfigMaps enqueue nothing: the For watch's
 	// initial list enqueues every Persona, and a restart at N Personas

@@ -8,6 +8,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
+	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/status"
 )
 
@@ -59,7 +60,7 @@ func (d *deferredStatuses) put(persona types.NamespacedName, in inputs, r status
 	defer d.mu.Unlock()
 	d.dropLocked(persona)
 	s := deferredStatus{inputs: in, render: r, revision: rev}
-	if size := dataSize(written); d.dataBytes+size <= deferredDataBytes {
+	if size := delivery.DataSize(written); d.dataBytes+size <= deferredDataBytes {
 		s.written, s.guardrails, s.size = written, guardrails, size
 		d.dataBytes += size
 	}

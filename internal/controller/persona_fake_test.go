@@ -16,6 +16,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
+	"github.com/persona-operator/persona-operator/internal/controller/revisions"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
@@ -34,13 +35,22 @@ var stepsScheme = func() *runtime.Scheme {
 	return s
 }()
 
-// steps is a Persona reconciler over a fake cluster.
+// steps is a Persona reconciler over a fake cluster, with its revision
+// store.
 type steps struct {
 	*PersonaReconciler
 	cluster  client.Client
 	writer   *countingWriter
 	recorder *events.FakeRecorder
+	// cached and live are what the reconciler and its revision store read
+	// through, the cache and the API server: a test may point them
+	// elsewhere.
+	cached, live *swappable
 }
+
+// swappable is a client a test may point elsewhere once the reconciler and
+// its store, which both read through it, are built.
+type swappable struct{ client.Client }
 
 func newSteps(t *testing.T, objs ...client.Object) *steps {
 	t.Helper()
@@ -54,8 +64,10 @@ func newSteps(t *testing.T, objs ...client.Object) *steps {
 		Build()
 	w := &countingWriter{c: c}
 	rec := events.NewFakeRecorder(16)
-	r := newPersonaReconciler(c, stepsScheme, rec, c, c, kube.NewSourceReader(c, c, false), w, personaOptions{})
-	return &steps{PersonaReconciler: r, cluster: c, writer: w, recorder: rec}
+	cached, live := &swappable{c}, &swappable{c}
+	store := revisions.New(revisions.Config{Client: cached, APIReader: live, Metadata: c, Writer: w, Scheme: stepsScheme})
+	r := newPersonaReconciler(cached, stepsScheme, rec, live, c, kube.NewSourceReader(c, c, false), w, personaOptions{Revisions: store})
+	return &steps{PersonaReconciler: r, cluster: c, writer: w, recorder: rec, cached: cached, live: live}
 }
 
 func indexName(obj client.Object) []string { return []string{obj.GetName()} }
@@ -193,9 +205,9 @@ func (g *gets[T]) Get(ctx context.Context, key client.ObjectKey, obj client.Obje
 // prune is a reconcile's pruning of p at once; patched is p's metadata as
 // its status patch answered (nil: it patched nothing).
 func (s *steps) prune(ctx context.Context, p *v1alpha1.Persona, patched *metav1.PartialObjectMetadata) error {
-	pr, err := s.beginPrune(ctx, p)
+	pr, err := s.revisions.BeginPrune(ctx, p)
 	if err != nil {
 		return err
 	}
-	return s.finishPrune(ctx, p, pr, patched)
+	return s.revisions.FinishPrune(ctx, p, pr, patched)
 }

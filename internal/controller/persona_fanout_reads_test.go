@@ -26,7 +26,7 @@ func TestFanOutReadsNoConfigMapBack(t *testing.T) {
 	layer := appendLayer("style", "Be brief.")
 	s := newSteps(t, p, layer)
 	reads := &gets[*corev1.ConfigMap]{Client: s.cluster}
-	s.APIReader = reads
+	s.live.Client = reads
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
 	if _, err := s.Reconcile(t.Context(), req); err != nil {
 		t.Fatal(err)

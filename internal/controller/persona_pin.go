@@ -20,6 +20,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
+	"github.com/persona-operator/persona-operator/internal/controller/revisions"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/resolve"
@@ -85,8 +86,8 @@ func (r *PersonaReconciler) pinnedSource(ctx context.Context, p *v1alpha1.Person
 // the delivery's outcome, the latest revision (nil when the render failed)
 // and a snapshot failure of the latest revision's. pn.failure is set
 // instead when the pinned revision cannot be delivered.
-func (r *PersonaReconciler) deliverPinned(ctx context.Context, p *v1alpha1.Persona, pn *pin, src *corev1.ConfigMap, attempt outcome) (outcome, *snapshotFailure, error) {
-	var latestFailure *snapshotFailure
+func (r *PersonaReconciler) deliverPinned(ctx context.Context, p *v1alpha1.Persona, pn *pin, src *corev1.ConfigMap, attempt outcome) (outcome, *revisions.Failure, error) {
+	var latestFailure *revisions.Failure
 	if attempt.reason == v1alpha1.RenderedReason {
 		latest, failure, err := r.keepLatest(ctx, p, attempt)
 		if err != nil {
@@ -113,7 +114,7 @@ func (r *PersonaReconciler) deliverPinned(ctx context.Context, p *v1alpha1.Perso
 		pinned.output, pinned.render, pinned.pinned = live.output, live.render, live.pinned
 	} else if src.Annotations[delivery.GuardrailsAnnotation] == identity && rec != nil {
 		// The snapshot's content, byte for byte, and its revision.json.
-		out := &render.Output{Data: data, Hash: render.ContentHash(data), Bytes: dataSize(data)}
+		out := &render.Output{Data: data, Hash: render.ContentHash(data), Bytes: delivery.DataSize(data)}
 		pinned.output, pinned.render = out, status.Render{Hash: out.Hash, Bytes: out.Bytes}
 		pinned.pinned = &revision{entry: rec.Entry(), record: []byte(src.Data[render.RevisionKey])}
 	} else {
@@ -161,7 +162,7 @@ func (r *PersonaReconciler) rebasedLive(ctx context.Context, p *v1alpha1.Persona
 	if !ok || rec.Base != n || unfaithful(p, p.Status.CurrentRevision, live, data, rec) != "" {
 		return outcome{}, false
 	}
-	out := &render.Output{Data: data, Hash: render.ContentHash(data), Bytes: dataSize(data)}
+	out := &render.Output{Data: data, Hash: render.ContentHash(data), Bytes: delivery.DataSize(data)}
 	delivered := status.Render{Hash: out.Hash, Bytes: out.Bytes}
 	if p.Status.ContentHash == out.Hash {
 		delivered.Sections = p.Status.Sections // what the render that wrote it told
@@ -198,7 +199,7 @@ type rebase struct {
 // latest revision while it is of this content, else the newest snapshot's
 // when it is (written before a restart lost the status), else a new one.
 // Its snapshot is written, for it to be inspected before the pin goes.
-func (r *PersonaReconciler) keepLatest(ctx context.Context, p *v1alpha1.Persona, attempt outcome) (v1alpha1.RevisionHistoryEntry, *snapshotFailure, error) {
+func (r *PersonaReconciler) keepLatest(ctx context.Context, p *v1alpha1.Persona, attempt outcome) (v1alpha1.RevisionHistoryEntry, *revisions.Failure, error) {
 	out := attempt.output
 	if out == nil { // a fan-out's status pass: the delivery was numbered
 		return *attempt.revision, nil, nil
@@ -207,17 +208,17 @@ func (r *PersonaReconciler) keepLatest(ctx context.Context, p *v1alpha1.Persona,
 	if e, ok := p.Status.LatestEntry(); ok && e.ContentHash == out.Hash {
 		rev = &revision{entry: e, record: encodeRecord(p, e, attempt.read, 0)}
 	} else {
-		snapshots, err := r.snapshots(ctx, p)
+		snapshots, err := r.revisions.Snapshots(ctx, p)
 		if err != nil {
 			return v1alpha1.RevisionHistoryEntry{}, nil, err
 		}
 		var previous *corev1.ConfigMap
 		if len(snapshots) > 0 {
 			newest := snapshots[len(snapshots)-1]
-			if newest.meta.Annotations[delivery.ContentHashAnnotation] == out.Hash && newest.number > p.Status.CurrentRevision {
+			if newest.Meta.Annotations[delivery.ContentHashAnnotation] == out.Hash && newest.Number > p.Status.CurrentRevision {
 				var cm corev1.ConfigMap
-				if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(newest.meta), &cm); err == nil && delivery.IsSnapshotOf(p, &cm, newest.number) {
-					if rec, ok := decodeRecord(cm.Data[render.RevisionKey]); ok && rec.Revision == newest.number && rec.ContentHash == out.Hash {
+				if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(newest.Meta), &cm); err == nil && delivery.IsSnapshotOf(p, &cm, newest.Number) {
+					if rec, ok := decodeRecord(cm.Data[render.RevisionKey]); ok && rec.Revision == newest.Number && rec.ContentHash == out.Hash {
 						return rec.Entry(), nil, nil
 					}
 				}
@@ -235,7 +236,7 @@ func (r *PersonaReconciler) keepLatest(ctx context.Context, p *v1alpha1.Persona,
 	}
 	written := maps.Clone(out.Data)
 	written[render.RevisionKey] = string(rev.record)
-	failure, err := r.snapshot(ctx, p, rev.entry, written, attempt.guardrails)
+	failure, err := r.revisions.Keep(ctx, p, rev.entry, revisions.Content{Data: written, Guardrails: attempt.guardrails, Live: r.liveConfigMap(p)})
 	return rev.entry, failure, err
 }
 

@@ -70,24 +70,3 @@ func TestPruneKeepsAPinSetMeanwhile(t *testing.T) {
 		})
 	}
 }
-
-// The revision the pin annotation names is kept before the status names it
-// pinned (the reconcile that honours it is still to come).
-func TestKeptRevisionsHoldThePinAnnotation(t *testing.T) {
-	p := barePersona("p", "Hello")
-	p.Status.CurrentRevision, p.Status.LatestRevision = 5, 6
-	p.Annotations = map[string]string{v1alpha1.PinRevisionAnnotation: "2"}
-	s := newSteps(t, p)
-	kept, err := s.keptRevisions(t.Context(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []int64{2, 5, 6} {
-		if !kept[n] {
-			t.Errorf("revision %d not kept; kept %v", n, kept)
-		}
-	}
-	if len(kept) != 3 {
-		t.Errorf("kept %v, want 2, 5 and 6", kept)
-	}
-}

@@ -120,12 +120,12 @@ func (r *PersonaReconciler) highestRevision(ctx context.Context, p *v1alpha1.Per
 	if current != nil && delivery.Controls(p, current) {
 		n = max(n, delivery.Revision(current.Annotations))
 	}
-	snapshots, err := r.snapshots(ctx, p)
+	snapshots, err := r.revisions.Snapshots(ctx, p)
 	if err != nil {
 		return 0, err
 	}
 	for _, s := range snapshots {
-		n = max(n, s.number)
+		n = max(n, s.Number)
 	}
 	return n, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/controller/layers"
 	"github.com/persona-operator/persona-operator/internal/controller/restarts"
+	"github.com/persona-operator/persona-operator/internal/controller/revisions"
 )
 
 // The defaults of Options' fields, which the manager's flags show.
@@ -27,6 +28,9 @@ const (
 	// before it counts as failed.
 	DefaultMaxConcurrentRestarts = restarts.DefaultMaxConcurrent
 	DefaultRestartDeadline       = restarts.DefaultDeadline
+	// DefaultSnapshotBytesPerNamespace is what the snapshots of one
+	// namespace may hold, keys and values.
+	DefaultSnapshotBytesPerNamespace = revisions.DefaultBytesPerNamespace
 )
 
 // RestartOptions tune the restarts on change (--restart-workloads).
@@ -120,11 +124,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 	if err != nil {
 		return Caches{}, err
 	}
+	store := revisions.New(revisions.Config{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: own, Writer: writer,
+		Scheme: mgr.GetScheme(), BytesPerNamespace: opts.SnapshotBytesPerNamespace, Keepers: []revisions.Keeper{revisions.NamedByPods(pods)}})
+	informer, err := own.GetInformer(ctx, kube.ConfigMapMetadata(), cache.BlockUntilSynced(false))
+	if err != nil {
+		return Caches{}, fmt.Errorf("the informer of the operator's ConfigMaps: %w", err)
+	}
+	if err := store.CountBytes(informer); err != nil {
+		return Caches{}, fmt.Errorf("count the snapshots' bytes: %w", err)
+	}
 	personas := newPersonaReconciler(mgr.GetClient(), mgr.GetScheme(), recorder, mgr.GetAPIReader(), own, sources, writer,
-		personaOptions{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod,
-			SnapshotBytesPerNamespace: opts.SnapshotBytesPerNamespace, GuardrailDeadline: opts.GuardrailDeadline,
-			Gate: newRenderGate(opts.PersonaWorkers)})
-	personas.keepers = append(personas.keepers, revisionsNamedByPods(pods))
+		personaOptions{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod, GuardrailDeadline: opts.GuardrailDeadline,
+			Gate: newRenderGate(opts.PersonaWorkers), Revisions: store})
 	if err := personas.SetupWithManager(mgr, own, sourceMetadata); err != nil {
 		return Caches{}, fmt.Errorf("set up the Persona controller: %w", err)
 	}

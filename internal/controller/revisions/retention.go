@@ -1,4 +1,4 @@
-package controller
+package revisions
 
 import (
 	"cmp"
@@ -19,18 +19,18 @@ import (
 // Retention (personas.md#revisions): which snapshots stay whatever
 // spec.revisionHistoryLimit and the namespace's byte cap say. Pruning and
 // eviction both ask keptRevisions, so a new reason to keep a snapshot is
-// one revisionKeeper more.
+// one Keeper more.
 
-// revisionKeeper gives revisions of p that must keep their snapshots, for
+// Keeper gives the revisions of p that must keep their snapshots, for
 // a reason of its own (the revisions injected pods still name, for
 // example). It may read, and fails with an error only.
-type revisionKeeper func(ctx context.Context, p *v1alpha1.Persona) ([]int64, error)
+type Keeper func(ctx context.Context, p *v1alpha1.Persona) ([]int64, error)
 
 // keptRevisions are the revisions of p whose snapshots are kept beyond the
 // limit and the cap: the current one, the latest, the one pinned (by the
 // status, and by the annotation before the status names it), and those
-// each of r.keepers names.
-func (r *PersonaReconciler) keptRevisions(ctx context.Context, p *v1alpha1.Persona) (map[int64]bool, error) {
+// each of s.keepers names.
+func (s *Store) keptRevisions(ctx context.Context, p *v1alpha1.Persona) (map[int64]bool, error) {
 	kept := map[int64]bool{}
 	for _, n := range []int64{p.Status.CurrentRevision, p.Status.LatestRevision, p.Status.PinnedRevision} {
 		if n > 0 {
@@ -40,7 +40,7 @@ func (r *PersonaReconciler) keptRevisions(ctx context.Context, p *v1alpha1.Perso
 	if n, _, err := v1alpha1.PinnedRevisionOf(p.Annotations); err == nil && n > 0 {
 		kept[n] = true
 	}
-	for _, keep := range r.keepers {
+	for _, keep := range s.keepers {
 		more, err := keep(ctx, p)
 		if err != nil {
 			return nil, fmt.Errorf("the revisions of persona %s to keep: %w", p.Name, err)
@@ -57,8 +57,8 @@ func (r *PersonaReconciler) keptRevisions(ctx context.Context, p *v1alpha1.Perso
 // lock the caller holds). When those snapshots together free less than
 // need, it deletes none: they would be lost for nothing. One deleted
 // meanwhile by anyone else frees nothing here: the cache's event counts it.
-func (r *PersonaReconciler) evict(ctx context.Context, p *v1alpha1.Persona, ledger *namespaceSnapshotBytes, need int) error {
-	all, err := r.namespaceSnapshots(ctx, p.Namespace)
+func (s *Store) evict(ctx context.Context, p *v1alpha1.Persona, ledger *namespaceSnapshotBytes, need int) error {
+	all, err := s.namespaceSnapshots(ctx, p.Namespace)
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (r *PersonaReconciler) evict(ctx context.Context, p *v1alpha1.Persona, ledg
 		if freed >= need {
 			break
 		}
-		evictable, err := r.evictable(ctx, m, personas, keptOf)
+		evictable, err := s.evictable(ctx, m, personas, keptOf)
 		if err != nil {
 			return err
 		}
@@ -92,7 +92,7 @@ func (r *PersonaReconciler) evict(ctx context.Context, p *v1alpha1.Persona, ledg
 		return nil
 	}
 	for _, m := range victims {
-		if err := r.deleteSnapshot(ctx, m); err != nil {
+		if err := s.deleteSnapshot(ctx, m); err != nil {
 			return err
 		}
 	}
@@ -105,7 +105,7 @@ func (r *PersonaReconciler) evict(ctx context.Context, p *v1alpha1.Persona, ledg
 // yet (written by a reconcile whose status is still to come). The snapshot
 // of a Persona gone, or of an older Persona of that name, is evictable.
 // personas and keptOf remember what was read for each Persona.
-func (r *PersonaReconciler) evictable(ctx context.Context, m *metav1.PartialObjectMetadata, personas map[string]*v1alpha1.Persona, keptOf map[string]map[int64]bool) (bool, error) {
+func (s *Store) evictable(ctx context.Context, m *metav1.PartialObjectMetadata, personas map[string]*v1alpha1.Persona, keptOf map[string]map[int64]bool) (bool, error) {
 	name, n, _ := delivery.SnapshotOf(m.Name)
 	if !delivery.ControlledByPersona(m, name) {
 		return false, nil
@@ -113,7 +113,7 @@ func (r *PersonaReconciler) evictable(ctx context.Context, m *metav1.PartialObje
 	owner, ok := personas[name]
 	if !ok {
 		owner = &v1alpha1.Persona{}
-		switch err := r.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: name}, owner); {
+		switch err := s.client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: name}, owner); {
 		case apierrors.IsNotFound(err):
 			owner = nil
 		case err != nil:
@@ -130,7 +130,7 @@ func (r *PersonaReconciler) evictable(ctx context.Context, m *metav1.PartialObje
 	kept, ok := keptOf[name]
 	if !ok {
 		var err error
-		if kept, err = r.keptRevisions(ctx, owner); err != nil {
+		if kept, err = s.keptRevisions(ctx, owner); err != nil {
 			return false, err
 		}
 		keptOf[name] = kept
@@ -138,11 +138,11 @@ func (r *PersonaReconciler) evictable(ctx context.Context, m *metav1.PartialObje
 	return !kept[n], nil
 }
 
-// revisionsNamedByPods is the revisionKeeper of the injected pods: the
+// NamedByPods is the Keeper of the injected pods: the
 // revisions p's pods name, as the cache of the agent pods has them.
-// Pruning asks the API server as well (prune), for a pod admitted an
+// Pruning asks the API server as well (BeginPrune), for a pod admitted an
 // instant ago.
-func revisionsNamedByPods(pods client.Reader) revisionKeeper {
+func NamedByPods(pods client.Reader) Keeper {
 	return func(ctx context.Context, p *v1alpha1.Persona) ([]int64, error) {
 		inUse, err := revisionsInUse(ctx, pods, p.Namespace, p.Name)
 		if err != nil {

@@ -1,4 +1,4 @@
-package controller
+package revisions
 
 import (
 	"context"
@@ -12,13 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
-	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
@@ -46,27 +44,25 @@ func snapshotOfBytes(persona string, uid types.UID, n int64, size int) *corev1.C
 			UID: uid, Controller: ptr.To(true)}}}, Data: data}
 }
 
-// stalePersonas is a reconciler over a cluster of the Personas p0..p<n-1>
+// stalePersonas is a store over a cluster of the Personas p0..p<n-1>
 // and objs, whose metadata cache holds objs alone and hears of nothing
 // since (its events lag), capped at limit bytes a namespace.
-func stalePersonas(t testing.TB, n, limit int, objs ...client.Object) (*PersonaReconciler, client.Client, *staleCache, []*v1alpha1.Persona) {
+func stalePersonas(t testing.TB, n, limit int, objs ...client.Object) (*Store, client.Client, *staleCache, []*v1alpha1.Persona) {
 	t.Helper()
 	var personas []*v1alpha1.Persona
 	all := append([]client.Object(nil), objs...)
 	for i := range n {
-		p := barePersona(fmt.Sprintf("p%d", i), "Hello")
+		p := barePersona(fmt.Sprintf("p%d", i))
 		personas = append(personas, p)
 		all = append(all, p)
 	}
-	c := fake.NewClientBuilder().WithScheme(stepsScheme).WithObjects(all...).WithStatusSubresource(&v1alpha1.Persona{}).
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(all...).WithStatusSubresource(&v1alpha1.Persona{}).
 		WithIndex(&v1alpha1.Persona{}, "metadata.name", indexName).Build()
-	cached := &staleCache{Reader: fake.NewClientBuilder().WithScheme(stepsScheme).WithObjects(objs...).
+	cached := &staleCache{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).Build()}
-	w := &countingWriter{c: c}
-	r := newPersonaReconciler(c, stepsScheme, events.NewFakeRecorder(100), c, cached, kube.NewSourceReader(c, c, false), w,
-		personaOptions{SnapshotBytesPerNamespace: limit})
-	r.snapshotBytes.watched = true // as if watching: what it reserves counts until the (lagging) cache sees it
-	return r, c, cached, personas
+	s := New(Config{Client: c, APIReader: c, Metadata: cached, Writer: fakeWriter{c}, Scheme: scheme, BytesPerNamespace: limit})
+	s.bytes.watched = true // as if watching: what it reserves counts until the (lagging) cache sees it
+	return s, c, cached, personas
 }
 
 // writtenBytes is what the snapshots in the cluster hold.
@@ -79,7 +75,7 @@ func writtenBytes(t testing.TB, c client.Client) int {
 	total := 0
 	for i := range list.Items {
 		if _, _, ok := delivery.LabelledSnapshot(&list.Items[i]); ok {
-			total += dataSize(list.Items[i].Data)
+			total += delivery.DataSize(list.Items[i].Data)
 		}
 	}
 	return total
@@ -94,13 +90,13 @@ func TestSnapshotBytesCapHoldsUnderConcurrentWrites(t *testing.T) {
 	gone := []client.Object{snapshotOfBytes("gone", "uid-gone", 1, size), snapshotOfBytes("gone", "uid-gone", 2, size)}
 	r, c, _, personas := stalePersonas(t, workers, limit, gone...)
 	var wg sync.WaitGroup
-	failures := make([]*snapshotFailure, workers)
+	failures := make([]*Failure, workers)
 	errs := make([]error, workers)
 	for i, p := range personas {
 		wg.Go(func() {
 			rev := v1alpha1.RevisionHistoryEntry{Revision: 1, ContentHash: "sha256:x"}
 			data := snapshotOfBytes(p.Name, p.UID, 1, size).Data
-			failures[i], errs[i] = r.snapshot(t.Context(), p, rev, data, "")
+			failures[i], errs[i] = r.Keep(t.Context(), p, rev, Content{Data: data})
 		})
 	}
 	wg.Wait()
@@ -111,8 +107,8 @@ func TestSnapshotBytesCapHoldsUnderConcurrentWrites(t *testing.T) {
 		}
 		if failures[i] == nil {
 			written++
-		} else if failures[i].reason != v1alpha1.SnapshotBytesExceededReason {
-			t.Errorf("worker %d: %s, want SnapshotBytesExceeded", i, failures[i].reason)
+		} else if failures[i].Reason != v1alpha1.SnapshotBytesExceededReason {
+			t.Errorf("worker %d: %s, want SnapshotBytesExceeded", i, failures[i].Reason)
 		}
 	}
 	// 2000 bytes hold 3 snapshots of 600 once both of the gone Persona's are evicted.
@@ -129,16 +125,16 @@ func TestSnapshotBytesListsOnce(t *testing.T) {
 	for n := range int64(500) {
 		objs = append(objs, snapshotOfBytes("old", "uid-old", n+1, 100))
 	}
-	r, _, cached, personas := stalePersonas(t, 20, DefaultSnapshotBytesPerNamespace, objs...)
+	r, _, cached, personas := stalePersonas(t, 20, DefaultBytesPerNamespace, objs...)
 	for _, p := range personas {
-		if f, err := r.snapshot(t.Context(), p, v1alpha1.RevisionHistoryEntry{Revision: 1}, map[string]string{"k": "v"}, ""); err != nil || f != nil {
+		if f, err := r.Keep(t.Context(), p, v1alpha1.RevisionHistoryEntry{Revision: 1}, Content{Data: map[string]string{"k": "v"}}); err != nil || f != nil {
 			t.Fatalf("%s: %v %v", p.Name, f, err)
 		}
 	}
 	if got := cached.lists.Load(); got != 1 {
 		t.Errorf("%d lists of the namespace's snapshots for 20 writes, want 1", got)
 	}
-	ledger, err := r.snapshotBytes.lock(t.Context(), ns)
+	ledger, err := r.bytes.lock(t.Context(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +145,8 @@ func TestSnapshotBytesListsOnce(t *testing.T) {
 }
 
 // What the check of the cap costs a snapshot's write, with 100 and 8,000
-// snapshots in the namespace: the same (go test ./internal/controller -run
-// '^$' -bench SnapshotBytesReserve -benchmem).
+// snapshots in the namespace: the same (go test ./internal/controller/revisions
+// -run '^$' -bench SnapshotBytesReserve -benchmem).
 func BenchmarkSnapshotBytesReserve(b *testing.B) {
 	for _, existing := range []int{100, 8000} {
 		b.Run(strconv.Itoa(existing), func(b *testing.B) {
@@ -158,19 +154,19 @@ func BenchmarkSnapshotBytesReserve(b *testing.B) {
 			for n := range int64(existing) {
 				objs = append(objs, snapshotOfBytes("old", "uid-old", n+1, 100))
 			}
-			r, _, _, personas := stalePersonas(b, 1, DefaultSnapshotBytesPerNamespace, objs...)
+			r, _, _, personas := stalePersonas(b, 1, DefaultBytesPerNamespace, objs...)
 			p := personas[0]
 			ctx := context.Background()
-			ledger, err := r.snapshotBytes.lock(ctx, ns) // the one list, when the namespace is first counted
+			ledger, err := r.bytes.lock(ctx, ns) // the one list, when the namespace is first counted
 			if err != nil {
 				b.Fatal(err)
 			}
 			ledger.unlock()
 			for b.Loop() {
-				if f, err := r.reserveSnapshotBytes(ctx, p, "persona-p0.r1", 100); err != nil || f != nil {
+				if f, err := r.reserveBytes(ctx, p, "persona-p0.r1", 100); err != nil || f != nil {
 					b.Fatal(f, err)
 				}
-				r.snapshotBytes.namespace(ns).release("persona-p0.r1")
+				r.bytes.namespace(ns).release("persona-p0.r1")
 			}
 		})
 	}
@@ -216,7 +212,7 @@ func TestSnapshotBytesCountsDataOfControlledSnapshots(t *testing.T) {
 			r, _, _, personas := stalePersonas(t, 3, tc.limit, tc.existing...)
 			for i, p := range personas[1:] {
 				rev := v1alpha1.RevisionHistoryEntry{Revision: 1, ContentHash: "sha256:x"}
-				f, err := r.snapshot(t.Context(), p, rev, snapshotOfBytes(p.Name, p.UID, 1, size).Data, "")
+				f, err := r.Keep(t.Context(), p, rev, Content{Data: snapshotOfBytes(p.Name, p.UID, 1, size).Data})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -232,9 +228,9 @@ func TestSnapshotBytesCountsDataOfControlledSnapshots(t *testing.T) {
 // longer counted once the cache's event tells it.
 func TestSnapshotBytesForgetsAnOrphan(t *testing.T) {
 	snap := snapshotOfBytes("p0", "uid-persona-p0", 5, 1500)
-	r, _, _, _ := stalePersonas(t, 1, DefaultSnapshotBytesPerNamespace, snap)
+	r, _, _, _ := stalePersonas(t, 1, DefaultBytesPerNamespace, snap)
 	used := func() int {
-		ledger, err := r.snapshotBytes.lock(t.Context(), ns)
+		ledger, err := r.bytes.lock(t.Context(), ns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +243,7 @@ func TestSnapshotBytesForgetsAnOrphan(t *testing.T) {
 	orphaned := &metav1.PartialObjectMetadata{ObjectMeta: *snap.ObjectMeta.DeepCopy()}
 	orphaned.OwnerReferences = nil
 	orphaned.Annotations[delivery.SnapshotBytesAnnotation] = "-9000000000000"
-	r.snapshotBytes.event(orphaned, false)
+	r.bytes.event(orphaned, false)
 	if got := used(); got != 0 {
 		t.Errorf("the namespace's snapshots hold %d bytes once the only one is orphaned, want 0", got)
 	}

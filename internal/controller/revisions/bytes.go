@@ -1,4 +1,4 @@
-package controller
+package revisions
 
 import (
 	"context"
@@ -208,7 +208,7 @@ func (b *snapshotBytes) readSizes(ctx context.Context, n *namespaceSnapshotBytes
 
 // configMapSize is the size of cm's data: every key and value, binary too.
 func configMapSize(cm *corev1.ConfigMap) int {
-	size := dataSize(cm.Data)
+	size := delivery.DataSize(cm.Data)
 	for k, v := range cm.BinaryData {
 		size += len(k) + len(v)
 	}

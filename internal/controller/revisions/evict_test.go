@@ -1,4 +1,4 @@
-package controller
+package revisions
 
 import (
 	"fmt"
@@ -29,11 +29,11 @@ func TestEvictionKeepsEveryPersonasRevisions(t *testing.T) {
 		{name: "no room", limit: 500, failed: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := barePersona("a", "A")
-			b := barePersona("b", "B")
+			a := barePersona("a")
+			b := barePersona("b")
 			b.Annotations = map[string]string{v1alpha1.PinRevisionAnnotation: "2"}
 			b.Status.CurrentRevision, b.Status.LatestRevision, b.Status.PinnedRevision = 3, 4, 2
-			c := barePersona("c", "C")
+			c := barePersona("c")
 			c.Annotations = map[string]string{v1alpha1.PinRevisionAnnotation: "1"} // not yet honoured
 			c.Status.CurrentRevision, c.Status.LatestRevision = 2, 2
 			objs := []client.Object{a, b, c}
@@ -49,13 +49,13 @@ func TestEvictionKeepsEveryPersonasRevisions(t *testing.T) {
 				objs = append(objs, cm)
 				snapshots = append(snapshots, cm.Name)
 			}
-			st := newSteps(t, objs...)
-			st.SnapshotBytesPerNamespace = tc.limit
-			failure, err := st.snapshot(t.Context(), a, v1alpha1.RevisionHistoryEntry{Revision: 1}, snapshotOfBytes("a", a.UID, 1, 100).Data, "")
+			st := newStore(t, objs...)
+			st.bytesPerNamespace = tc.limit
+			failure, err := st.Keep(t.Context(), a, v1alpha1.RevisionHistoryEntry{Revision: 1}, Content{Data: snapshotOfBytes("a", a.UID, 1, 100).Data})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (failure != nil) != tc.failed || (failure != nil && failure.reason != v1alpha1.SnapshotBytesExceededReason) {
+			if (failure != nil) != tc.failed || (failure != nil && failure.Reason != v1alpha1.SnapshotBytesExceededReason) {
 				t.Errorf("failure %+v, want SnapshotBytesExceeded: %v", failure, tc.failed)
 			}
 			for _, name := range snapshots {
@@ -83,19 +83,19 @@ func TestEvictionThatFreedTooLittleStands(t *testing.T) {
 	objs := []client.Object{}
 	var personas []*v1alpha1.Persona
 	for i := range 20 {
-		p := barePersona(fmt.Sprintf("p%d", i), "P")
+		p := barePersona(fmt.Sprintf("p%d", i))
 		p.Status.CurrentRevision, p.Status.LatestRevision = 1, 1
 		personas = append(personas, p)
 		objs = append(objs, p, snapshotOfBytes(p.Name, p.UID, 1, 100))
 	}
-	st := newSteps(t, objs...)
-	st.SnapshotBytesPerNamespace = 2000 // all 20 held, every one a delivered revision
-	read := &gets[*v1alpha1.Persona]{Client: st.Client}
-	st.Client = read
+	st := newStore(t, objs...)
+	st.bytesPerNamespace = 2000 // all 20 held, every one a delivered revision
+	read := &gets[*v1alpha1.Persona]{Client: st.client}
+	st.client = read
 	for i, want := range []bool{true, false} {
 		before := read.n
-		failure, err := st.snapshot(t.Context(), personas[i], v1alpha1.RevisionHistoryEntry{Revision: 2}, snapshotOfBytes(personas[i].Name, personas[i].UID, 2, 100).Data, "")
-		if err != nil || failure == nil || failure.reason != v1alpha1.SnapshotBytesExceededReason {
+		failure, err := st.Keep(t.Context(), personas[i], v1alpha1.RevisionHistoryEntry{Revision: 2}, Content{Data: snapshotOfBytes(personas[i].Name, personas[i].UID, 2, 100).Data})
+		if err != nil || failure == nil || failure.Reason != v1alpha1.SnapshotBytesExceededReason {
 			t.Fatalf("snapshot %d: failure %+v, %v; want SnapshotBytesExceeded", i, failure, err)
 		}
 		if scanned := read.n > before; scanned != want {

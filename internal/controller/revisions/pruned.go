@@ -1,4 +1,4 @@
-package controller
+package revisions
 
 import (
 	"sync"
@@ -8,7 +8,7 @@ import (
 
 // prunedSnapshots are the snapshots the controller deleted itself whose
 // deletion's watch event has not come yet: that event needs no reconcile,
-// while a snapshot deleted by anyone else is written again (persona_snapshot.go).
+// while a snapshot deleted by anyone else is written again (Keep).
 type prunedSnapshots struct {
 	mu   sync.Mutex
 	keys map[client.ObjectKey]struct{}

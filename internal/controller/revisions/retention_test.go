@@ -1,4 +1,4 @@
-package controller
+package revisions
 
 import (
 	"context"
@@ -27,10 +27,10 @@ func TestPruneKeepsTheSnapshotsPodsName(t *testing.T) {
 	for n := int64(1); n <= 5; n++ {
 		objs = append(objs, snapshotObject(p, n, true))
 	}
-	s := newSteps(t, objs...)
+	s := newStore(t, objs...)
 	// The keeper of the injected pods (here reading the fake cluster as
 	// the cache): what the byte cap's eviction asks too.
-	s.keepers = append(s.keepers, revisionsNamedByPods(s.cluster))
+	s.keepers = append(s.keepers, NamedByPods(s.cluster))
 	kept, err := s.keptRevisions(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestPruneKeepsTheSnapshotsPodsName(t *testing.T) {
 		fresh[i] = o.DeepCopyObject().(client.Object)
 		fresh[i].SetResourceVersion("")
 	}
-	s = newSteps(t, fresh...)
+	s = newStore(t, fresh...)
 	if err := s.prune(context.Background(), p, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -68,4 +68,25 @@ func agentPod(name string, labels map[string]string) *corev1.Pod {
 
 func onRevision(n string) map[string]string {
 	return map[string]string{"prompts.persona-operator.dev/persona": "reviewer", "prompts.persona-operator.dev/revision": n}
+}
+
+// The revision the pin annotation names is kept before the status names it
+// pinned (the reconcile that honours it is still to come).
+func TestKeptRevisionsHoldThePinAnnotation(t *testing.T) {
+	p := barePersona("p")
+	p.Status.CurrentRevision, p.Status.LatestRevision = 5, 6
+	p.Annotations = map[string]string{v1alpha1.PinRevisionAnnotation: "2"}
+	s := newStore(t, p)
+	kept, err := s.keptRevisions(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int64{2, 5, 6} {
+		if !kept[n] {
+			t.Errorf("revision %d not kept; kept %v", n, kept)
+		}
+	}
+	if len(kept) != 3 {
+		t.Errorf("kept %v, want 2, 5 and 6", kept)
+	}
 }
