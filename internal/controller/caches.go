@@ -1,6 +1,9 @@
 package controller
 
 import (
+	"context"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,8 +26,68 @@ import (
 // reduced to what the watches read. A ConfigMap that is in neither, such as
 // a foreign persona-<name>, it reads by name when it needs to. The data of
 // a Persona's ConfigMap it knows by its content hash at the versions it
-// wrote or read (ownWrites); of a template source, only the keys that
-// templateFrom names (templateSources).
+// wrote or read (the Persona controller's own writes); of a template
+// source, only the keys that templateFrom names (kube.SourceReader).
+
+// controllerCaches are the caches the controllers make besides the
+// manager's, each run with it: the metadata of the operator's ConfigMaps,
+// of the template sources, and of the agent pods.
+type controllerCaches struct {
+	own, sourceMetadata, pods cache.Cache
+}
+
+// setupCaches registers the field indexes and makes the controllers'
+// caches, every informer asked for before the manager starts.
+func setupCaches(ctx context.Context, mgr ctrl.Manager, namespaces []string, readUnlabelledSources bool) (controllerCaches, error) {
+	if err := kube.SetupIndexes(ctx, mgr); err != nil {
+		return controllerCaches{}, fmt.Errorf("register field indexes: %w", err)
+	}
+	own, err := newConfigMapMetadataCache(mgr, namespaces, ownSelector, trimConfigMapMetadata)
+	if err != nil {
+		return controllerCaches{}, fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
+	}
+	if err := kube.SetupOwnIndexes(ctx, own); err != nil {
+		return controllerCaches{}, fmt.Errorf("index the operator's ConfigMaps: %w", err)
+	}
+	// With unlabelled sources read, every ConfigMap may be one: all are watched.
+	var sourceSelector labels.Selector = templateSourceSelector
+	if readUnlabelledSources {
+		sourceSelector = nil
+	}
+	sourceMetadata, err := newConfigMapMetadataCache(mgr, namespaces, sourceSelector, trimSourceMetadata)
+	if err != nil {
+		return controllerCaches{}, fmt.Errorf("create the cache of the template sources: %w", err)
+	}
+	if err := registerInformers(ctx, mgr.GetCache(), own, sourceMetadata); err != nil {
+		return controllerCaches{}, err
+	}
+	for _, c := range []cache.Cache{own, sourceMetadata} {
+		if err := mgr.Add(kube.StartedWithCaches{Cache: c}); err != nil {
+			return controllerCaches{}, fmt.Errorf("run a ConfigMap metadata cache: %w", err)
+		}
+	}
+	pods, err := newAgentPodsCache(ctx, mgr, namespaces)
+	if err != nil {
+		return controllerCaches{}, err
+	}
+	return controllerCaches{own: own, sourceMetadata: sourceMetadata, pods: pods}, nil
+}
+
+// newAgentPodsCache is the cache of the agent pods' metadata, run with the
+// manager's caches: status.agents and the snapshots' retention read it.
+func newAgentPodsCache(ctx context.Context, mgr ctrl.Manager, namespaces []string) (cache.Cache, error) {
+	pods, err := newPodMetadataCache(mgr, namespaces)
+	if err != nil {
+		return nil, fmt.Errorf("create the cache of the agent pods: %w", err)
+	}
+	if _, err := pods.GetInformer(ctx, kube.PodMetadata(), cache.BlockUntilSynced(false)); err != nil {
+		return nil, fmt.Errorf("register the informer of the agent pods: %w", err)
+	}
+	if err := mgr.Add(kube.StartedWithCaches{Cache: pods}); err != nil {
+		return nil, fmt.Errorf("run the cache of the agent pods: %w", err)
+	}
+	return pods, nil
+}
 
 // CacheOptions are the manager's cache options: the watched namespaces
 // (none: all).

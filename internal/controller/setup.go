@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/persona-operator/persona-operator/internal/controller/agents"
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/controller/layers"
+	"github.com/persona-operator/persona-operator/internal/controller/persona"
 	"github.com/persona-operator/persona-operator/internal/controller/restarts"
 	"github.com/persona-operator/persona-operator/internal/controller/revisions"
 )
@@ -31,6 +30,9 @@ const (
 	// DefaultSnapshotBytesPerNamespace is what the snapshots of one
 	// namespace may hold, keys and values.
 	DefaultSnapshotBytesPerNamespace = revisions.DefaultBytesPerNamespace
+	// DefaultGuardrailDeadline is how long new ClusterPromptLayers wait for
+	// a Persona's render in time before they are delivered alone.
+	DefaultGuardrailDeadline = persona.DefaultGuardrailDeadline
 )
 
 // RestartOptions tune the restarts on change (--restart-workloads).
@@ -81,69 +83,37 @@ type Caches struct {
 	Delivered cache.Cache
 }
 
-// Setup registers the field indexes and the four controllers with the
-// manager, and returns the caches the webhooks read.
-func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, err error) {
-	if err := kube.SetupIndexes(ctx, mgr); err != nil {
-		return Caches{}, fmt.Errorf("register field indexes: %w", err)
-	}
-	own, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, ownSelector, trimConfigMapMetadata)
+// Setup registers the field indexes, the caches and the controllers with
+// the manager (the Persona controller, with its revision store; the
+// PromptLayer, ClusterPromptLayer and PromptPlatform controllers; the
+// agents controller; the workload restarts, or the check that tells they
+// are off), and returns the caches the webhooks read.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (Caches, error) {
+	c, err := setupCaches(ctx, mgr, opts.WatchNamespaces, opts.ReadUnlabelledSources)
 	if err != nil {
-		return Caches{}, fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
-	}
-	if err := kube.SetupOwnIndexes(ctx, own); err != nil {
-		return Caches{}, fmt.Errorf("index the operator's ConfigMaps: %w", err)
-	}
-	// With unlabelled sources read, every ConfigMap may be one: all are watched.
-	var sourceSelector labels.Selector = templateSourceSelector
-	if opts.ReadUnlabelledSources {
-		sourceSelector = nil
-	}
-	sourceMetadata, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, sourceSelector, trimSourceMetadata)
-	if err != nil {
-		return Caches{}, fmt.Errorf("create the cache of the template sources: %w", err)
-	}
-	if err := registerInformers(ctx, mgr.GetCache(), own, sourceMetadata); err != nil {
 		return Caches{}, err
 	}
-	for _, c := range []cache.Cache{own, sourceMetadata} {
-		if err := mgr.Add(kube.StartedWithCaches{Cache: c}); err != nil {
-			return Caches{}, fmt.Errorf("run a ConfigMap metadata cache: %w", err)
-		}
-	}
-	sources := kube.NewSourceReader(sourceMetadata, mgr.GetAPIReader(), opts.ReadUnlabelledSources)
-	if err := metrics.Registry.Register(readyReasons{cache: mgr.GetCache()}); err != nil {
-		return Caches{}, fmt.Errorf("register the Personas by Ready reason: %w", err)
-	}
+	sources := kube.NewSourceReader(c.sourceMetadata, mgr.GetAPIReader(), opts.ReadUnlabelledSources)
 	recorder := kube.CuttingRecorder{EventRecorder: mgr.GetEventRecorder("persona-operator")}
 	writer, err := kube.NewConfigMapWriter(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return Caches{}, fmt.Errorf("create the ConfigMap writer: %w", err)
 	}
-	pods, err := newAgentPodsCache(ctx, mgr, opts.WatchNamespaces)
+	store, err := newRevisionStore(ctx, mgr, c, writer, opts.SnapshotBytesPerNamespace)
 	if err != nil {
 		return Caches{}, err
 	}
-	store := revisions.New(revisions.Config{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: own, Writer: writer,
-		Scheme: mgr.GetScheme(), BytesPerNamespace: opts.SnapshotBytesPerNamespace, Keepers: []revisions.Keeper{revisions.NamedByPods(pods)}})
-	informer, err := own.GetInformer(ctx, kube.ConfigMapMetadata(), cache.BlockUntilSynced(false))
-	if err != nil {
-		return Caches{}, fmt.Errorf("the informer of the operator's ConfigMaps: %w", err)
-	}
-	if err := store.CountBytes(informer); err != nil {
-		return Caches{}, fmt.Errorf("count the snapshots' bytes: %w", err)
-	}
-	personas := newPersonaReconciler(mgr.GetClient(), mgr.GetScheme(), recorder, mgr.GetAPIReader(), own, sources, writer,
-		personaOptions{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod, GuardrailDeadline: opts.GuardrailDeadline,
-			Gate: newRenderGate(opts.PersonaWorkers), Revisions: store})
-	if err := personas.SetupWithManager(mgr, own, sourceMetadata); err != nil {
+	halts := persona.NewRolloutHalts()
+	if err := persona.Setup(mgr, persona.Config{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod,
+		GuardrailDeadline: opts.GuardrailDeadline, Recorder: recorder, Own: c.own, SourceMetadata: c.sourceMetadata, Sources: sources,
+		Writer: writer, Revisions: store, Halts: halts}); err != nil {
 		return Caches{}, fmt.Errorf("set up the Persona controller: %w", err)
 	}
-	promptLayers := layers.NewPromptLayerReconciler(mgr.GetClient(), recorder, sources, sourceMetadata, opts.ReferenceGracePeriod)
-	if err := promptLayers.SetupWithManager(mgr, sourceMetadata); err != nil {
+	promptLayers := layers.NewPromptLayerReconciler(mgr.GetClient(), recorder, sources, c.sourceMetadata, opts.ReferenceGracePeriod)
+	if err := promptLayers.SetupWithManager(mgr, c.sourceMetadata); err != nil {
 		return Caches{}, fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
-	if err := agents.NewReconciler(mgr.GetClient(), pods, opts.AgentsInterval).SetupWithManager(mgr, pods); err != nil {
+	if err := agents.NewReconciler(mgr.GetClient(), c.pods, opts.AgentsInterval).SetupWithManager(mgr, c.pods); err != nil {
 		return Caches{}, fmt.Errorf("set up the agents controller: %w", err)
 	}
 	if err := (&layers.ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
@@ -152,35 +122,47 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, 
 	if err := (&layers.PromptPlatformReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return Caches{}, fmt.Errorf("set up the PromptPlatform controller: %w", err)
 	}
-	if opts.Restarts != nil {
-		if err := restarts.Setup(ctx, mgr, recorder, *opts.Restarts, personas.halts); err != nil {
-			return Caches{}, fmt.Errorf("set up the workload restarts: %w", err)
-		}
-		misplaced, err := restarts.NewMisplacedLabels(mgr, opts.WatchNamespaces, recorder)
-		if err != nil {
-			return Caches{}, err
-		}
-		if err := mgr.Add(misplaced); err != nil {
-			return Caches{}, fmt.Errorf("add the misplaced restart labels' check: %w", err)
-		}
-	} else if err := mgr.Add(restarts.NewOffCheck(mgr.GetClient(), mgr.GetAPIReader())); err != nil {
-		return Caches{}, fmt.Errorf("add the restarts check: %w", err)
+	if err := setupRestarts(ctx, mgr, recorder, opts, halts); err != nil {
+		return Caches{}, err
 	}
-	return Caches{TemplateSources: sourceMetadata, Delivered: own}, nil
+	return Caches{TemplateSources: c.sourceMetadata, Delivered: c.own}, nil
 }
 
-// newAgentPodsCache is the cache of the agent pods' metadata, run with the
-// manager's caches: status.agents and the snapshots' retention read it.
-func newAgentPodsCache(ctx context.Context, mgr ctrl.Manager, namespaces []string) (cache.Cache, error) {
-	pods, err := newPodMetadataCache(mgr, namespaces)
+// newRevisionStore is the Persona controller's revision store, counting the
+// snapshots' bytes from the events of the cache of the operator's
+// ConfigMaps, and keeping the revisions the agent pods name.
+func newRevisionStore(ctx context.Context, mgr ctrl.Manager, c controllerCaches, writer kube.ConfigMapWrites, bytesPerNamespace int) (*revisions.Store, error) {
+	store := revisions.New(revisions.Config{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: c.own, Writer: writer,
+		Scheme: mgr.GetScheme(), BytesPerNamespace: bytesPerNamespace, Keepers: []revisions.Keeper{revisions.NamedByPods(c.pods)}})
+	informer, err := c.own.GetInformer(ctx, kube.ConfigMapMetadata(), cache.BlockUntilSynced(false))
 	if err != nil {
-		return nil, fmt.Errorf("create the cache of the agent pods: %w", err)
+		return nil, fmt.Errorf("set up the Persona controller: the informer of the operator's ConfigMaps: %w", err)
 	}
-	if _, err := pods.GetInformer(ctx, kube.PodMetadata(), cache.BlockUntilSynced(false)); err != nil {
-		return nil, fmt.Errorf("register the informer of the agent pods: %w", err)
+	if err := store.CountBytes(informer); err != nil {
+		return nil, fmt.Errorf("set up the Persona controller: count the snapshots' bytes: %w", err)
 	}
-	if err := mgr.Add(kube.StartedWithCaches{Cache: pods}); err != nil {
-		return nil, fmt.Errorf("run the cache of the agent pods: %w", err)
+	return store, nil
+}
+
+// setupRestarts registers the workload restarts and the check of restart
+// labels put on other kinds when opts asks for restarts, else the check
+// that tells, at start, of workloads that opt in all the same.
+func setupRestarts(ctx context.Context, mgr ctrl.Manager, recorder kube.CuttingRecorder, opts Options, halts restarts.Halts) error {
+	if opts.Restarts == nil {
+		if err := mgr.Add(restarts.NewOffCheck(mgr.GetClient(), mgr.GetAPIReader())); err != nil {
+			return fmt.Errorf("add the restarts check: %w", err)
+		}
+		return nil
 	}
-	return pods, nil
+	if err := restarts.Setup(ctx, mgr, recorder, *opts.Restarts, halts); err != nil {
+		return fmt.Errorf("set up the workload restarts: %w", err)
+	}
+	misplaced, err := restarts.NewMisplacedLabels(mgr, opts.WatchNamespaces, recorder)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(misplaced); err != nil {
+		return fmt.Errorf("add the misplaced restart labels' check: %w", err)
+	}
+	return nil
 }
