@@ -50,7 +50,7 @@ func setupCaches(ctx context.Context, mgr ctrl.Manager, namespaces []string, rea
 		return controllerCaches{}, fmt.Errorf("index the operator's ConfigMaps: %w", err)
 	}
 	// With unlabelled sources read, every ConfigMap may be one: all are watched.
-	var sourceSelector labels.Selector = templateSourceSelector
+	sourceSelector := templateSourceSelector
 	if readUnlabelledSources {
 		sourceSelector = nil
 	}

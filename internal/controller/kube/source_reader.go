@@ -93,7 +93,7 @@ func (s *SourceReader) Get(ctx context.Context, key types.NamespacedName, cm *co
 		}
 		return err
 	}
-	cm.ObjectMeta.ResourceVersion, cm.Labels = full.ResourceVersion, full.Labels
+	cm.ResourceVersion, cm.Labels = full.ResourceVersion, full.Labels
 	if !resolve.IsTemplateSource(full.Labels) && !s.unlabelled {
 		return nil
 	}

@@ -222,11 +222,11 @@ func (r *workloadRestarter) restartFor(p *v1alpha1.Persona, w waves.Workload, n 
 		return out
 	}
 	c := e.Cause
-	version := c.ResourceVersion
+	at := c.ResourceVersion
 	if c.Generation != 0 {
-		version = strconv.FormatInt(c.Generation, 10)
+		at = strconv.FormatInt(c.Generation, 10)
 	}
-	out.Cause = waves.Cause{Kind: c.Kind, Namespace: c.Namespace, Name: c.Name, Version: version}
+	out.Cause = waves.Cause{Kind: c.Kind, Namespace: c.Namespace, Name: c.Name, Version: at}
 	if namespaced(c.Kind) && out.Cause.Namespace == "" {
 		out.Cause.Namespace = p.Namespace
 	}

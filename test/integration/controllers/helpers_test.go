@@ -16,7 +16,6 @@ var (
 	newNamespace    = suite.NewNamespace
 	objects         = suite.Objects
 	apply           = suite.Apply
-	applySamples    = suite.ApplySamples
 	tryApply        = suite.TryApply
 	createOrUpdate  = suite.CreateOrUpdate
 	getPersona      = suite.GetPersona
@@ -27,12 +26,10 @@ var (
 	prompt          = suite.Prompt
 	resourceVersion = suite.ResourceVersion
 
-	bare                  = fixtures.RemoveAllSections
 	barePersona           = fixtures.BarePersona
 	bareManifest          = fixtures.BareManifest
 	layerManifest         = fixtures.LayerManifest
 	agentsLayer           = fixtures.AgentsLayer
-	indentLines           = fixtures.IndentLines
 	unlabelledAgentsLayer = fixtures.UnlabelledAgentsLayer
 )
 

@@ -490,10 +490,10 @@ func createWorkload(ns, name, persona string) { createLabelledWorkload(ns, name,
 // createLabelledWorkload is createWorkload with more labels on its metadata.
 func createLabelledWorkload(ns, name, persona string, more map[string]string) {
 	labels := map[string]string{"app": name}
-	meta := map[string]string{v1alpha1.RestartOnChangeLabel: "true"}
-	maps.Copy(meta, more)
+	optedIn := map[string]string{v1alpha1.RestartOnChangeLabel: "true"}
+	maps.Copy(optedIn, more)
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: meta},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: optedIn},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
