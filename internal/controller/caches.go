@@ -1,18 +1,20 @@
 package controller
 
 import (
+	"context"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -24,15 +26,75 @@ import (
 // reduced to what the watches read. A ConfigMap that is in neither, such as
 // a foreign persona-<name>, it reads by name when it needs to. The data of
 // a Persona's ConfigMap it knows by its content hash at the versions it
-// wrote or read (ownWrites); of a template source, only the keys that
-// templateFrom names (templateSources).
+// wrote or read (the Persona controller's own writes); of a template
+// source, only the keys that templateFrom names (kube.SourceReader).
+
+// controllerCaches are the caches the controllers make besides the
+// manager's, each run with it: the metadata of the operator's ConfigMaps,
+// of the template sources, and of the agent pods.
+type controllerCaches struct {
+	own, sourceMetadata, pods cache.Cache
+}
+
+// setupCaches registers the field indexes and makes the controllers'
+// caches, every informer asked for before the manager starts.
+func setupCaches(ctx context.Context, mgr ctrl.Manager, namespaces []string, readUnlabelledSources bool) (controllerCaches, error) {
+	if err := kube.SetupIndexes(ctx, mgr); err != nil {
+		return controllerCaches{}, fmt.Errorf("register field indexes: %w", err)
+	}
+	own, err := newConfigMapMetadataCache(mgr, namespaces, ownSelector, trimConfigMapMetadata)
+	if err != nil {
+		return controllerCaches{}, fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
+	}
+	if err := kube.SetupOwnIndexes(ctx, own); err != nil {
+		return controllerCaches{}, fmt.Errorf("index the operator's ConfigMaps: %w", err)
+	}
+	// With unlabelled sources read, every ConfigMap may be one: all are watched.
+	sourceSelector := templateSourceSelector
+	if readUnlabelledSources {
+		sourceSelector = nil
+	}
+	sourceMetadata, err := newConfigMapMetadataCache(mgr, namespaces, sourceSelector, trimSourceMetadata)
+	if err != nil {
+		return controllerCaches{}, fmt.Errorf("create the cache of the template sources: %w", err)
+	}
+	if err := registerInformers(ctx, mgr.GetCache(), own, sourceMetadata); err != nil {
+		return controllerCaches{}, err
+	}
+	for _, c := range []cache.Cache{own, sourceMetadata} {
+		if err := mgr.Add(kube.StartedWithCaches{Cache: c}); err != nil {
+			return controllerCaches{}, fmt.Errorf("run a ConfigMap metadata cache: %w", err)
+		}
+	}
+	pods, err := newAgentPodsCache(ctx, mgr, namespaces)
+	if err != nil {
+		return controllerCaches{}, err
+	}
+	return controllerCaches{own: own, sourceMetadata: sourceMetadata, pods: pods}, nil
+}
+
+// newAgentPodsCache is the cache of the agent pods' metadata, run with the
+// manager's caches: status.agents and the snapshots' retention read it.
+func newAgentPodsCache(ctx context.Context, mgr ctrl.Manager, namespaces []string) (cache.Cache, error) {
+	pods, err := newPodMetadataCache(mgr, namespaces)
+	if err != nil {
+		return nil, fmt.Errorf("create the cache of the agent pods: %w", err)
+	}
+	if _, err := pods.GetInformer(ctx, kube.PodMetadata(), cache.BlockUntilSynced(false)); err != nil {
+		return nil, fmt.Errorf("register the informer of the agent pods: %w", err)
+	}
+	if err := mgr.Add(kube.StartedWithCaches{Cache: pods}); err != nil {
+		return nil, fmt.Errorf("run the cache of the agent pods: %w", err)
+	}
+	return pods, nil
+}
 
 // CacheOptions are the manager's cache options: the watched namespaces
 // (none: all).
 func CacheOptions(namespaces []string) cache.Options {
 	return cache.Options{
-		DefaultNamespaces: namespaceConfigs(namespaces),
-		DefaultTransform:  internObjects,
+		DefaultNamespaces: kube.NamespaceConfigs(namespaces),
+		DefaultTransform:  kube.InternObjects,
 	}
 }
 
@@ -40,17 +102,6 @@ func CacheOptions(namespaces []string) cache.Options {
 // the API server, never through a cache of them all with their data.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}}
-}
-
-func namespaceConfigs(namespaces []string) map[string]cache.Config {
-	if len(namespaces) == 0 {
-		return nil
-	}
-	out := make(map[string]cache.Config, len(namespaces))
-	for _, ns := range namespaces {
-		out[ns] = cache.Config{}
-	}
-	return out
 }
 
 // The label selectors of the two ConfigMap watches.
@@ -65,7 +116,7 @@ func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string, selector l
 	return NewCache(mgr.GetConfig(), cache.Options{
 		Scheme:               mgr.GetScheme(),
 		Mapper:               mgr.GetRESTMapper(),
-		DefaultNamespaces:    namespaceConfigs(namespaces),
+		DefaultNamespaces:    kube.NamespaceConfigs(namespaces),
 		DefaultLabelSelector: selector,
 		DefaultTransform:     trim,
 	})
@@ -75,10 +126,10 @@ func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string, selector l
 // snapshots (whose labels and sizes pruning reads) all of their metadata but managedFields, and reduces any other as trimSourceMetadata.
 func trimConfigMapMetadata(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok || (!personasOwn(m) && !isSnapshot(m)) {
+	if !ok || (!delivery.IsLiveConfigMap(m) && !delivery.IsSnapshot(m)) {
 		return trimSourceMetadata(obj)
 	}
-	internMeta(m)
+	kube.InternMeta(m)
 	return m, nil
 }
 
@@ -102,7 +153,7 @@ func trimSourceMetadata(obj any) (any, error) {
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Labels: kept,
 		OwnerReferences: controllerOnly(m), DeletionTimestamp: m.DeletionTimestamp,
 	}
-	internMeta(m)
+	kube.InternMeta(m)
 	return m, nil
 }
 
@@ -114,14 +165,48 @@ func controllerOnly(obj metav1.Object) []metav1.OwnerReference {
 	return nil
 }
 
-func configMapMetadata() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	return m
+// The agent pods are watched by metadata: status.agents counts them, and
+// the retention of snapshots keeps the revisions they name (pruning lists
+// them afresh too).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+
+// agentPodSelector selects the pods that name a Persona.
+var agentPodSelector = func() labels.Selector {
+	r, err := labels.NewRequirement(delivery.PersonaLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*r)
+}()
+
+// newPodMetadataCache is a cache of the metadata of the pods that name a
+// Persona, in namespaces (nil: all), reduced to what the count reads.
+func newPodMetadataCache(mgr ctrl.Manager, namespaces []string) (cache.Cache, error) {
+	return NewCache(mgr.GetConfig(), cache.Options{
+		Scheme:               mgr.GetScheme(),
+		Mapper:               mgr.GetRESTMapper(),
+		DefaultNamespaces:    kube.NamespaceConfigs(namespaces),
+		DefaultLabelSelector: agentPodSelector,
+		DefaultTransform:     trimPodMetadata,
+	})
 }
 
-// watchConfigMapMetadata is a source of the metadata cache's ConfigMap
-// events for h.
-func watchConfigMapMetadata(c cache.Cache, h handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request]) source.Source {
-	return source.Kind(c, configMapMetadata(), h)
+// trimPodMetadata keeps of a pod's metadata its name, version, deletion and
+// the two labels the count reads: a pod's labels and annotations are its
+// owner's, of any size.
+func trimPodMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	kept := map[string]string{}
+	for _, k := range []string{delivery.PersonaLabel, delivery.RevisionLabel} {
+		if v, ok := m.Labels[k]; ok {
+			kept[k] = v
+		}
+	}
+	m.ObjectMeta = metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Labels: kept, DeletionTimestamp: m.DeletionTimestamp}
+	kube.InternMeta(m)
+	return m, nil
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 )
 
 // registerInformers asks each cache, before the manager starts, for every
@@ -32,8 +33,8 @@ func registerInformers(ctx context.Context, main, own, sources cache.Cache) erro
 		{main, &v1alpha1.ClusterPromptLayer{}},
 		{main, &v1alpha1.PromptPlatform{}},
 		{main, &corev1.Namespace{}},
-		{own, configMapMetadata()},
-		{sources, configMapMetadata()},
+		{own, kube.ConfigMapMetadata()},
+		{sources, kube.ConfigMapMetadata()},
 	}
 	for _, w := range wanted {
 		// Before the cache starts this only registers the informer; the
@@ -44,15 +45,6 @@ func registerInformers(ctx context.Context, main, own, sources cache.Cache) erro
 	}
 	return nil
 }
-
-// startedWithCaches runs a cache of its own with the manager's caches: the
-// manager starts these together, before any controller, and waits until
-// all have synced. A cache added as it is would run with the controllers,
-// and its lists would start only once the manager's cache has synced.
-type startedWithCaches struct{ cache.Cache }
-
-// GetCache makes the manager count c among its caches.
-func (c startedWithCaches) GetCache() cache.Cache { return c.Cache }
 
 // listAtStartEnv is client-go's own switch of WatchListClient: set to a
 // boolean, it decides, and ListAtStart leaves client-go's gates as they are.

@@ -5,11 +5,42 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/internal/controller/agents"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
+	"github.com/persona-operator/persona-operator/internal/controller/layers"
+	"github.com/persona-operator/persona-operator/internal/controller/persona"
+	"github.com/persona-operator/persona-operator/internal/controller/restarts"
+	"github.com/persona-operator/persona-operator/internal/controller/revisions"
 )
+
+// The defaults of Options' fields, which the manager's flags show.
+const (
+	// DefaultAgentsInterval is the shortest time between two writes of one
+	// Persona's status.agents.
+	DefaultAgentsInterval = agents.DefaultInterval
+	// DefaultMaxConcurrentRestarts is how many workloads may be rolling
+	// out at once; DefaultRestartDeadline how long a rollout may take
+	// before it counts as failed.
+	DefaultMaxConcurrentRestarts = restarts.DefaultMaxConcurrent
+	DefaultRestartDeadline       = restarts.DefaultDeadline
+	// DefaultSnapshotBytesPerNamespace is what the snapshots of one
+	// namespace may hold, keys and values.
+	DefaultSnapshotBytesPerNamespace = revisions.DefaultBytesPerNamespace
+	// DefaultGuardrailDeadline is how long new ClusterPromptLayers wait for
+	// a Persona's render in time before they are delivered alone.
+	DefaultGuardrailDeadline = persona.DefaultGuardrailDeadline
+)
+
+// RestartOptions tune the restarts on change (--restart-workloads).
+type RestartOptions = restarts.Options
+
+// RestartCacheObjects are the manager's cache options for the workloads
+// with --restart-workloads: those that opt in, alone.
+func RestartCacheObjects() map[client.Object]cache.ByObject { return restarts.CacheObjects() }
 
 // Options tune the controllers.
 type Options struct {
@@ -52,99 +83,86 @@ type Caches struct {
 	Delivered cache.Cache
 }
 
-// Setup registers the field indexes and the four controllers with the
-// manager, and returns the caches the webhooks read.
-func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (caches Caches, err error) {
-	if err := setupIndexes(ctx, mgr); err != nil {
-		return Caches{}, fmt.Errorf("register field indexes: %w", err)
-	}
-	own, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, ownSelector, trimConfigMapMetadata)
+// Setup registers the field indexes, the caches and the controllers with
+// the manager (the Persona controller, with its revision store; the
+// PromptLayer, ClusterPromptLayer and PromptPlatform controllers; the
+// agents controller; the workload restarts, or the check that tells they
+// are off), and returns the caches the webhooks read.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (Caches, error) {
+	c, err := setupCaches(ctx, mgr, opts.WatchNamespaces, opts.ReadUnlabelledSources)
 	if err != nil {
-		return Caches{}, fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
-	}
-	if err := setupOwnIndexes(ctx, own); err != nil {
-		return Caches{}, fmt.Errorf("index the operator's ConfigMaps: %w", err)
-	}
-	// With unlabelled sources read, every ConfigMap may be one: all are watched.
-	var sourceSelector labels.Selector = templateSourceSelector
-	if opts.ReadUnlabelledSources {
-		sourceSelector = nil
-	}
-	sourceMetadata, err := newConfigMapMetadataCache(mgr, opts.WatchNamespaces, sourceSelector, trimSourceMetadata)
-	if err != nil {
-		return Caches{}, fmt.Errorf("create the cache of the template sources: %w", err)
-	}
-	if err := registerInformers(ctx, mgr.GetCache(), own, sourceMetadata); err != nil {
 		return Caches{}, err
 	}
-	for _, c := range []cache.Cache{own, sourceMetadata} {
-		if err := mgr.Add(startedWithCaches{c}); err != nil {
-			return Caches{}, fmt.Errorf("run a ConfigMap metadata cache: %w", err)
-		}
-	}
-	sources := newSourceReader(sourceMetadata, mgr.GetAPIReader(), opts.ReadUnlabelledSources)
-	if err := metrics.Registry.Register(readyReasons{cache: mgr.GetCache()}); err != nil {
-		return Caches{}, fmt.Errorf("register the Personas by Ready reason: %w", err)
-	}
-	recorder := cuttingRecorder{mgr.GetEventRecorder("persona-operator")}
-	writer, err := newConfigMapWriter(mgr.GetConfig(), mgr.GetHTTPClient())
+	sources := kube.NewSourceReader(c.sourceMetadata, mgr.GetAPIReader(), opts.ReadUnlabelledSources)
+	recorder := kube.CuttingRecorder{EventRecorder: mgr.GetEventRecorder("persona-operator")}
+	writer, err := kube.NewConfigMapWriter(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return Caches{}, fmt.Errorf("create the ConfigMap writer: %w", err)
 	}
-	pods, err := newAgentPodsCache(ctx, mgr, opts.WatchNamespaces)
+	store, err := newRevisionStore(ctx, mgr, c, writer, opts.SnapshotBytesPerNamespace)
 	if err != nil {
 		return Caches{}, err
 	}
-	personas := newPersonaReconciler(mgr.GetClient(), mgr.GetScheme(), recorder, mgr.GetAPIReader(), own, sources, writer,
-		personaOptions{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod,
-			SnapshotBytesPerNamespace: opts.SnapshotBytesPerNamespace, GuardrailDeadline: opts.GuardrailDeadline,
-			Gate: newRenderGate(opts.PersonaWorkers)})
-	personas.keepers = append(personas.keepers, revisionsNamedByPods(pods))
-	if err := personas.SetupWithManager(mgr, own, sourceMetadata); err != nil {
+	halts := persona.NewRolloutHalts()
+	if err := persona.Setup(mgr, persona.Config{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod,
+		GuardrailDeadline: opts.GuardrailDeadline, Recorder: recorder, Own: c.own, SourceMetadata: c.sourceMetadata, Sources: sources,
+		Writer: writer, Revisions: store, Halts: halts}); err != nil {
 		return Caches{}, fmt.Errorf("set up the Persona controller: %w", err)
 	}
-	layers := newPromptLayerReconciler(mgr.GetClient(), recorder, sources, opts.ReferenceGracePeriod)
-	if err := layers.SetupWithManager(mgr, sourceMetadata); err != nil {
+	promptLayers := layers.NewPromptLayerReconciler(mgr.GetClient(), recorder, sources, c.sourceMetadata, opts.ReferenceGracePeriod)
+	if err := promptLayers.SetupWithManager(mgr, c.sourceMetadata); err != nil {
 		return Caches{}, fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
-	if err := newAgentsReconciler(mgr.GetClient(), pods, opts.AgentsInterval).SetupWithManager(mgr, pods); err != nil {
+	if err := agents.NewReconciler(mgr.GetClient(), c.pods, opts.AgentsInterval).SetupWithManager(mgr, c.pods); err != nil {
 		return Caches{}, fmt.Errorf("set up the agents controller: %w", err)
 	}
-	if err := (&ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&layers.ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return Caches{}, fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
 	}
-	if err := (&PromptPlatformReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&layers.PromptPlatformReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return Caches{}, fmt.Errorf("set up the PromptPlatform controller: %w", err)
 	}
-	if opts.Restarts != nil {
-		if err := setupRestarts(ctx, mgr, recorder, *opts.Restarts, personas.halts); err != nil {
-			return Caches{}, fmt.Errorf("set up the workload restarts: %w", err)
-		}
-		misplaced, err := newMisplacedRestartLabels(mgr, opts.WatchNamespaces, recorder)
-		if err != nil {
-			return Caches{}, err
-		}
-		if err := mgr.Add(misplaced); err != nil {
-			return Caches{}, fmt.Errorf("add the misplaced restart labels' check: %w", err)
-		}
-	} else if err := mgr.Add(restartsOff{client: mgr.GetClient(), reader: mgr.GetAPIReader()}); err != nil {
-		return Caches{}, fmt.Errorf("add the restarts check: %w", err)
+	if err := setupRestarts(ctx, mgr, recorder, opts, halts); err != nil {
+		return Caches{}, err
 	}
-	return Caches{TemplateSources: sourceMetadata, Delivered: own}, nil
+	return Caches{TemplateSources: c.sourceMetadata, Delivered: c.own}, nil
 }
 
-// newAgentPodsCache is the cache of the agent pods' metadata, run with the
-// manager's caches: status.agents and the snapshots' retention read it.
-func newAgentPodsCache(ctx context.Context, mgr ctrl.Manager, namespaces []string) (cache.Cache, error) {
-	pods, err := newPodMetadataCache(mgr, namespaces)
+// newRevisionStore is the Persona controller's revision store, counting the
+// snapshots' bytes from the events of the cache of the operator's
+// ConfigMaps, and keeping the revisions the agent pods name.
+func newRevisionStore(ctx context.Context, mgr ctrl.Manager, c controllerCaches, writer kube.ConfigMapWrites, bytesPerNamespace int) (*revisions.Store, error) {
+	store := revisions.New(revisions.Config{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: c.own, Writer: writer,
+		Scheme: mgr.GetScheme(), BytesPerNamespace: bytesPerNamespace, Keepers: []revisions.Keeper{revisions.NamedByPods(c.pods)}})
+	informer, err := c.own.GetInformer(ctx, kube.ConfigMapMetadata(), cache.BlockUntilSynced(false))
 	if err != nil {
-		return nil, fmt.Errorf("create the cache of the agent pods: %w", err)
+		return nil, fmt.Errorf("set up the Persona controller: the informer of the operator's ConfigMaps: %w", err)
 	}
-	if _, err := pods.GetInformer(ctx, podMetadata(), cache.BlockUntilSynced(false)); err != nil {
-		return nil, fmt.Errorf("register the informer of the agent pods: %w", err)
+	if err := store.CountBytes(informer); err != nil {
+		return nil, fmt.Errorf("set up the Persona controller: count the snapshots' bytes: %w", err)
 	}
-	if err := mgr.Add(startedWithCaches{pods}); err != nil {
-		return nil, fmt.Errorf("run the cache of the agent pods: %w", err)
+	return store, nil
+}
+
+// setupRestarts registers the workload restarts and the check of restart
+// labels put on other kinds when opts asks for restarts, else the check
+// that tells, at start, of workloads that opt in all the same.
+func setupRestarts(ctx context.Context, mgr ctrl.Manager, recorder kube.CuttingRecorder, opts Options, halts restarts.Halts) error {
+	if opts.Restarts == nil {
+		if err := mgr.Add(restarts.NewOffCheck(mgr.GetClient(), mgr.GetAPIReader())); err != nil {
+			return fmt.Errorf("add the restarts check: %w", err)
+		}
+		return nil
 	}
-	return pods, nil
+	if err := restarts.Setup(ctx, mgr, recorder, *opts.Restarts, halts); err != nil {
+		return fmt.Errorf("set up the workload restarts: %w", err)
+	}
+	misplaced, err := restarts.NewMisplacedLabels(mgr, opts.WatchNamespaces, recorder)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(misplaced); err != nil {
+		return fmt.Errorf("add the misplaced restart labels' check: %w", err)
+	}
+	return nil
 }

@@ -147,7 +147,7 @@ conditions:
 			}
 		}
 	}
-	// And health.lua itself, which internal/controller checks against kstatus.
+	// And health.lua itself, which test/integration/controllers checks against kstatus.
 	for _, tc := range cases {
 		t.Run("health.lua/"+tc.name, func(t *testing.T) {
 			check(t, script, "Persona", tc.status, tc.wantStatus, tc.wantMsg)

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
-	"github.com/persona-operator/persona-operator/internal/controller"
+	"github.com/persona-operator/persona-operator/internal/controller/restarts"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/test/controlplane"
 )
@@ -93,7 +93,7 @@ func TestRestartWorkloadsPolicy(t *testing.T) {
 		// A StatefulSet takes the same restart.
 		ac := appsv1ac.StatefulSet("agent", ns).WithAnnotations(map[string]string{v1alpha1.AppliedRevisionAnnotation: "7"}).
 			WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(corev1ac.PodTemplateSpec().WithAnnotations(map[string]string{delivery.RevisionAnnotation: "7"})))
-		if err := mgr.Apply(ctx, ac, client.FieldOwner(controller.RestartFieldManager), client.ForceOwnership); err != nil {
+		if err := mgr.Apply(ctx, ac, client.FieldOwner(restarts.FieldManager), client.ForceOwnership); err != nil {
 			t.Errorf("the StatefulSet's restart refused: %v", err)
 		}
 	})
@@ -176,7 +176,7 @@ func TestRestartWorkloadsPolicy(t *testing.T) {
 func restartApply(ctx context.Context, c client.Client, ns, name, revision string) error {
 	ac := appsv1ac.Deployment(name, ns).WithAnnotations(map[string]string{v1alpha1.AppliedRevisionAnnotation: revision}).
 		WithSpec(appsv1ac.DeploymentSpec().WithTemplate(corev1ac.PodTemplateSpec().WithAnnotations(map[string]string{delivery.RevisionAnnotation: revision})))
-	return c.Apply(ctx, ac, client.FieldOwner(controller.RestartFieldManager), client.ForceOwnership)
+	return c.Apply(ctx, ac, client.FieldOwner(restarts.FieldManager), client.ForceOwnership)
 }
 
 // change reads the Deployment and patches it as c, with edit's change

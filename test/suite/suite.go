@@ -1,4 +1,4 @@
-// Package suite is what the envtest suites of internal/controller,
+// Package suite is what the envtest suites of test/integration/controllers,
 // internal/webhook and internal/cli share: the control plane with the
 // manager binary running against it, serving the webhook, and the steps
 // their specs take on it (steps.go). Each suite's BeforeSuite calls Start
@@ -61,16 +61,16 @@ func Setup(extra ...string) bool {
 	return true
 }
 
-// Start starts the control plane of the repository, the suite's working
-// directory's grandparent (internal/<package>), and the manager built from
-// it with the flags extra. Without KUBEBUILDER_ASSETS it skips the suite,
-// or fails it where make test asked for envtest.
+// Start starts the control plane of the repository the suite's working
+// directory is in (Root), and the manager built from it with the flags
+// extra. Without KUBEBUILDER_ASSETS it skips the suite, or fails it where
+// make test asked for envtest.
 func Start(extra ...string) {
 	controlplane.RequireEnvtest(GinkgoT())
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	Ctx, cancel = context.WithCancel(context.Background())
 	var err error
-	root, err = filepath.Abs("../..")
+	root, err = Root()
 	Expect(err).NotTo(HaveOccurred())
 	binary, err := controlplane.BuildManager(Ctx, root, GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
@@ -80,6 +80,26 @@ func Start(extra ...string) {
 	Manager, err = Plane.NewManager(binary, Logs, extra...)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(Manager.Start(Ctx)).To(Succeed())
+}
+
+// Root is the repository the working directory is in: the nearest
+// directory up from it that holds go.mod. A suite's working directory is
+// its package's, at any depth (internal/<package>, test/integration/<suite>).
+func Root() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
 }
 
 // Stop stops the manager and the control plane.

@@ -1,0 +1,12 @@
+// Package kube is the controllers' plumbing to the API server, below every
+// controller package: what they read through (the template sources'
+// reader, the resolver's Lookup, the field indexes and lookups by them),
+// what they write with (the metadata-only ConfigMap writer, the status
+// patch, the Event recorder that cuts notes), and the pieces the caches are
+// made of (the metadata objects, interned strings, a cache started with the
+// manager's).
+//
+// It holds no controller and no state of one. It may import api/ and the
+// pure packages of internal/ (delivery, render, resolve, status), never a
+// package under internal/controller.
+package kube

@@ -1,0 +1,129 @@
+package kube
+
+import (
+	"context"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+// Field indexes, each as "<Kind>/<name>" of the objects referred to.
+const (
+	// DependencyIndex indexes Personas by what their last render read
+	// (status.dependencies): the whole chain, transitively.
+	DependencyIndex = "status.dependencies"
+	// ReferenceIndex indexes Personas and PromptLayers by what their own
+	// spec names: a Persona's parents, layers and the layers its templates
+	// include; a PromptLayer's templateFrom ConfigMap and the layers its
+	// template includes.
+	ReferenceIndex = "spec.references"
+)
+
+// DependencyKey is the key of the object of kind named name in the field
+// indexes.
+func DependencyKey(kind, name string) string { return kind + "/" + name }
+
+// IndexDependencies is DependencyIndex's function.
+func IndexDependencies(obj client.Object) []string {
+	p := obj.(*v1alpha1.Persona)
+	keys := make([]string, len(p.Status.Dependencies))
+	for i, d := range p.Status.Dependencies {
+		keys[i] = DependencyKey(d.Kind, d.Name)
+	}
+	return keys
+}
+
+// IndexPersonaReferences is ReferenceIndex's function for Personas. It
+// reads only the spec, which is in the cache before
+// any render of the Persona, so a lookup through it does not wait for a
+// status write to reach the cache.
+func IndexPersonaReferences(obj client.Object) []string {
+	p := obj.(*v1alpha1.Persona)
+	var keys []string
+	for _, parent := range p.Spec.Inherit {
+		keys = append(keys, DependencyKey(v1alpha1.PersonaKind, string(parent)))
+	}
+	for _, l := range p.Spec.Layers {
+		keys = append(keys, DependencyKey(v1alpha1.PromptLayerKind, l.Name))
+	}
+	if sp := p.Spec.SystemPrompt; sp != nil {
+		for key, o := range sp.Platform {
+			if o.Replace != nil {
+				keys = append(keys, includeKeys(render.KindPlatform, key, *o.Replace)...)
+			}
+		}
+		for _, e := range sp.Extensions {
+			keys = append(keys, includeKeys(render.KindExtension, e.ID, e.Template)...)
+		}
+	}
+	return compact(keys)
+}
+
+// IndexLayerReferences is ReferenceIndex's function for PromptLayers.
+func IndexLayerReferences(obj client.Object) []string {
+	l := obj.(*v1alpha1.PromptLayer)
+	var keys []string
+	if l.Spec.TemplateFrom != nil {
+		keys = append(keys, DependencyKey(v1alpha1.ConfigMapKind, l.Spec.TemplateFrom.ConfigMapKeyRef.Name))
+	}
+	if l.Spec.Template != nil {
+		keys = append(keys, includeKeys(render.KindLayer, l.Name, *l.Spec.Template)...)
+	}
+	return compact(keys)
+}
+
+func includeKeys(kind render.SectionKind, name, src string) []string {
+	var keys []string
+	for _, layer := range render.Default().Includes(kind, name, src) {
+		keys = append(keys, DependencyKey(v1alpha1.PromptLayerKind, layer))
+	}
+	return keys
+}
+
+func compact(keys []string) []string {
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// SetupIndexes registers the field indexes the controllers look dependents up by.
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(ctx, &v1alpha1.Persona{}, DependencyIndex, IndexDependencies); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.Persona{}, ReferenceIndex, IndexPersonaReferences); err != nil {
+		return err
+	}
+	return indexer.IndexField(ctx, &v1alpha1.PromptLayer{}, ReferenceIndex, IndexLayerReferences)
+}
+
+// SetupOwnIndexes registers the index of the cache of the operator's ConfigMaps.
+func SetupOwnIndexes(ctx context.Context, own cache.Cache) error {
+	return own.IndexField(ctx, ConfigMapMetadata(), delivery.PersonaIndex, delivery.IndexByPersona)
+}
+
+// ListNames lists the names of the objects of list's kind in namespace
+// whose index holds key. Only names are read, so the cache's objects are
+// not copied.
+func ListNames(ctx context.Context, c client.Reader, list client.ObjectList, namespace, index, key string) []string {
+	err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{index: key}, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list by index", "index", index, "key", key)
+		return nil
+	}
+	var names []string
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		names = append(names, o.(client.Object).GetName())
+		return nil
+	})
+	return names
+}

@@ -1,0 +1,88 @@
+package kube
+
+import (
+	"unique"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+)
+
+// The manager's caches hold thousands of objects that repeat the same
+// strings: their namespace, label keys and values, annotation keys, owner
+// kinds, and a Persona's section, origin and dependency names. Decoding
+// gives each object its own copies; the cache transforms make them share
+// one. Strings that differ from object to object (names, hashes, messages)
+// are left alone: sharing them would only add a table entry.
+
+// Intern returns the canonical copy of s.
+func Intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
+
+// InternMeta drops o's managedFields, which the manager never reads, and
+// makes its repeated strings shared: the namespace, labels, annotation keys
+// and the owners' API versions and kinds.
+func InternMeta(o metav1.Object) {
+	if o.GetManagedFields() != nil {
+		o.SetManagedFields(nil)
+	}
+	o.SetNamespace(Intern(o.GetNamespace()))
+	if in := o.GetLabels(); len(in) > 0 {
+		out := make(map[string]string, len(in))
+		for k, v := range in {
+			out[Intern(k)] = Intern(v)
+		}
+		o.SetLabels(out)
+	}
+	if in := o.GetAnnotations(); len(in) > 0 {
+		out := make(map[string]string, len(in))
+		for k, v := range in {
+			out[Intern(k)] = v
+		}
+		o.SetAnnotations(out)
+	}
+	refs := o.GetOwnerReferences()
+	for i := range refs {
+		refs[i].APIVersion, refs[i].Kind = Intern(refs[i].APIVersion), Intern(refs[i].Kind)
+	}
+	o.SetOwnerReferences(refs)
+}
+
+// internPersona makes the strings that Personas repeat shared: the names
+// their specs refer to, and their statuses' section, origin, dependency and
+// condition names.
+func internPersona(p *v1alpha1.Persona) {
+	for i := range p.Spec.Inherit {
+		p.Spec.Inherit[i] = v1alpha1.PersonaName(Intern(string(p.Spec.Inherit[i])))
+	}
+	for i := range p.Spec.Layers {
+		p.Spec.Layers[i].Name = Intern(p.Spec.Layers[i].Name)
+	}
+	st := &p.Status
+	for i := range st.Sections {
+		st.Sections[i].Name, st.Sections[i].Origin = Intern(st.Sections[i].Name), Intern(st.Sections[i].Origin)
+	}
+	for i := range st.Dependencies {
+		st.Dependencies[i].Kind, st.Dependencies[i].Name = Intern(st.Dependencies[i].Kind), Intern(st.Dependencies[i].Name)
+	}
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		c.Type, c.Status, c.Reason = Intern(c.Type), metav1.ConditionStatus(Intern(string(c.Status))), Intern(c.Reason)
+	}
+}
+
+// InternObjects is the cache's default transform: see InternMeta and
+// internPersona.
+func InternObjects(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		InternMeta(o)
+	}
+	if p, ok := obj.(*v1alpha1.Persona); ok {
+		internPersona(p)
+	}
+	return obj, nil
+}

@@ -1,0 +1,49 @@
+package persona
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+)
+
+// adoptOrphan makes p the controller of its ConfigMap key when that is an
+// orphan of the operator's: labelled as its own, with no controller, as
+// kubectl delete persona --cascade=orphan leaves it. Only the controller's
+// owner reference is guarded by the ConfigMap policy, so an orphan is
+// taken back before anyone else changes it for good. It returns the
+// ConfigMap, read from the API server, with p as its controller, for the
+// delivery to write back whole with the render; nil when it is no orphan of
+// the operator's (a conflict), or when p is being deleted: a Persona
+// deleted with --cascade=orphan keeps its finalizer until the garbage
+// collector has taken it off the ConfigMap's owners, and adopting it then
+// would leave an owner reference to a deleted Persona, which has the
+// garbage collector delete the ConfigMap.
+func (r *reconciler) adoptOrphan(ctx context.Context, p *v1alpha1.Persona, key client.ObjectKey) (*corev1.ConfigMap, error) {
+	if !p.DeletionTimestamp.IsZero() {
+		return nil, nil
+	}
+	cm, _, err := r.readConfigMap(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("get ConfigMap %s: %w", key.Name, err)
+	}
+	if !isOperatorsOrphan(cm) {
+		return nil, nil
+	}
+	if err := controllerutil.SetControllerReference(p, cm, r.Scheme); err != nil {
+		return nil, fmt.Errorf("adopt ConfigMap %s: %w", key.Name, err)
+	}
+	return cm, nil
+}
+
+// isOperatorsOrphan reports whether cm is labelled as the operator's and
+// has no controller.
+func isOperatorsOrphan(cm *corev1.ConfigMap) bool {
+	return cm.Labels[delivery.ManagedByLabel] == delivery.ManagedBy && metav1.GetControllerOfNoCopy(cm) == nil
+}

@@ -1,0 +1,100 @@
+package persona
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+)
+
+// A starting manager's caches fill with one list per kind from the API
+// server's watch cache (ListAtStart), which may lag the latest writes by a
+// moment, more on an API server that fell behind: a render from them could
+// deliver content older than what the live ConfigMap holds, as a revision
+// of its own, and roll the workloads that follow it twice. So before a
+// render that differs from the live ConfigMap is delivered, every input of
+// this API that it read at a lower generation than the live revision names
+// is looked up on the API server; if it is newer there, the caches are
+// behind and nothing is written until they have caught up. An input at a
+// lower generation that is no newer on the API server was deleted and made
+// again, and is delivered as it is.
+
+// cachesBehindRetry is when a delivery held back for the caches is tried
+// again, should the watch event that brings them up to date not come first.
+const cachesBehindRetry = 100 * time.Millisecond
+
+// cachesBehindError is a delivery held back because the caches hold an
+// input older than the API server does.
+type cachesBehindError struct {
+	input v1alpha1.RevisionInput
+	// live is its generation on the API server, 0 when it is gone there.
+	live int64
+}
+
+func (e *cachesBehindError) Error() string {
+	return fmt.Sprintf("the cache holds %s %s at generation %d, the API server at %d: waiting for the cache",
+		e.input.Kind, client.ObjectKey{Namespace: e.input.Namespace, Name: e.input.Name}, e.input.Generation, e.live)
+}
+
+// cachesBehind is the input of read, when there is one, that the caches
+// hold older than the API server does and older than the revision current
+// (the Persona's live ConfigMap, which it controls) read it: a delivery
+// from them waits. The error is a failure to read.
+func (r *reconciler) cachesBehind(ctx context.Context, current *corev1.ConfigMap, read []v1alpha1.RevisionInput) (*cachesBehindError, error) {
+	previous, err := r.recordOf(ctx, current)
+	if err != nil || !previous.readable {
+		return nil, err
+	}
+	delivered := previous.values()
+	for _, in := range read {
+		if in.Generation == 0 || !slices.ContainsFunc(delivered, func(d v1alpha1.RevisionInput) bool { return newerOf(d, in) }) {
+			continue
+		}
+		live, err := r.liveGeneration(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		if live == 0 || live > in.Generation {
+			return &cachesBehindError{input: in, live: live}, nil
+		}
+	}
+	return nil, nil
+}
+
+// newerOf reports whether d names the object that in names, of this API, at a
+// higher generation.
+func newerOf(d, in v1alpha1.RevisionInput) bool {
+	return d.Kind == in.Kind && d.Namespace == in.Namespace && d.Name == in.Name && d.Generation > in.Generation &&
+		isAPIKind(in.Kind)
+}
+
+// isAPIKind reports whether kind is one of this API's kinds, whose
+// generations the revisions record.
+func isAPIKind(kind string) bool {
+	switch kind {
+	case v1alpha1.PersonaKind, v1alpha1.PromptLayerKind, v1alpha1.ClusterPromptLayerKind, v1alpha1.PromptPlatformKind:
+		return true
+	}
+	return false
+}
+
+// liveGeneration is in's generation on the API server, 0 when it is gone.
+func (r *reconciler) liveGeneration(ctx context.Context, in v1alpha1.RevisionInput) (int64, error) {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(in.Kind))
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: in.Namespace, Name: in.Name}, m)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read %s %s/%s: %w", in.Kind, in.Namespace, in.Name, err)
+	}
+	return m.Generation, nil
+}

@@ -1,0 +1,114 @@
+package persona
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+// staleReads answers a read of one object with an older copy of it, as
+// caches filled from a lagging watch cache do.
+type staleReads struct {
+	client.Client
+	stale client.Object
+}
+
+func (c staleReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if key == client.ObjectKeyFromObject(c.stale) {
+		if p, ok := obj.(*v1alpha1.Persona); ok {
+			c.stale.(*v1alpha1.Persona).DeepCopyInto(p)
+			return nil
+		}
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// A render from caches that hold a Persona older than the API server does
+// delivers nothing: the live ConfigMap keeps the newer content and the
+// status its revision, until the caches catch up.
+func TestCachesBehindDeliverNothing(t *testing.T) {
+	p := barePersona("p", "Hello")
+	s := newSteps(t, p)
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	s.get(t, p)
+	stale := p.DeepCopy()
+	p.Spec.SystemPrompt.Extensions[0].Template = "Hello again"
+	p.Generation = 2
+	if err := s.cluster.Update(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	// Its status pass, which the edit's own render does not defer.
+	s.get(t, p)
+	if p.Status.CurrentRevision != 2 {
+		t.Fatalf("currentRevision %d after the edit, want 2", p.Status.CurrentRevision)
+	}
+	writes := s.writer.creates + s.writer.updates
+
+	s.cached.Client = staleReads{Client: s.cluster, stale: stale}
+	res, err := s.Reconcile(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequeueAfter != cachesBehindRetry {
+		t.Errorf("requeued after %s, want %s", res.RequeueAfter, cachesBehindRetry)
+	}
+	if got := s.writer.creates + s.writer.updates - writes; got != 0 {
+		t.Errorf("%d ConfigMap writes from the stale Persona, want 0", got)
+	}
+	live := configMapOf(t, s, p)
+	if !strings.Contains(live.Data[render.SystemPromptKey], "Hello again") || live.Annotations[delivery.RevisionAnnotation] != "2" {
+		t.Errorf("live ConfigMap at revision %s holds %q, want revision 2 with the edit", live.Annotations[delivery.RevisionAnnotation], live.Data[render.SystemPromptKey])
+	}
+	s.get(t, p)
+	if p.Status.CurrentRevision != 2 || !meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ReadyCondition) {
+		t.Errorf("status currentRevision %d, Ready %v: want 2 and True, untouched", p.Status.CurrentRevision, p.Status.Conditions)
+	}
+}
+
+// A layer deleted and made again starts at generation 1, lower than the
+// revision recorded: the API server holds no newer one, and its content is
+// delivered.
+func TestInputMadeAgainIsDelivered(t *testing.T) {
+	p := barePersona("p", "Hello", "style")
+	layer := appendLayer("style", "Be brief.")
+	layer.Generation = 3
+	s := newSteps(t, p, layer)
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	s.get(t, layer)
+	if err := s.cluster.Delete(t.Context(), layer); err != nil {
+		t.Fatal(err)
+	}
+	again := appendLayer("style", "Be terse.")
+	if err := s.cluster.Create(t.Context(), again); err != nil {
+		t.Fatal(err)
+	}
+	s.get(t, again)
+	if again.Generation >= 3 {
+		t.Fatalf("the layer made again is at generation %d, want below 3", again.Generation)
+	}
+	for pass := range 2 {
+		if _, err := s.Reconcile(t.Context(), req); err != nil {
+			t.Fatalf("pass %d: %v", pass, err)
+		}
+	}
+	if live := configMapOf(t, s, p); !strings.Contains(live.Data[render.SystemPromptKey], "Be terse.") {
+		t.Errorf("live ConfigMap holds %q, want the layer made again", live.Data[render.SystemPromptKey])
+	}
+}

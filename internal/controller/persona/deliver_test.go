@@ -1,0 +1,186 @@
+package persona
+
+import (
+	"maps"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
+)
+
+func TestDeliverStep(t *testing.T) {
+	foreignOwner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "other", UID: "uid-other",
+		Controller: new(true)}
+	cases := []struct {
+		name string
+		// existing is persona-p before the delivery, given the persona
+		// and the ConfigMap the render would deliver; nil: none.
+		existing func(p *v1alpha1.Persona, desired *corev1.ConfigMap) *corev1.ConfigMap
+		// announce asks for the data the update replaced.
+		announce                 bool
+		wantCreates, wantUpdates int
+		wantReason               string
+		wantPrevious             map[string]string
+		wantData                 bool // persona-p holds the render after
+		wantController           string
+		wantStaleFallbackRemoved bool
+		// wantRevision is the revision the ConfigMap is annotated with after; 0: none.
+		wantRevision int64
+	}{{
+		name:        "created when missing",
+		wantCreates: 1, wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p", wantRevision: 1,
+	}, {
+		name: "left alone when current",
+		existing: func(p *v1alpha1.Persona, desired *corev1.ConfigMap) *corev1.ConfigMap {
+			cm := ownedBy(p, desired)
+			cm.Annotations[delivery.RevisionAnnotation] = "4"
+			cm.Data[render.RevisionKey] = `{"revision":4,"contentHash":"` + desired.Annotations[delivery.ContentHashAnnotation] + `"}`
+			return cm
+		},
+		wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p", wantRevision: 4,
+	}, {
+		name: "numbered 1 when it holds the render from before revisions",
+		existing: func(p *v1alpha1.Persona, desired *corev1.ConfigMap) *corev1.ConfigMap {
+			return ownedBy(p, desired)
+		},
+		wantUpdates: 1, wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p", wantRevision: 1,
+	}, {
+		name: "updated when stale, with the data it replaced",
+		existing: func(p *v1alpha1.Persona, desired *corev1.ConfigMap) *corev1.ConfigMap {
+			cm := ownedBy(p, desired)
+			cm.Data = map[string]string{"system-prompt.md": "Old.\n"}
+			cm.Annotations[delivery.ContentHashAnnotation] = "sha256:old"
+			return cm
+		},
+		announce:    true,
+		wantUpdates: 1, wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p", wantRevision: 1,
+		wantPrevious: map[string]string{"system-prompt.md": "Old.\n"},
+	}, {
+		name: "a fallback's annotation cleared by a good render",
+		existing: func(p *v1alpha1.Persona, desired *corev1.ConfigMap) *corev1.ConfigMap {
+			cm := ownedBy(p, desired)
+			cm.Annotations[delivery.FallbackAnnotation] = delivery.FallbackGuardrailsOnly
+			return cm
+		},
+		wantUpdates: 1, wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p", wantStaleFallbackRemoved: true, wantRevision: 1,
+	}, {
+		name: "never touched when another owner controls it",
+		existing: func(_ *v1alpha1.Persona, desired *corev1.ConfigMap) *corev1.ConfigMap {
+			cm := desired.DeepCopy()
+			cm.Data = map[string]string{"other": "data"}
+			cm.OwnerReferences = []metav1.OwnerReference{foreignOwner}
+			return cm
+		},
+		wantReason: v1alpha1.ConfigMapConflictReason, wantController: "other",
+	}, {
+		name: "a foreign ConfigMap without the operator's label is a conflict too",
+		existing: func(_ *v1alpha1.Persona, desired *corev1.ConfigMap) *corev1.ConfigMap {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: desired.Name}, Data: map[string]string{"other": "data"}}
+		},
+		wantReason: v1alpha1.ConfigMapConflictReason,
+	}, {
+		name: "an orphan of the operator's adopted and written",
+		existing: func(_ *v1alpha1.Persona, desired *corev1.ConfigMap) *corev1.ConfigMap {
+			cm := desired.DeepCopy()
+			cm.Data = map[string]string{"system-prompt.md": "Orphaned.\n"}
+			return cm
+		},
+		wantUpdates: 1, wantReason: v1alpha1.RenderedReason, wantData: true, wantController: "p", wantRevision: 1,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := barePersona("p", "Hello")
+			s := newSteps(t, p)
+			attempt, err := s.tryRender(t.Context(), p)
+			if err != nil || attempt.reason != v1alpha1.RenderedReason {
+				t.Fatalf("render: %s %v", attempt.reason, err)
+			}
+			desired := delivery.ConfigMap(p.Name, p.Namespace, attempt.output)
+			if tc.existing != nil {
+				if err := s.cluster.Create(t.Context(), tc.existing(p, desired)); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			o, err := s.deliver(t.Context(), p, attempt, tc.announce)
+			if err != nil {
+				t.Fatalf("deliver: %v", err)
+			}
+			if o.reason != tc.wantReason {
+				t.Errorf("reason = %s (%s), want %s", o.reason, o.message, tc.wantReason)
+			}
+			if s.writer.creates != tc.wantCreates || s.writer.updates != tc.wantUpdates {
+				t.Errorf("%d creates and %d updates, want %d and %d", s.writer.creates, s.writer.updates, tc.wantCreates, tc.wantUpdates)
+			}
+			if wrote := tc.wantCreates+tc.wantUpdates > 0; o.wrote != wrote {
+				t.Errorf("wrote = %v, want %v", o.wrote, wrote)
+			}
+			if !maps.Equal(o.previous, tc.wantPrevious) {
+				t.Errorf("previous = %v, want %v", o.previous, tc.wantPrevious)
+			}
+			cm := configMapOf(t, s, p)
+			if got := delivery.Revision(cm.Annotations); got != tc.wantRevision {
+				t.Errorf("revision annotation = %d, want %d", got, tc.wantRevision)
+			}
+			content := maps.Clone(cm.Data)
+			delete(content, render.RevisionKey)
+			if holds := maps.Equal(content, attempt.output.Data); holds != tc.wantData {
+				t.Errorf("the ConfigMap holds the render: %v, want %v", holds, tc.wantData)
+			}
+			if got := controllerName(cm); got != tc.wantController {
+				t.Errorf("controller = %q, want %q", got, tc.wantController)
+			}
+			if _, ok := cm.Annotations[delivery.FallbackAnnotation]; ok && tc.wantStaleFallbackRemoved {
+				t.Error("the fallback annotation is still there")
+			}
+			if tc.wantData && cm.Annotations[delivery.ContentHashAnnotation] != attempt.output.Hash {
+				t.Errorf("content hash %s, want %s", cm.Annotations[delivery.ContentHashAnnotation], attempt.output.Hash)
+			}
+		})
+	}
+}
+
+// A ConfigMap the controller wrote is known at the version it wrote: the
+// next delivery of the same render neither reads its data nor writes it,
+// and the write's own watch event needs no render.
+func TestDeliverStepKnowsItsOwnWrite(t *testing.T) {
+	p := barePersona("p", "Hello")
+	s := newSteps(t, p)
+	first := deliverOnce(t, s, p)
+	first.wrote = false
+	cm := configMapOf(t, s, p)
+	if !s.writes.holds(cm) {
+		t.Error("the event of the controller's own write is taken for someone else's")
+	}
+	again, err := s.deliver(t.Context(), p, first, true)
+	if err != nil || again.wrote || s.writer.creates+s.writer.updates != 1 {
+		t.Errorf("second delivery: wrote %v, %d writes, %v", again.wrote, s.writer.creates+s.writer.updates, err)
+	}
+	cm.Data["system-prompt.md"] = "Someone else's."
+	if err := s.cluster.Update(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	if s.writes.holds(cm) {
+		t.Error("someone else's write is taken for the controller's own")
+	}
+	if o, err := s.deliver(t.Context(), p, first, false); err != nil || !o.wrote || s.writer.updates != 1 {
+		t.Errorf("someone else's write is not repaired: wrote %v, %d updates, %v", o.wrote, s.writer.updates, err)
+	}
+}
+
+func ownedBy(p *v1alpha1.Persona, cm *corev1.ConfigMap) *corev1.ConfigMap {
+	cm = cm.DeepCopy()
+	cm.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(p, v1alpha1.GroupVersion.WithKind(v1alpha1.PersonaKind))}
+	return cm
+}
+
+func controllerName(obj metav1.Object) string {
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		return ref.Name
+	}
+	return ""
+}

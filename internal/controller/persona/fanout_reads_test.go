@@ -1,0 +1,120 @@
+package persona
+
+import (
+	"encoding/json"
+	"maps"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/internal/status"
+)
+
+// A fan-out's delivery finds its revision's cause in what the controller
+// wrote last, and its status pass writes the revision's snapshot from the
+// data the delivery wrote: neither reads the ConfigMap back from the API
+// server.
+func TestFanOutReadsNoConfigMapBack(t *testing.T) {
+	p := barePersona("p", "Hello", "style")
+	layer := appendLayer("style", "Be brief.")
+	s := newSteps(t, p, layer)
+	reads := &gets[*corev1.ConfigMap]{Client: s.cluster}
+	s.live.Client = reads
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	s.get(t, layer)
+	layer.Spec.Template = new("Be terse.")
+	layer.Generation = 2
+	if err := s.cluster.Update(t.Context(), layer); err != nil {
+		t.Fatal(err)
+	}
+	reads.n = 0
+
+	// The delivery, then the status pass it deferred.
+	for pass := range 2 {
+		if _, err := s.Reconcile(t.Context(), req); err != nil {
+			t.Fatalf("pass %d: %v", pass, err)
+		}
+	}
+	if reads.n != 0 {
+		t.Errorf("the fan-out read %d ConfigMaps from the API server, want 0", reads.n)
+	}
+	live := configMapOf(t, s, p)
+	rec, ok := decodeRecord(live.Data[render.RevisionKey])
+	wantCause := v1alpha1.RevisionInput{Kind: v1alpha1.PromptLayerKind, Namespace: ns, Name: "style", Generation: 2}
+	if !ok || rec.Revision != 2 || rec.Cause != wantCause {
+		t.Fatalf("revision.json = %s, want revision 2 caused by %+v", live.Data[render.RevisionKey], wantCause)
+	}
+	snap := &corev1.ConfigMap{}
+	snap.Namespace, snap.Name = ns, delivery.SnapshotName(p.Name, 2)
+	s.get(t, snap)
+	if !maps.Equal(snap.Data, live.Data) {
+		t.Errorf("snapshot 2 holds %v, want the live ConfigMap's %v", snap.Data, live.Data)
+	}
+}
+
+// The data the deferred statuses hold is bounded: past deferredDataBytes an
+// entry holds none, and taking an entry frees what it held.
+func TestDeferredStatusesBoundTheirData(t *testing.T) {
+	d := newDeferredStatuses()
+	big := map[string]string{"system-prompt.md": string(make([]byte, deferredDataBytes/2-100))}
+	a, b, c := types.NamespacedName{Name: "a"}, types.NamespacedName{Name: "b"}, types.NamespacedName{Name: "c"}
+	d.put(a, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g")
+	d.put(b, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g")
+	d.put(a, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g") // replaces a's entry, and its bytes
+	d.put(c, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g")
+	for _, tc := range []struct {
+		key  types.NamespacedName
+		held bool
+	}{{a, true}, {b, true}, {c, false}} {
+		s, ok := d.take(tc.key)
+		if !ok || (s.written != nil) != tc.held || (s.guardrails != "") != tc.held {
+			t.Errorf("%s: entry %v, data held %v, want %v", tc.key.Name, ok, s.written != nil, tc.held)
+		}
+	}
+	if d.dataBytes != 0 {
+		t.Errorf("%d bytes counted once every entry was taken, want 0", d.dataBytes)
+	}
+	d.put(c, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g")
+	if s, _ := d.take(c); s.written == nil {
+		t.Error("no data held once the others were taken")
+	}
+}
+
+// A revision.json larger than a render writes, as someone else may write,
+// is not held: it is read again when needed.
+func TestOwnWritesHoldNoOversizedRecord(t *testing.T) {
+	record := func(size int) map[string]string {
+		rec := delivery.Record{Revision: 1, ContentHash: "sha256:a", Inputs: []v1alpha1.RevisionInput{{Kind: v1alpha1.PromptLayerKind, Namespace: ns, Name: "x"}}}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The layer's name fills the record to size bytes.
+		rec.Inputs[0].Name = strings.Repeat("x", 1+size-len(b))
+		if b, err = json.Marshal(rec); err != nil || len(b) != size {
+			t.Fatalf("record of %d bytes, want %d: %v", len(b), size, err)
+		}
+		return map[string]string{render.RevisionKey: string(b)}
+	}
+	w := newOwnWrites()
+	key := client.ObjectKey{Namespace: ns, Name: "persona-p"}
+	for _, tc := range []struct {
+		size int
+		held bool
+	}{{maxKeptRecordBytes, true}, {maxKeptRecordBytes + 1, false}} {
+		w.read(key, "7", "sha256:a", record(tc.size))
+		if _, ok := w.recordAt(key, "7"); ok != tc.held {
+			t.Errorf("a record of %d bytes: held %v, want %v", tc.size, ok, tc.held)
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package persona
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
+)
+
+// Config is what the Persona controller reads and writes through, and how
+// it is tuned.
+type Config struct {
+	// Workers is the number of concurrent reconciles; 0 means 1. The
+	// renders share the CPUs fairly between namespaces (render_gate.go).
+	Workers int
+	// ReferenceGracePeriod is how long a missing reference is awaited
+	// before the Persona is stalled; 0 means status.DefaultReferenceGracePeriod.
+	ReferenceGracePeriod time.Duration
+	// GuardrailDeadline is how long new ClusterPromptLayers wait for a
+	// render in time before they are delivered alone; 0 means
+	// DefaultGuardrailDeadline.
+	GuardrailDeadline time.Duration
+	// Recorder records the Events.
+	Recorder events.EventRecorder
+	// Own is the metadata cache of the operator's ConfigMaps, indexed by
+	// delivery.PersonaIndex; SourceMetadata that of the template sources,
+	// which Sources reads them by.
+	Own, SourceMetadata cache.Cache
+	Sources             *kube.SourceReader
+	// Writer creates and updates the ConfigMaps.
+	Writer kube.ConfigMapWrites
+	// Revisions keeps the delivered revisions' snapshots (revisions.Store).
+	Revisions RevisionStore
+	// Halts are the RolloutHalted conditions the restarts decide.
+	Halts *RolloutHalts
+}
+
+// Setup registers the Persona controller with mgr, and the metric of the
+// Personas by Ready reason. The field indexes must be registered first
+// (kube.SetupIndexes).
+func Setup(mgr ctrl.Manager, cfg Config) error {
+	if err := metrics.Registry.Register(readyReasons{cache: mgr.GetCache()}); err != nil {
+		return fmt.Errorf("register the Personas by Ready reason: %w", err)
+	}
+	r := newReconciler(mgr.GetClient(), mgr.GetScheme(), cfg.Recorder, mgr.GetAPIReader(), cfg.Own, cfg.Sources, cfg.Writer,
+		options{Workers: cfg.Workers, ReferenceGracePeriod: cfg.ReferenceGracePeriod, GuardrailDeadline: cfg.GuardrailDeadline,
+			Gate: newRenderGate(cfg.Workers), Revisions: cfg.Revisions, Halts: cfg.Halts})
+	return r.SetupWithManager(mgr, cfg.Own, cfg.SourceMetadata)
+}

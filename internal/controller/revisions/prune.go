@@ -1,0 +1,138 @@
+package revisions
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
+)
+
+// Pruning deletes a Persona's snapshots past spec.revisionHistoryLimit,
+// oldest first, besides those keptRevisions keeps. It runs only once the
+// status names the current revision: a reconcile begins it before its
+// status patch (BeginPrune), so that the pods are listed while the status
+// is patched, and finishes it after (FinishPrune).
+
+// Pruning is a prune begun: the snapshots past the limit, and the list of
+// the pods that may name some of them, under way.
+type Pruning struct {
+	older []Snapshot
+	over  int
+	pods  chan podRevisions
+}
+
+type podRevisions struct {
+	inUse map[int64]bool
+	err   error
+}
+
+// BeginPrune finds the snapshots past p's limit from p's status as it is to
+// be patched and, when there are, lists p's pods afresh in the background:
+// a snapshot an injected pod names is kept (NamedByPods), and one
+// admitted an instant ago, which the cache may not hold yet, counts too.
+// nil when nothing is past the limit.
+func (s *Store) BeginPrune(ctx context.Context, p *v1alpha1.Persona) (*Pruning, error) {
+	// p's snapshots are of revisions 1 to the latest at most: while those
+	// are within the limit, there is nothing to list.
+	if max(p.Status.CurrentRevision, p.Status.LatestRevision) <= int64(p.Spec.HistoryLimit())+1 {
+		return nil, nil
+	}
+	kept, err := s.keptRevisions(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	snapshots, err := s.Snapshots(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	older := slices.DeleteFunc(snapshots, func(snap Snapshot) bool { return kept[snap.Number] })
+	over := len(older) - p.Spec.HistoryLimit()
+	if over <= 0 {
+		return nil, nil
+	}
+	pr := &Pruning{older: older, over: over, pods: make(chan podRevisions, 1)}
+	namespace, name := p.Namespace, p.Name // the pods' list reads no more of p
+	go func() {
+		inUse, err := revisionsInUse(ctx, s.apiReader, namespace, name)
+		pr.pods <- podRevisions{inUse: inUse, err: err}
+	}()
+	return pr, nil
+}
+
+// FinishPrune deletes what pr found past the limit, less the snapshots
+// the pods name and the one a pin set meanwhile names.
+func (s *Store) FinishPrune(ctx context.Context, p *v1alpha1.Persona, pr *Pruning, patched *metav1.PartialObjectMetadata) error {
+	if pr == nil {
+		return nil
+	}
+	pods := <-pr.pods
+	if pods.err != nil {
+		return pods.err
+	}
+	// p was read at the start of the reconcile: a pin set since may name one of these.
+	pinned, err := s.pinNow(ctx, p, patched)
+	if err != nil {
+		return err
+	}
+	older := slices.DeleteFunc(pr.older, func(snap Snapshot) bool { return pods.inUse[snap.Number] || snap.Number == pinned })
+	over := len(older) - p.Spec.HistoryLimit()
+	for _, snap := range older[:max(over, 0)] {
+		if err := s.deleteSnapshot(ctx, snap.Meta); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pinNow is the revision p's pin annotation names as the API server has
+// it now, 0 when none (or p is gone): as this reconcile's status patch
+// answered (patched), a moment before the deletes, else read. Either leaves a pin set in the last milliseconds
+// before a delete to find its snapshot gone (RevisionNotFound). The read
+// lists p's metadata by name: the manager's rights on Personas are list
+// and watch.
+func (s *Store) pinNow(ctx context.Context, p *v1alpha1.Persona, patched *metav1.PartialObjectMetadata) (int64, error) {
+	if patched != nil {
+		n, _, _ := v1alpha1.PinnedRevisionOf(patched.Annotations)
+		return n, nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("PersonaList"))
+	if err := s.apiReader.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingFields{"metadata.name": p.Name}); err != nil {
+		return 0, fmt.Errorf("read the pin of persona %s: %w", p.Name, err)
+	}
+	for _, now := range list.Items {
+		if now.Name == p.Name {
+			n, _, _ := v1alpha1.PinnedRevisionOf(now.Annotations)
+			return n, nil
+		}
+	}
+	return 0, nil
+}
+
+// deleteSnapshot deletes the snapshot m, noting that the controller did:
+// its deletion's event needs no reconcile, and its bytes are freed before
+// the cache sees it go. One gone already frees nothing here: whoever
+// deleted it, the cache's event counts its bytes off.
+func (s *Store) deleteSnapshot(ctx context.Context, m *metav1.PartialObjectMetadata) error {
+	key := client.ObjectKeyFromObject(m)
+	s.pruned.add(key)
+	target := kube.ConfigMapMetadata() // m may be the cache's own
+	target.Namespace, target.Name = m.Namespace, m.Name
+	err := s.client.Delete(ctx, target, client.Preconditions{UID: &m.UID})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		s.pruned.remove(key) // deleted before (or another of its name): its event came or comes as anyone's
+		return nil
+	case err != nil:
+		s.pruned.remove(key)
+		return fmt.Errorf("delete snapshot %s: %w", m.Name, err)
+	}
+	s.bytes.deletedHere(m)
+	return nil
+}

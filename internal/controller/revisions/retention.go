@@ -1,0 +1,173 @@
+package revisions
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+)
+
+// Retention (personas.md#revisions): which snapshots stay whatever
+// spec.revisionHistoryLimit and the namespace's byte cap say. Pruning and
+// eviction both ask keptRevisions, so a new reason to keep a snapshot is
+// one Keeper more.
+
+// Keeper gives the revisions of p that must keep their snapshots, for
+// a reason of its own (the revisions injected pods still name, for
+// example). It may read, and fails with an error only.
+type Keeper func(ctx context.Context, p *v1alpha1.Persona) ([]int64, error)
+
+// keptRevisions are the revisions of p whose snapshots are kept beyond the
+// limit and the cap: the current one, the latest, the one pinned (by the
+// status, and by the annotation before the status names it), and those
+// each of s.keepers names.
+func (s *Store) keptRevisions(ctx context.Context, p *v1alpha1.Persona) (map[int64]bool, error) {
+	kept := map[int64]bool{}
+	for _, n := range []int64{p.Status.CurrentRevision, p.Status.LatestRevision, p.Status.PinnedRevision} {
+		if n > 0 {
+			kept[n] = true
+		}
+	}
+	if n, _, err := v1alpha1.PinnedRevisionOf(p.Annotations); err == nil && n > 0 {
+		kept[n] = true
+	}
+	for _, keep := range s.keepers {
+		more, err := keep(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("the revisions of persona %s to keep: %w", p.Name, err)
+		}
+		for _, n := range more {
+			kept[n] = true
+		}
+	}
+	return kept, nil
+}
+
+// evict deletes the oldest snapshots of p's namespace that no Persona
+// keeps until need bytes are freed, each deletion counted in ledger (whose
+// lock the caller holds). When those snapshots together free less than
+// need, it deletes none: they would be lost for nothing. One deleted
+// meanwhile by anyone else frees nothing here: the cache's event counts it.
+func (s *Store) evict(ctx context.Context, p *v1alpha1.Persona, ledger *namespaceSnapshotBytes, need int) error {
+	all, err := s.namespaceSnapshots(ctx, p.Namespace)
+	if err != nil {
+		return err
+	}
+	all = slices.DeleteFunc(all, ledger.isDeleted)
+	slices.SortFunc(all, func(a, b *metav1.PartialObjectMetadata) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		pa, na, _ := delivery.SnapshotOf(a.Name)
+		pb, nb, _ := delivery.SnapshotOf(b.Name)
+		return cmp.Or(strings.Compare(pa, pb), cmp.Compare(na, nb))
+	})
+	personas := map[string]*v1alpha1.Persona{p.Name: p}
+	keptOf := map[string]map[int64]bool{}
+	var victims []*metav1.PartialObjectMetadata
+	freed := 0
+	for _, m := range all {
+		if freed >= need {
+			break
+		}
+		evictable, err := s.evictable(ctx, m, personas, keptOf)
+		if err != nil {
+			return err
+		}
+		if evictable {
+			victims = append(victims, m)
+			freed += ledger.size(m)
+		}
+	}
+	if freed < need {
+		return nil
+	}
+	for _, m := range victims {
+		if err := s.deleteSnapshot(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// evictable reports whether snapshot m may go to make room: it is its
+// Persona's (an operator's snapshot, not another owner's ConfigMap), and
+// that Persona keeps no such revision, nor one its status does not name
+// yet (written by a reconcile whose status is still to come). The snapshot
+// of a Persona gone, or of an older Persona of that name, is evictable.
+// personas and keptOf remember what was read for each Persona.
+func (s *Store) evictable(ctx context.Context, m *metav1.PartialObjectMetadata, personas map[string]*v1alpha1.Persona, keptOf map[string]map[int64]bool) (bool, error) {
+	name, n, _ := delivery.SnapshotOf(m.Name)
+	if !delivery.ControlledByPersona(m, name) {
+		return false, nil
+	}
+	owner, ok := personas[name]
+	if !ok {
+		owner = &v1alpha1.Persona{}
+		switch err := s.client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: name}, owner); {
+		case apierrors.IsNotFound(err):
+			owner = nil
+		case err != nil:
+			return false, fmt.Errorf("get persona %s: %w", name, err)
+		}
+		personas[name] = owner
+	}
+	if owner == nil || !metav1.IsControlledBy(m, owner) {
+		return true, nil
+	}
+	if n > max(owner.Status.CurrentRevision, owner.Status.LatestRevision) {
+		return false, nil
+	}
+	kept, ok := keptOf[name]
+	if !ok {
+		var err error
+		if kept, err = s.keptRevisions(ctx, owner); err != nil {
+			return false, err
+		}
+		keptOf[name] = kept
+	}
+	return !kept[n], nil
+}
+
+// NamedByPods is the Keeper of the injected pods: the
+// revisions p's pods name, as the cache of the agent pods has them.
+// Pruning asks the API server as well (BeginPrune), for a pod admitted an
+// instant ago.
+func NamedByPods(pods client.Reader) Keeper {
+	return func(ctx context.Context, p *v1alpha1.Persona) ([]int64, error) {
+		inUse, err := revisionsInUse(ctx, pods, p.Namespace, p.Name)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]int64, 0, len(inUse))
+		for n := range inUse {
+			out = append(out, n)
+		}
+		return out, nil
+	}
+}
+
+// revisionsInUse are the revisions the pods of p name, as from reads:
+// the cache of the agent pods, or the API server for a fresh list.
+func revisionsInUse(ctx context.Context, api client.Reader, namespace, persona string) (map[int64]bool, error) {
+	pods := kube.PodMetadataList()
+	if err := api.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{delivery.PersonaLabel: persona}); err != nil {
+		return nil, fmt.Errorf("list the pods of persona %s: %w", persona, err)
+	}
+	out := map[int64]bool{}
+	for _, pod := range pods.Items {
+		if n, ok := delivery.PodRevision(pod.Labels); ok {
+			out[n] = true
+		}
+	}
+	return out, nil
+}
