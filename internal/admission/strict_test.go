@@ -43,7 +43,7 @@ type shapeTest struct {
 	Raw     []byte            `json:"raw"`
 	Any     any               `json:"any"`
 	Nested  map[string][]bool `json:"nested"`
-	private string //nolint:unused // the walk must pass over an unexported field
+	private string            //nolint:unused // the walk must pass over an unexported field
 }
 
 type shapeInline struct {

@@ -112,10 +112,13 @@ func (m *Manager) Kill() error {
 		return nil
 	}
 	_ = m.cmd.Process.Signal(syscall.SIGKILL)
-	<-m.done
+	_ = m.exited() // killed: its exit status says only that
 	m.cmd = nil
 	return nil
 }
+
+// exited waits for the manager's process to exit, and is how it did.
+func (m *Manager) exited() error { return <-m.done }
 
 // Stop stops the manager gracefully.
 func (m *Manager) Stop() error {
@@ -123,11 +126,16 @@ func (m *Manager) Stop() error {
 		return nil
 	}
 	_ = m.cmd.Process.Signal(os.Interrupt)
+	stopped := make(chan struct{})
+	go func() {
+		_ = m.exited() // interrupted: its exit status says only that
+		close(stopped)
+	}()
 	select {
-	case <-m.done:
+	case <-stopped:
 	case <-time.After(15 * time.Second):
 		_ = m.cmd.Process.Kill()
-		<-m.done
+		<-stopped
 	}
 	m.cmd = nil
 	return nil
