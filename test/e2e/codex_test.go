@@ -25,6 +25,7 @@ import (
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/image"
 	"github.com/persona-operator/persona-operator/internal/inject"
+	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/test/agents/modelstub"
 )
 
@@ -279,22 +280,43 @@ func (s *suite) systemPromptText() (string, error) {
 	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: namespace, Name: delivery.ConfigMapName(persona)}, &cm); err != nil {
 		return "", err
 	}
-	return cm.Data["system-prompt.md"], nil
+	return cm.Data[render.SystemPromptKey], nil
+}
+
+// keepsHarnessPrompt says whether the persona's live bundle.json asks the
+// harness to keep its own instructions (harnessPrompt keep, the default) or
+// to replace them with the prompt.
+func (s *suite) keepsHarnessPrompt() (bool, error) {
+	var cm corev1.ConfigMap
+	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: namespace, Name: delivery.ConfigMapName(persona)}, &cm); err != nil {
+		return false, err
+	}
+	b, err := render.UnmarshalBundle([]byte(cm.Data[render.BundleKey]))
+	if err != nil {
+		return false, fmt.Errorf("%s of ConfigMap %s: %w", render.BundleKey, cm.Name, err)
+	}
+	return b.Persona.HarnessPrompt != "replace", nil
 }
 
 // receivesPersona says what is wrong with what a model request gave the
-// model: the system prompt, verbatim, as one of its instructions; the
-// Persona's model and, when it sets one, its reasoning effort.
-func receivesPersona(r modelRequest, prompt string, spec *v1alpha1.PersonaSpec) []string {
+// model: the system prompt, verbatim, as one of its instructions, after
+// Codex's own (keep) or first (replace); the Persona's model and, when it
+// sets one, its reasoning effort.
+func receivesPersona(r modelRequest, prompt string, keep bool, spec *v1alpha1.PersonaSpec) []string {
 	var problems []string
-	verbatim := false
-	for _, text := range r.instructions {
+	at := -1
+	for i, text := range r.instructions {
 		if text == prompt || text == strings.TrimSuffix(prompt, "\n") {
-			verbatim = true
+			at = i
 		}
 	}
-	if !verbatim {
+	switch {
+	case at < 0:
 		problems = append(problems, fmt.Sprintf("none of its %d instructions is system-prompt.md of the ConfigMap (%d bytes) verbatim", len(r.instructions), len(prompt)))
+	case keep && at == 0:
+		problems = append(problems, "system-prompt.md comes first: Codex's own instructions, which harnessPrompt keep keeps, are not before it")
+	case !keep && at > 0:
+		problems = append(problems, fmt.Sprintf("system-prompt.md is instruction %d: harnessPrompt replace puts it in place of Codex's own, first", at+1))
 	}
 	if r.model != *spec.Model {
 		problems = append(problems, fmt.Sprintf("model %q, want the Persona's %q", r.model, *spec.Model))
@@ -353,16 +375,24 @@ func (s *suite) realHarnessGetsEachEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	keep, err := s.keepsHarnessPrompt()
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The first session's request: the prompt as it is, before any edit.
 	first, err := waitModelRequest(stub, created, strings.TrimSuffix(prompt, "\n"), 2*time.Minute)
 	if err != nil {
 		t.Fatalf("the Codex agent's first session: %v", err)
 	}
-	if problems := receivesPersona(first, prompt, &p.Spec); len(problems) > 0 {
+	if problems := receivesPersona(first, prompt, keep, &p.Spec); len(problems) > 0 {
 		t.Fatalf("the first session's model request: %s", strings.Join(problems, "; "))
 	}
-	t.Logf("Codex %s (image built and imported in %s) sent its first model request %s after the Deployment's create, with system-prompt.md verbatim among %d instructions and model %s",
-		version, imported.Round(100*time.Millisecond), first.at.Sub(created).Round(100*time.Millisecond), len(first.instructions), first.model)
+	place := "after Codex's own (harnessPrompt keep)"
+	if !keep {
+		place = "in place of Codex's own (harnessPrompt replace)"
+	}
+	t.Logf("Codex %s (image built and imported in %s) sent its first model request %s after the Deployment's create, with system-prompt.md verbatim among %d instructions, %s, and model %s",
+		version, imported.Round(100*time.Millisecond), first.at.Sub(created).Round(100*time.Millisecond), len(first.instructions), place, first.model)
 
 	restore := func() {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -410,7 +440,7 @@ func (s *suite) realHarnessGetsEachEdit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("edit %d: %v", n, err)
 		}
-		if problems := receivesPersona(r, prompt, &p.Spec); len(problems) > 0 {
+		if problems := receivesPersona(r, prompt, keep, &p.Spec); len(problems) > 0 {
 			t.Fatalf("edit %d, the first model request with %s: %s", n, marker, strings.Join(problems, "; "))
 		}
 		toConfigMap, toRequest = append(toConfigMap, cm), append(toRequest, r.at.Sub(edited))
