@@ -75,14 +75,17 @@ test-agents: ## Run Claude Code, Codex and opencode (pinned, from the npm regist
 	PERSONA_AGENT_CLIS="$$clis" PERSONA_REQUIRE_AGENTS=1 go test -count=1 -v -timeout 20m ./test/agents
 
 # E2E_EDITS is how many prompt edits the e2e suite measures edit -> pod over
-# (empty: 21).
+# (empty: 21), and edit -> Codex's model request (at most 10).
 E2E_EDITS ?=
+# E2E_RUN runs only the tests and checks it matches (go test -run), e.g.
+# TestDelivery/RealHarnessGetsEachEdit: the cluster's set-up and that check.
+E2E_RUN ?=
 
 .PHONY: test-e2e e2e
-test-e2e e2e: helm ## Run the single-node e2e suite (root): dist/install.yaml, then the chart, with the built image on a kubelet with a pod network, running config/samples' agent; builds the node's binaries once.
-	assets="$$(hack/envtest-binaries.sh)" && node="$$(hack/e2e-binaries.sh)" && hack/e2e-node.sh && \
-	KUBEBUILDER_ASSETS="$$assets" PERSONA_E2E_BINARIES="$$node" PERSONA_REQUIRE_E2E=1 PERSONA_E2E_EDITS="$(E2E_EDITS)" PERSONA_HELM="$(HELM)" \
-		go test -count=1 -v -timeout 25m ./test/e2e
+test-e2e e2e: helm ## Run the single-node e2e suite (root): dist/install.yaml, then the chart, with the built image on a kubelet with a pod network, running config/samples' agent, also with the real Codex CLI (pinned, from the npm registry); builds the node's binaries once.
+	assets="$$(hack/envtest-binaries.sh)" && node="$$(hack/e2e-binaries.sh)" && hack/e2e-node.sh && clis="$$(hack/agent-clis.sh codex)" && \
+	KUBEBUILDER_ASSETS="$$assets" PERSONA_E2E_BINARIES="$$node" PERSONA_AGENT_CLIS="$$clis" PERSONA_REQUIRE_E2E=1 PERSONA_E2E_EDITS="$(E2E_EDITS)" PERSONA_HELM="$(HELM)" \
+		go test -count=1 -v -timeout 25m $(if $(E2E_RUN),-run '$(E2E_RUN)') ./test/e2e
 
 .PHONY: e2e-fast
 e2e-fast: ## The e2e suite with 3 prompt edits instead of 21, for iteration.

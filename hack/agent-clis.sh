@@ -9,8 +9,10 @@
 # and linked into bin/agents/ of the clone (never bin/ itself, which a
 # developer may have on PATH: the pinned CLIs would shadow their own).
 #
-# Usage:  export PERSONA_AGENT_CLIS="$(hack/agent-clis.sh)"
-# The last line on stdout is the absolute directory of the links; progress
+# Usage:  export PERSONA_AGENT_CLIS="$(hack/agent-clis.sh [COMMAND...])"
+# With commands (claude, codex, opencode), only those are provided: make
+# test-e2e runs Codex alone. The last line on stdout is the absolute
+# directory of the links; progress
 # goes to stderr. Idempotent: a no-op when each CLI is there and reports its
 # version. An install goes to a temporary directory that is moved into place
 # only once its CLI runs, so an interrupted one is never taken for done;
@@ -91,8 +93,22 @@ install_cli() {
     die "could not install $pkg@$version from the npm registry (see npm's messages above); its CLI must report $version"
 }
 
+# wanted COMMAND: the command line names COMMAND, or names none.
+wanted() {
+    local w
+    (($# == 1)) && return 0
+    for w in "${@:2}"; do [[ "$w" == "$1" ]] && return 0; done
+    return 1
+}
+
+for w in "$@"; do
+    known=""
+    for entry in "${CLIS[@]}"; do [[ "${entry%% *}" == "$w" ]] && known=1; done
+    [[ -n "$known" ]] || die "unknown agent CLI $w: the pinned ones are claude, codex and opencode"
+done
 for entry in "${CLIS[@]}"; do
     read -r cmd pkg version <<<"$entry"
+    wanted "$cmd" "$@" || continue
     install_cli "$cmd" "$pkg" "$version"
     ln -sfn "$ROOT/$cmd@$version/node_modules/.bin/$cmd" "$LINKS/$cmd"
 done

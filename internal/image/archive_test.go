@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // TestWriteArchiveIsAnImageLayoutContainerdNames writes an image and reads
@@ -80,6 +81,64 @@ func TestBuildIsReproducible(t *testing.T) {
 	d2, _ := second.Digest()
 	if d1 != d2 {
 		t.Errorf("digests %s and %s differ for the same files", d1, d2)
+	}
+}
+
+// TestBuildUncompressedLayerIsThePlainTar: the layer of BuildUncompressed is
+// the same tar as Build's, stored as it is, under the media type that says so,
+// and the image round-trips through an archive with the same content.
+func TestBuildUncompressedLayerIsThePlainTar(t *testing.T) {
+	files := []File{{Name: "bin", Dir: true, Mode: 0o755}, {Name: "bin/run", Data: []byte("#!/run\n"), Mode: 0o755}}
+	config := Config{Entrypoint: []string{"/bin/run"}, Env: []string{"PATH=/bin"}}
+	plain, err := BuildUncompressed(files, config, "amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gzipped, err := Build(files, config, "amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := plain.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("%d layers (%v), want one", len(layers), err)
+	}
+	if mt, _ := layers[0].MediaType(); mt != types.OCIUncompressedLayer {
+		t.Errorf("layer media type %s, want %s", mt, types.OCIUncompressedLayer)
+	}
+	digest, _ := layers[0].Digest()
+	diffID, _ := layers[0].DiffID()
+	if digest != diffID {
+		t.Errorf("the layer's digest %s is not its diff ID %s: it is stored transformed", digest, diffID)
+	}
+	gzippedLayers, err := gzipped.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := gzippedLayers[0].DiffID(); diffID != want {
+		t.Errorf("diff ID %s, want Build's %s: not the same tar", diffID, want)
+	}
+
+	dir := t.TempDir()
+	archive := filepath.Join(dir, "image.tar")
+	if err := WriteArchive(archive, "registry.example/run:v1", plain); err != nil {
+		t.Fatal(err)
+	}
+	untar(t, archive, filepath.Join(dir, "layout"))
+	index, err := layout.ImageIndexFromPath(filepath.Join(dir, "layout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := plain.Digest()
+	read, err := index.Image(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readLayers, err := read.Layers()
+	if err != nil || len(readLayers) != 1 {
+		t.Fatalf("%d layers read back (%v), want one", len(readLayers), err)
+	}
+	if got, _ := readLayers[0].DiffID(); got != diffID {
+		t.Errorf("the layer read back has diff ID %s, want %s", got, diffID)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -57,6 +58,22 @@ func Build(files []File, config Config, arch string) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("layer: %w", err)
 	}
+	return withConfig(layer, config, arch)
+}
+
+// BuildUncompressed is Build with its layer stored as a plain tar: for an
+// image of hundreds of megabytes that a local runtime imports right away,
+// gzip costs more time, on both sides, than the bytes it saves.
+func BuildUncompressed(files []File, config Config, arch string) (v1.Image, error) {
+	layerTar, err := tarOf(files)
+	if err != nil {
+		return nil, err
+	}
+	return withConfig(static.NewLayer(layerTar, types.OCIUncompressedLayer), config, arch)
+}
+
+// withConfig is the image of the one layer that runs as config says.
+func withConfig(layer v1.Layer, config Config, arch string) (v1.Image, error) {
 	img, err := mutate.AppendLayers(empty.Image, layer)
 	if err != nil {
 		return nil, fmt.Errorf("layer: %w", err)

@@ -23,21 +23,65 @@ type turn struct {
 	Error    string `json:"error"`
 }
 
-// agentTurns reads a container's log from the kubelet's podLogsDir
-// (<namespace>_<pod>_<uid>/<container>/<restart>.log, in the CRI format
-// "<RFC3339Nano> stdout F <line>"): the kubelet's own log API is not
-// reachable on a node without an address.
+// agentTurns reads a container's log: the turns test/e2e/agent logged.
 func (n *node) agentTurns(namespace, pod, container string) ([]turn, error) {
-	files, _ := filepath.Glob(filepath.Join(n.podLogs, namespace+"_"+pod+"_*", container, "*.log"))
+	var turns []turn
+	err := n.stdoutLines(namespace+"_"+pod+"_*", container, func(at time.Time, line []byte) {
+		var t turn
+		if json.Unmarshal(line, &t) == nil {
+			t.At = at
+			turns = append(turns, t)
+		}
+	})
+	return turns, err
+}
+
+// session is one line of test/e2e/sessions' log: one run of its command.
+type session struct {
+	Session int    `json:"session"`
+	Took    string `json:"took"`
+	Exit    int    `json:"exit"`
+	Error   string `json:"error"`
+}
+
+// sessions reads the log of the containers named container in namespace:
+// every session their agent ran, how long each took, and how many failed.
+func (n *node) sessions(namespace, container string) ([]session, []time.Duration, int, error) {
+	var all []session
+	var took []time.Duration
+	failed := 0
+	err := n.stdoutLines(namespace+"_*", container, func(_ time.Time, line []byte) {
+		var s session
+		if json.Unmarshal(line, &s) != nil || s.Session == 0 {
+			return
+		}
+		all = append(all, s)
+		if d, err := time.ParseDuration(s.Took); err == nil {
+			took = append(took, d)
+		}
+		if s.Exit != 0 || s.Error != "" {
+			failed++
+		}
+	})
+	return all, took, failed, err
+}
+
+// stdoutLines calls each with every line a container wrote on standard
+// output, and when, from the kubelet's podLogsDir
+// (<namespace>_<pod>_<uid>/<container>/<restart>.log, in the CRI format
+// "<RFC3339Nano> stdout F <line>") of the pods matching the pattern
+// podDirs: the kubelet's own log API is not reachable on a node without an
+// address.
+func (n *node) stdoutLines(podDirs, container string, each func(at time.Time, line []byte)) error {
+	files, _ := filepath.Glob(filepath.Join(n.podLogs, podDirs, container, "*.log"))
 	if len(files) == 0 {
-		return nil, fmt.Errorf("no log of container %s of pod %s/%s yet", container, namespace, pod)
+		return fmt.Errorf("no log of container %s of pods %s yet", container, podDirs)
 	}
 	sort.Strings(files)
-	var turns []turn
 	for _, path := range files {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s := bufio.NewScanner(f)
 		s.Buffer(make([]byte, 64<<10), 1<<20)
@@ -46,17 +90,15 @@ func (n *node) agentTurns(namespace, pod, container string) ([]turn, error) {
 			if len(parts) < 4 || parts[1] != "stdout" || parts[2] != "F" {
 				continue
 			}
-			var t turn
 			at, err := time.Parse(time.RFC3339Nano, parts[0])
-			if err != nil || json.Unmarshal([]byte(parts[3]), &t) != nil {
+			if err != nil {
 				continue
 			}
-			t.At = at
-			turns = append(turns, t)
+			each(at, []byte(parts[3]))
 		}
 		_ = f.Close()
 	}
-	return turns, nil
+	return nil
 }
 
 // since is the turns at or after t.

@@ -4,6 +4,7 @@
 // containerd with a bridge pod network and a kubelet. It installs the
 // operator from dist/install.yaml with the image make image builds, and
 // checks how a persona's render reaches config/samples' running agent
-// (docs/delivery.md). Everything is in its _test.go files; agent/ and pause/
-// are the programs of its images.
+// (docs/delivery.md), and the model requests of the real Codex CLI run as
+// that agent (codex_test.go). Everything is in its _test.go files; agent/,
+// sessions/ and pause/ are the programs of its images.
 package e2e

@@ -76,6 +76,7 @@ func TestDelivery(t *testing.T) {
 		{"EditReachesOnlyTheLivePod", s.editReachesOnlyTheLivePod},
 		{"RollingUpdateCanariesTheRevision", s.rollingUpdateCanariesTheRevision},
 		{"AgentsStatusCountsPodsByRevision", s.agentsStatusCountsPodsByRevision},
+		{"RealHarnessGetsEachEdit", s.realHarnessGetsEachEdit},
 		{"MetricsNeedAToken", s.metricsNeedAToken},
 		{"LeaderFailover", s.leaderFailover},
 		{"RolloutRestartUnderLoad", s.rolloutRestartUnderLoad},

@@ -16,14 +16,17 @@ import (
 const (
 	pauseImage = "docker.io/local/pause:e2e"
 	agentImage = "docker.io/local/persona-agent:e2e"
+	// codexImage runs the Codex CLI (codex_test.go); the check that runs it
+	// builds and imports it.
+	codexImage = "docker.io/local/codex-agent:e2e"
 )
 
-// buildBinaries builds the manager (as bin/cmd), kubectl-persona, the agent
-// and pause into bin, static and as make image builds them, so that images
+// buildBinaries builds the manager (as bin/cmd), kubectl-persona, the agent,
+// sessions and pause into bin, static and as make image builds them, so that images
 // need nothing beside them.
 func buildBinaries(root, bin string) error {
 	args := append(append([]string{"build"}, image.GoBuildFlags("e2e")...), "-o", bin+string(filepath.Separator),
-		"./cmd", "./cmd/kubectl-persona", "./test/e2e/agent", "./test/e2e/pause")
+		"./cmd", "./cmd/kubectl-persona", "./test/e2e/agent", "./test/e2e/sessions", "./test/e2e/pause")
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -71,6 +74,29 @@ func writeImages(bin, turnFile string, managerRefs []string, dir string) ([]stri
 		tarballs = append(tarballs, path)
 	}
 	return tarballs, nil
+}
+
+// writeCodexImage writes the image codexImage into dir and returns its
+// path: the Codex CLI's static binary codex, kubectl-persona and the
+// entrypoint sessions, which runs one session of its command after another,
+// in /usr/local/bin, on the PATH. Its layer is a plain tar: gzip would take
+// longer, to compress here and to decompress in containerd, than the ~300 MB
+// it saves take to copy.
+func writeCodexImage(bin, codex, dir string) (string, error) {
+	files := []image.File{
+		{Name: "usr", Dir: true, Mode: 0o755},
+		{Name: "usr/local", Dir: true, Mode: 0o755},
+		{Name: "usr/local/bin", Dir: true, Mode: 0o755},
+		{Name: "usr/local/bin/codex", Source: codex, Mode: 0o755},
+		{Name: "usr/local/bin/kubectl-persona", Source: filepath.Join(bin, "kubectl-persona"), Mode: 0o755},
+		{Name: "usr/local/bin/sessions", Source: filepath.Join(bin, "sessions"), Mode: 0o755},
+	}
+	img, err := image.BuildUncompressed(files, image.Config{Entrypoint: []string{"/usr/local/bin/sessions"}, Env: []string{"PATH=/usr/local/bin"}}, runtime.GOARCH)
+	if err != nil {
+		return "", err
+	}
+	path := archivePath(dir, codexImage)
+	return path, image.WriteArchive(path, codexImage, img)
 }
 
 func archivePath(dir, ref string) string {

@@ -1,5 +1,6 @@
-// Package modelstub is a model API on 127.0.0.1 for running the real agent
-// CLIs offline: it records every request and answers each with the shortest
+// Package modelstub is a model API on 127.0.0.1 (or another address of the
+// caller's) for running the real agent CLIs offline: it records every request,
+// with the time it arrived, and answers each with the shortest
 // valid reply of the API it was sent to (Anthropic Messages, OpenAI
 // Responses, OpenAI chat completions), streamed when the request asks for a
 // stream. The reply is always the same text, so a run is deterministic.
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Reply is the text every answer carries.
@@ -20,6 +22,8 @@ const Reply = "stub reply"
 
 // Request is one request the stub received.
 type Request struct {
+	// At is when the stub received the request's head.
+	At     time.Time
 	Method string
 	// Host is the host a proxied request was for: set only for a request
 	// sent to the stub as a proxy (HTTPS_PROXY), which is one that tried to
@@ -35,7 +39,7 @@ func (r Request) JSON(v any) error { return json.Unmarshal(r.Body, v) }
 
 // Server is a running stub.
 type Server struct {
-	URL string // http://127.0.0.1:PORT, no trailing slash
+	URL string // http://ADDRESS:PORT, no trailing slash
 
 	srv      *http.Server
 	mu       sync.Mutex
@@ -43,10 +47,14 @@ type Server struct {
 }
 
 // Start serves the stub on a free port of 127.0.0.1 until Close.
-func Start() (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func Start() (*Server, error) { return StartOn("127.0.0.1:0") }
+
+// StartOn serves the stub on address (host:port, port 0 for a free one)
+// until Close: an address that containers reach, for a harness in a pod.
+func StartOn(address string) (*Server, error) {
+	ln, err := net.Listen("tcp", address)
 	if err != nil {
-		return nil, fmt.Errorf("model stub: listen on 127.0.0.1: %w", err)
+		return nil, fmt.Errorf("model stub: listen on %s: %w", address, err)
 	}
 	s := &Server{URL: "http://" + ln.Addr().String()}
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve)}
@@ -72,6 +80,7 @@ func (s *Server) Reset() {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
 	body, _ := io.ReadAll(r.Body)
 	proxied := r.Method == http.MethodConnect || r.URL.IsAbs()
 	host := ""
@@ -79,7 +88,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		host = r.Host
 	}
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Host: host, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	s.requests = append(s.requests, Request{At: at, Method: r.Method, Host: host, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 	s.mu.Unlock()
 	if proxied {
 		http.Error(w, "the model stub is no way out", http.StatusForbidden)
