@@ -34,8 +34,8 @@ const (
 // The values of harnessPrompt: keep the harness's built-in instructions and
 // add the prompt after them, or replace them with it.
 const (
-	harnessPromptKeep    = "keep"
-	harnessPromptReplace = "replace"
+	harnessPromptKeep    = render.HarnessPromptKeep
+	harnessPromptReplace = render.HarnessPromptReplace
 )
 
 // The values of --project-docs.
@@ -346,33 +346,21 @@ type launchSettings struct {
 }
 
 func launchSettingsOf(b *render.Bundle, variant string) (launchSettings, error) {
-	p := b.Persona
-	s := launchSettings{harness: p.Harness, model: p.Model, effort: p.ReasoningEffort, harnessPrompt: p.HarnessPrompt}
-	if variant != "" {
-		var v *render.Variant
+	l, ok := b.Launches().For(variant)
+	if !ok {
 		names := make([]string, 0, len(b.Variants))
-		for i := range b.Variants {
-			names = append(names, b.Variants[i].Name)
-			if b.Variants[i].Name == variant {
-				v = &b.Variants[i] // of variants with the same name the last, as a render
-			}
+		for _, v := range b.Variants {
+			names = append(names, v.Name)
 		}
-		if v == nil {
-			if len(names) == 0 {
-				return s, fmt.Errorf("persona %q has no variant %q: it has none", p.Name, variant)
-			}
-			return s, fmt.Errorf("persona %q has no variant %q: it has %s", p.Name, variant, strings.Join(names, ", "))
+		if len(names) == 0 {
+			return launchSettings{}, fmt.Errorf("persona %q has no variant %q: it has none", b.Persona.Name, variant)
 		}
-		s.harness = cmp.Or(v.Harness, s.harness)
-		s.model = cmp.Or(v.Model, s.model)
-		s.effort = cmp.Or(v.ReasoningEffort, s.effort)
-		s.harnessPrompt = cmp.Or(v.HarnessPrompt, s.harnessPrompt)
+		return launchSettings{}, fmt.Errorf("persona %q has no variant %q: it has %s", b.Persona.Name, variant, strings.Join(names, ", "))
 	}
-	s.harness = cmp.Or(s.harness, render.DefaultHarness)
-	s.harnessPrompt = cmp.Or(s.harnessPrompt, harnessPromptKeep)
+	s := launchSettings{harness: l.Harness, model: l.Model, effort: l.ReasoningEffort, harnessPrompt: l.HarnessPrompt}
 	if s.harnessPrompt != harnessPromptKeep && s.harnessPrompt != harnessPromptReplace {
 		return s, fmt.Errorf("persona %q: harnessPrompt %q is not %s or %s; use the kubectl-persona of the operator's release or a newer one",
-			p.Name, s.harnessPrompt, harnessPromptKeep, harnessPromptReplace)
+			b.Persona.Name, s.harnessPrompt, harnessPromptKeep, harnessPromptReplace)
 	}
 	return s, nil
 }

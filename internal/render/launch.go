@@ -43,6 +43,20 @@ func (l *Launches) For(variant string) (Launch, bool) {
 	return v, ok
 }
 
+// Launches are the launch settings of every prompt of b.
+func (b *Bundle) Launches() *Launches {
+	persona := launchFields{Harness: b.Persona.Harness, Model: b.Persona.Model, ReasoningEffort: b.Persona.ReasoningEffort, HarnessPrompt: b.Persona.HarnessPrompt}
+	out := &Launches{Persona: launchOf(persona, launchFields{})}
+	for _, v := range b.Variants {
+		if out.Variants == nil {
+			out.Variants = make(map[string]Launch, len(b.Variants))
+		}
+		// Of variants with the same name, the last, as a render.
+		out.Variants[v.Name] = launchOf(persona, launchFields{Harness: v.Harness, Model: v.Model, ReasoningEffort: v.ReasoningEffort, HarnessPrompt: v.HarnessPrompt})
+	}
+	return out
+}
+
 // launchFields are the fields of the persona and of a variant a launch reads.
 type launchFields struct {
 	Harness         string `json:"harness"`
