@@ -107,34 +107,11 @@ wire_api = "responses"
 			return nil
 		},
 		read: func(body []byte) (received, error) {
-			var req struct {
-				Model        string `json:"model"`
-				Instructions string `json:"instructions"`
-				Reasoning    struct {
-					Effort string `json:"effort"`
-				} `json:"reasoning"`
-				Input []struct {
-					Role    string `json:"role"`
-					Content []struct {
-						Text string `json:"text"`
-					} `json:"content"`
-				} `json:"input"`
-			}
-			if err := json.Unmarshal(body, &req); err != nil {
+			req, err := modelstub.ReadResponses(body)
+			if err != nil {
 				return received{}, err
 			}
-			r := received{model: req.Model, effort: req.Reasoning.Effort}
-			if req.Instructions != "" {
-				r.instructions = append(r.instructions, req.Instructions)
-			}
-			for _, m := range req.Input {
-				if m.Role == "developer" || m.Role == "system" {
-					for _, c := range m.Content {
-						r.instructions = append(r.instructions, c.Text)
-					}
-				}
-			}
-			return r, nil
+			return received{model: req.Model, effort: req.Effort, instructions: req.Instructions}, nil
 		},
 	},
 	{

@@ -197,34 +197,11 @@ type modelRequest struct {
 }
 
 func readModelRequest(r modelstub.Request) (modelRequest, error) {
-	var body struct {
-		Model        string `json:"model"`
-		Instructions string `json:"instructions"`
-		Reasoning    struct {
-			Effort string `json:"effort"`
-		} `json:"reasoning"`
-		Input []struct {
-			Role    string `json:"role"`
-			Content []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-		} `json:"input"`
-	}
-	if err := r.JSON(&body); err != nil {
+	body, err := modelstub.ReadResponses(r.Body)
+	if err != nil {
 		return modelRequest{}, fmt.Errorf("the request %s %s at %s: %w", r.Method, r.Path, r.At.Format(time.TimeOnly), err)
 	}
-	m := modelRequest{at: r.At, model: body.Model, effort: body.Reasoning.Effort}
-	if body.Instructions != "" {
-		m.instructions = append(m.instructions, body.Instructions)
-	}
-	for _, in := range body.Input {
-		if in.Role == "developer" || in.Role == "system" {
-			for _, c := range in.Content {
-				m.instructions = append(m.instructions, c.Text)
-			}
-		}
-	}
-	return m, nil
+	return modelRequest{at: r.At, model: body.Model, effort: body.Effort, instructions: body.Instructions}, nil
 }
 
 // holds says whether the request's instructions hold text.

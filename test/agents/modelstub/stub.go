@@ -227,3 +227,44 @@ func chatCompletion(w http.ResponseWriter, model string, stream bool) {
 	e.send("", chunk(map[string]any{}, "stop", chatUsage))
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
+
+// Responses is what a request of the OpenAI Responses API, as Codex sends
+// it, gives the model.
+type Responses struct {
+	Model, Effort string
+	// Instructions are the request's instructions, then the texts of its
+	// developer and system messages, in order.
+	Instructions []string
+}
+
+// ReadResponses reads a Responses API request's body.
+func ReadResponses(body []byte) (Responses, error) {
+	var req struct {
+		Model        string `json:"model"`
+		Instructions string `json:"instructions"`
+		Reasoning    struct {
+			Effort string `json:"effort"`
+		} `json:"reasoning"`
+		Input []struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"input"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return Responses{}, err
+	}
+	r := Responses{Model: req.Model, Effort: req.Reasoning.Effort}
+	if req.Instructions != "" {
+		r.Instructions = append(r.Instructions, req.Instructions)
+	}
+	for _, m := range req.Input {
+		if m.Role == "developer" || m.Role == "system" {
+			for _, c := range m.Content {
+				r.Instructions = append(r.Instructions, c.Text)
+			}
+		}
+	}
+	return r, nil
+}
