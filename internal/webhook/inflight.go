@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/semaphore"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -108,9 +107,11 @@ type inflight struct {
 	maxWait time.Duration
 }
 
-// lane is one bound of inflight.
+// lane is one bound of inflight. Its requests take turns by client
+// address, so that a client that queues many heavy requests holds up
+// another's, the API server's, for one turn of each client waiting.
 type lane struct {
-	sem   *semaphore.Weighted
+	sem   *fairshare.Weighted
 	limit int64
 	// doing and what say what the webhook does with the lane's requests,
 	// and names them, in a denial.
@@ -122,7 +123,7 @@ type lane struct {
 }
 
 func newLane(limit, receivingLimit int64, doing, what string) *lane {
-	return &lane{sem: semaphore.NewWeighted(limit), limit: limit, doing: doing, what: what, receiving: newReceiving(receivingLimit)}
+	return &lane{sem: fairshare.NewWeighted(limit), limit: limit, doing: doing, what: what, receiving: newReceiving(receivingLimit)}
 }
 
 // newInflight is the bound of the validating webhooks.
@@ -202,7 +203,8 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	}
 	waitUntil := start.Add(min(waitFor(r), l.maxWait))
 	rc := http.NewResponseController(w)
-	rcpt := in.receiving.begin(clientAddress(r), rc)
+	client := clientAddress(r)
+	rcpt := in.receiving.begin(client, rc)
 	defer in.receiving.finish(rcpt)
 	body, err := in.receiving.read(r.Context(), rc, r, rcpt, waitUntil)
 	switch {
@@ -230,7 +232,7 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 			return
 		}
 	}
-	if !in.acquire(r.Context(), waitUntil, need) {
+	if !in.acquire(r.Context(), waitUntil, client, need) {
 		in.deny(w, bytes.NewReader(body), false)
 		return
 	}
@@ -242,14 +244,15 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	_ = rc.SetWriteDeadline(start.Add(2 * l.maxWait))
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection serves on
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	next.ServeHTTP(w, r)
+	next.ServeHTTP(w, r.WithContext(withClient(r.Context(), client)))
 }
 
-// acquire waits until weight fits in the lane, or until waitUntil.
-func (in *lane) acquire(ctx context.Context, waitUntil time.Time, weight int64) bool {
+// acquire waits until weight fits in the lane, in client's turn, or until
+// waitUntil.
+func (in *lane) acquire(ctx context.Context, waitUntil time.Time, client string, weight int64) bool {
 	ctx, cancel := context.WithDeadline(ctx, waitUntil)
 	defer cancel()
-	if err := in.sem.Acquire(ctx, weight); err != nil {
+	if err := in.sem.Acquire(ctx, client, weight); err != nil {
 		return false
 	}
 	in.held.Add(weight)
@@ -296,7 +299,7 @@ const (
 	// short while a body of another client waits: the API server's bytes
 	// are there to be read. Its client then goes no further than its share
 	// for benchFor.
-	stallGrace = 100 * time.Millisecond
+	stallGrace = 300 * time.Millisecond
 	benchFor   = 10 * time.Second
 )
 
@@ -328,6 +331,10 @@ type receiving struct {
 	freed chan struct{}
 	// waiting counts the bodies waiting for room, by client address.
 	waiting map[string]int
+	// passing are the bodies that may pass (see fits) waiting for room
+	// past their share, in the order they began to wait: at most one a
+	// client, so they take turns by client, and the first goes first.
+	passing []*receipt
 	// overdue are the bodies past their prompt deadline that are still
 	// arriving.
 	overdue map[*receipt]struct{}
@@ -358,8 +365,10 @@ type receipt struct {
 	// done: the body is read, or its read over; no cut may come after.
 	done bool
 	// paused: the body waits for room, so its prompt deadline waits too;
-	// left is what remained of it when it paused.
+	// left is what remained of it when it paused. inLine: it is among
+	// the passing.
 	paused bool
+	inLine bool
 	left   time.Duration
 	// due is its prompt deadline: a timer that fires before it, set for an
 	// earlier deadline, finds the body in time.
@@ -381,6 +390,20 @@ func clientAddress(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// clientKey is the context key of the client address a request came from.
+type clientKey struct{}
+
+func withClient(ctx context.Context, client string) context.Context {
+	return context.WithValue(ctx, clientKey{}, client)
+}
+
+// clientOf is the address of the client whose request ctx serves, or ""
+// outside the webhook's bound.
+func clientOf(ctx context.Context) string {
+	client, _ := ctx.Value(clientKey{}).(string)
+	return client
 }
 
 // errNoRoom is a body that found no room among those received in time.
@@ -550,23 +573,27 @@ func (rv *receiving) tryCharge(rcpt *receipt, n int64) bool {
 // limit and its client's share. Past them, only a body that may pass (the
 // first begun of its client's, of a client not benched): within half the
 // limit more, so that the API server's larger bodies never queue behind
-// those of other clients one by one; or beyond, while no body that has
-// arrived is held, when it is the first begun of the bodies that may pass.
-// So bodies that each hold a part never wait for one another, the room
-// holds at most one and a half times its limit and one body, and a client
-// whose body was cut short takes no room beyond its share.
+// those of other clients one by one; or beyond, when it is the first begun
+// of the bodies that may pass, while no body that has arrived is held and
+// the other bodies hold no more than one and a half times the limit. So
+// bodies that each hold a part never wait for one another, the room holds
+// at most one and a half times its limit and one body, and a client whose
+// body was cut short takes no room beyond its share. (A body whose client
+// is benched after it went past still holds what it took: the next body
+// to go past waits until the others are back within the bound.)
 func (rv *receiving) fits(rcpt *receipt, n int64) bool {
 	share := int64(fairshare.Share(int(rv.limit), len(rv.clients)))
 	if rv.held+n <= rv.limit && rv.heldBy[rcpt.client]+n <= share {
 		return true
 	}
-	if !rv.mayPass(rcpt) {
+	if !rv.mayPass(rcpt) || !rv.passTurn(rcpt) {
 		return false
 	}
-	if rv.held+n <= rv.limit+rv.limit/2 {
+	past := rv.limit + rv.limit/2
+	if rv.held+n <= past {
 		return true
 	}
-	if rv.arrived > 0 {
+	if rv.arrived > 0 || rv.held-rcpt.charged > past {
 		return false
 	}
 	mine := rv.active[rcpt]
@@ -595,6 +622,38 @@ func (rv *receiving) mayPass(rcpt *receipt) bool {
 		}
 	}
 	return true
+}
+
+// passTurn reports whether it is rcpt's turn among the bodies that wait to
+// go past their share: it is the first of them, or none waits. The first
+// that may no longer pass (its client was benched, or an earlier body of
+// its client began meanwhile) leaves the line, and comes back at its end
+// when it may again.
+func (rv *receiving) passTurn(rcpt *receipt) bool {
+	for len(rv.passing) > 0 && rv.passing[0] != rcpt && !rv.mayPass(rv.passing[0]) {
+		rv.passing[0].inLine = false
+		rv.passing = rv.passing[1:]
+	}
+	return len(rv.passing) == 0 || rv.passing[0] == rcpt
+}
+
+// line puts rcpt, which waits for room, at the end of the passing when it
+// may pass and is not there yet.
+func (rv *receiving) line(rcpt *receipt) {
+	if !rcpt.inLine && rv.mayPass(rcpt) {
+		rcpt.inLine = true
+		rv.passing = append(rv.passing, rcpt)
+	}
+}
+
+// leaveLine takes rcpt out of the passing; the next in line may go.
+func (rv *receiving) leaveLine(rcpt *receipt) {
+	if !rcpt.inLine {
+		return
+	}
+	rcpt.inLine = false
+	rv.passing = slices.DeleteFunc(rv.passing, func(other *receipt) bool { return other == rcpt })
+	rv.wake()
 }
 
 // cutShort cuts rcpt's body short, and benches its client.
@@ -642,7 +701,8 @@ func (rv *receiving) charge(ctx context.Context, waitUntil time.Time, rcpt *rece
 	// for every stallGrace.
 	tick := time.NewTicker(stallGrace)
 	defer tick.Stop()
-	for !rv.fits(rcpt, n) {
+	defer rv.leaveLine(rcpt)
+	for rv.line(rcpt); !rv.fits(rcpt, n); rv.line(rcpt) {
 		rv.waiting[rcpt.client]++
 		for late := range rv.overdue {
 			if late.client != rcpt.client {

@@ -423,3 +423,142 @@ func TestConcurrentLargeBodiesOfOneClientDoNotWaitForEachOther(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+// TestChainedBodiesStayWithinTheBound: clients at twelve addresses, each
+// beginning a body of nearly the largest size, then one that sends nothing,
+// then half the large body and a byte every 20 ms, one address after
+// another: each silent body is cut when the next address waits, which
+// benches its client while its large body still holds what it received.
+// The bodies being received never hold more than one and a half times the
+// room and one body.
+func TestChainedBodiesStayWithinTheBound(t *testing.T) {
+	l := newInflight(render.DefaultLimits)
+	srv := httptest.NewServer(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = w.Write([]byte("validated"))
+	})))
+	defer srv.Close()
+	rv := l.heavy.receiving
+	var most atomic.Int64
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			rv.mu.Lock()
+			if rv.held > most.Load() {
+				most.Store(rv.held)
+			}
+			rv.mu.Unlock()
+		}
+	}()
+	const n = maxRequestBytes - 4<<10
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	for k := range 12 {
+		ip := fmt.Sprintf("127.0.2.%d", k+1)
+		large := dialFrom(t, srv, ip)
+		fmt.Fprintf(large, "POST /?timeout=10s HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", n)
+		time.Sleep(20 * time.Millisecond)
+		silent := dialFrom(t, srv, ip)
+		fmt.Fprintf(silent, "POST /?timeout=10s HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 100<<10)
+		conns = append(conns, large, silent)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(300 * time.Millisecond)
+			if _, err := large.Write(bytes.Repeat([]byte("x"), n/2+4<<10)); err != nil {
+				return
+			}
+			for range 200 {
+				if _, err := large.Write([]byte("x")); err != nil {
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+		time.Sleep(40 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	<-watched
+	for _, c := range conns {
+		c.Close()
+	}
+	wg.Wait()
+	// A body of n bytes is charged twice, as its buffer grows by doubling.
+	bound := rv.limit + rv.limit/2 + 2*maxRequestBytes
+	t.Logf("the most the bodies being received held: %.1f MiB (bound %.1f MiB)", float64(most.Load())/(1<<20), float64(bound)/(1<<20))
+	if most.Load() > bound {
+		t.Errorf("the bodies being received held %.1f MiB, over one and a half times the room and one body, %.1f MiB", float64(most.Load())/(1<<20), float64(bound)/(1<<20))
+	}
+}
+
+// postFrom posts body from ip and returns the answer's status and how long
+// it took.
+func postFrom(t *testing.T, srv *httptest.Server, ip string, body []byte) (int, time.Duration) {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}).DialContext}}
+	defer client.CloseIdleConnections()
+	start := time.Now()
+	resp, err := client.Post(srv.URL+"/?timeout=10s", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, time.Since(start)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, time.Since(start)
+}
+
+// TestHeavyRequestsOfOtherClientsTakeTurns: clients at three addresses,
+// each keeping four heavy requests queued that take 300 ms each to validate
+// (an object of many unknown keys), one at a time in the lane: the API
+// server's heavy requests wait for one turn of each address, not for every
+// request queued before them.
+func TestHeavyRequestsOfOtherClientsTakeTurns(t *testing.T) {
+	const validation = 300 * time.Millisecond
+	l := newInflight(render.DefaultLimits)
+	srv := httptest.NewServer(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		time.Sleep(validation)
+		_, _ = w.Write([]byte("validated"))
+	})))
+	defer srv.Close()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for a := range 3 {
+		for i := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				body := review(t, fmt.Sprint("heavy-", a, "-", i), 3<<20)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					postFrom(t, srv, fmt.Sprintf("127.0.3.%d", a+1), body)
+				}
+			}()
+		}
+	}
+	defer func() { close(stop); wg.Wait() }()
+	time.Sleep(time.Second)
+	// One turn of each of the three addresses and its own: 1.2 s of
+	// validation, and the time to receive the bodies.
+	const within = 2 * time.Second
+	body := review(t, "api", 3<<20)
+	for i := range 5 {
+		status, took := postFrom(t, srv, "127.0.0.1", body)
+		t.Logf("the API server's heavy request %d: %d after %v", i, status, took)
+		if status != http.StatusOK || took > within {
+			t.Errorf("the API server's heavy request %d: %d after %v; want it validated within %v", i, status, took, within)
+		}
+	}
+}
