@@ -331,10 +331,6 @@ type receiving struct {
 	freed chan struct{}
 	// waiting counts the bodies waiting for room, by client address.
 	waiting map[string]int
-	// passing are the bodies that may pass (see fits) waiting for room
-	// past their share, in the order they began to wait: at most one a
-	// client, so they take turns by client, and the first goes first.
-	passing []*receipt
 	// overdue are the bodies past their prompt deadline that are still
 	// arriving.
 	overdue map[*receipt]struct{}
@@ -365,10 +361,8 @@ type receipt struct {
 	// done: the body is read, or its read over; no cut may come after.
 	done bool
 	// paused: the body waits for room, so its prompt deadline waits too;
-	// left is what remained of it when it paused. inLine: it is among
-	// the passing.
+	// left is what remained of it when it paused.
 	paused bool
-	inLine bool
 	left   time.Duration
 	// due is its prompt deadline: a timer that fires before it, set for an
 	// earlier deadline, finds the body in time.
@@ -586,7 +580,7 @@ func (rv *receiving) fits(rcpt *receipt, n int64) bool {
 	if rv.held+n <= rv.limit && rv.heldBy[rcpt.client]+n <= share {
 		return true
 	}
-	if !rv.mayPass(rcpt) || !rv.passTurn(rcpt) {
+	if !rv.mayPass(rcpt) {
 		return false
 	}
 	past := rv.limit + rv.limit/2
@@ -622,38 +616,6 @@ func (rv *receiving) mayPass(rcpt *receipt) bool {
 		}
 	}
 	return true
-}
-
-// passTurn reports whether it is rcpt's turn among the bodies that wait to
-// go past their share: it is the first of them, or none waits. The first
-// that may no longer pass (its client was benched, or an earlier body of
-// its client began meanwhile) leaves the line, and comes back at its end
-// when it may again.
-func (rv *receiving) passTurn(rcpt *receipt) bool {
-	for len(rv.passing) > 0 && rv.passing[0] != rcpt && !rv.mayPass(rv.passing[0]) {
-		rv.passing[0].inLine = false
-		rv.passing = rv.passing[1:]
-	}
-	return len(rv.passing) == 0 || rv.passing[0] == rcpt
-}
-
-// line puts rcpt, which waits for room, at the end of the passing when it
-// may pass and is not there yet.
-func (rv *receiving) line(rcpt *receipt) {
-	if !rcpt.inLine && rv.mayPass(rcpt) {
-		rcpt.inLine = true
-		rv.passing = append(rv.passing, rcpt)
-	}
-}
-
-// leaveLine takes rcpt out of the passing; the next in line may go.
-func (rv *receiving) leaveLine(rcpt *receipt) {
-	if !rcpt.inLine {
-		return
-	}
-	rcpt.inLine = false
-	rv.passing = slices.DeleteFunc(rv.passing, func(other *receipt) bool { return other == rcpt })
-	rv.wake()
 }
 
 // cutShort cuts rcpt's body short, and benches its client.
@@ -701,8 +663,7 @@ func (rv *receiving) charge(ctx context.Context, waitUntil time.Time, rcpt *rece
 	// for every stallGrace.
 	tick := time.NewTicker(stallGrace)
 	defer tick.Stop()
-	defer rv.leaveLine(rcpt)
-	for rv.line(rcpt); !rv.fits(rcpt, n); rv.line(rcpt) {
+	for !rv.fits(rcpt, n) {
 		rv.waiting[rcpt.client]++
 		for late := range rv.overdue {
 			if late.client != rcpt.client {
