@@ -395,12 +395,7 @@ func TestBodyStreamOfAnotherClientDoesNotStarveOrdinaryRequests(t *testing.T) {
 // can hold beside the other, never wait for one another: the first begun
 // goes on past the limit.
 func TestConcurrentLargeBodiesOfOneClientDoNotWaitForEachOther(t *testing.T) {
-	l := newInflight(render.DefaultLimits)
-	srv := httptest.NewServer(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		_, _ = w.Write([]byte("validated"))
-	})))
-	defer srv.Close()
+	srv := validating(t, newInflight(render.DefaultLimits))
 	for round := range 3 {
 		var wg sync.WaitGroup
 		for i := range 2 {
@@ -433,11 +428,7 @@ func TestConcurrentLargeBodiesOfOneClientDoNotWaitForEachOther(t *testing.T) {
 // room and one body.
 func TestChainedBodiesStayWithinTheBound(t *testing.T) {
 	l := newInflight(render.DefaultLimits)
-	srv := httptest.NewServer(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		_, _ = w.Write([]byte("validated"))
-	})))
-	defer srv.Close()
+	srv := validating(t, l)
 	rv := l.heavy.receiving
 	var most atomic.Int64
 	stop := make(chan struct{})
