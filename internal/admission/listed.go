@@ -28,6 +28,13 @@ func (l *listedErrors) add(build func() *field.Error) {
 	l.errs = append(l.errs, build())
 }
 
+// addAll adds errs, built already, or only counts those past the bound.
+func (l *listedErrors) addAll(errs field.ErrorList) {
+	for _, err := range errs {
+		l.add(func() *field.Error { return err })
+	}
+}
+
 // list is the errors built, and, when some were only counted, one more at p
 // that says how many.
 func (l *listedErrors) list(p *field.Path) field.ErrorList {
