@@ -72,6 +72,28 @@ func TestLongListsBuildFewErrors(t *testing.T) {
 	for i := range items {
 		platform[fmt.Sprintf("nosection%d", i)] = map[string]any{"remove": true}
 	}
+	expressions := make([]any, items)
+	for i := range expressions {
+		expressions[i] = map[string]any{"key": "Not A Key", "operator": "Sometimes"}
+	}
+	t.Run("selector expressions", func(t *testing.T) {
+		errs := ValidateClusterPromptLayer(map[string]any{"apiVersion": "prompts.persona-operator.dev/v1alpha1", "kind": "ClusterPromptLayer",
+			"metadata": map[string]any{"name": "g"}, "spec": map[string]any{"template": "x", "namespaceSelector": map[string]any{"matchExpressions": expressions}}})
+		if len(errs) > MaxListedErrors+1 || len(errs) == 0 {
+			t.Errorf("%d errors for %d expressions, want 1 to %d", len(errs), items, MaxListedErrors+1)
+		}
+	})
+	sections := map[string]any{}
+	for i := range items {
+		sections[fmt.Sprintf("nosection%d", i)] = map[string]any{"remove": true}
+	}
+	t.Run("platform sections", func(t *testing.T) {
+		errs := ValidatePromptPlatform(map[string]any{"apiVersion": "prompts.persona-operator.dev/v1alpha1", "kind": "PromptPlatform",
+			"metadata": map[string]any{"name": "default"}, "spec": map[string]any{"sections": sections}})
+		if len(errs) > MaxListedErrors+1 || len(errs) == 0 {
+			t.Errorf("%d errors for %d sections, want 1 to %d", len(errs), items, MaxListedErrors+1)
+		}
+	})
 	for _, c := range []struct {
 		name string
 		spec map[string]any
