@@ -56,7 +56,7 @@ const maxRequestBytes = 7 << 20
 // typed pod, its two encodings and the two documents the patch is computed
 // from: 18 bytes a byte measured for a pod of one long string), and then
 // podTokenWeight bytes a JSON token of it before it is decoded (an empty
-// ephemeral container, `{}`, two tokens, decodes to a 424-byte struct and
+// ephemeral container, `{}`, three tokens, decodes to a 424-byte struct and
 // costs 3.6 KiB in all, the most of the shapes inject_weight_test.go
 // measures). A review heavier than its lane is refused.
 const (
@@ -64,9 +64,9 @@ const (
 	// every pod of an ordinary agent: a 4 KiB pod weighs about 1 MiB.
 	PodInflightBytes = 16 << 20
 	// HeavyPodInflightBytes bounds the larger ones: the largest pod it
-	// admits is 2 MiB of a few long values, or about 95 KiB of the
+	// admits is 2 MiB of a few long values, or about 84 KiB of the
 	// densest ones the API server writes (an environment variable of a
-	// name and a value is 6 tokens in 25 bytes).
+	// name and a value counts 7 tokens in 25 bytes).
 	HeavyPodInflightBytes = 48 << 20
 	podBytesWeight        = 24
 	podTokenWeight        = 2048
