@@ -38,12 +38,12 @@ const (
 )
 
 // A validating review weighs validatingTokenWeight bytes a JSON token of
-// its body besides (withTokens): what the decoded tree, the typed values
+// its body besides (mostTokens): what the decoded tree, the typed values
 // and the errors of the densest objects allocate, at most 187 bytes a
 // token (unknown keys in spec), in the parts validation walks and in
 // those it never reads alike (validate_weight_test.go). A review of more
-// than HeavyInflightBytes/2/validatingTokenWeight tokens (49,152) is
-// refused before it is decoded.
+// than HeavyInflightBytes/2/validatingTokenWeight tokens (49,152) is cut
+// short as they arrive, undecoded.
 const validatingTokenWeight = 256
 
 // maxRequestBytes bounds an admission request: controller-runtime refuses
@@ -105,7 +105,7 @@ type inflight struct {
 	// weigh is what a request of n body bytes may take, before it is read.
 	weigh func(n int64) int64
 	// tokenWeight is what each JSON token of a body may take besides, once
-	// it is read and before it is decoded (see withTokens); 0 counts none.
+	// it is read and before it is decoded (see mostTokens); 0 counts none.
 	tokenWeight int64
 	// maxBytes bounds a request's body.
 	maxBytes int64
@@ -216,10 +216,15 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	client := clientAddress(r)
 	rcpt := in.receiving.begin(client, rc)
 	defer in.receiving.finish(rcpt)
-	body, err := in.receiving.read(r.Context(), rc, r, rcpt, waitUntil)
+	most := l.mostTokens(in, n)
+	body, tokens, err := in.receiving.read(r.Context(), rc, r, rcpt, waitUntil, most)
 	switch {
 	case errors.Is(err, errNoRoom):
 		in.deny(w, bytes.NewReader(body), true)
+		return
+	case errors.Is(err, errTooManyTokens):
+		refuse(w, http.StatusRequestEntityTooLarge, "the admission request of %d bytes has %d JSON tokens in its first %d bytes, more than the %d that fit the webhook's bound of %d MiB for %s at %d bytes a token",
+			n, tokens, len(body), most, in.limit>>20, in.what, l.tokenWeight)
 		return
 	case err != nil:
 		status := http.StatusBadRequest
@@ -229,12 +234,9 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 		refuse(w, status, "read the admission request: %v", err)
 		return
 	}
-	need, ok := l.withTokens(in, n, weight, body)
-	if !ok {
-		tokens := jsonTokens(body)
-		http.Error(w, fmt.Sprintf("the admission request of %d bytes has %d JSON tokens, which weigh %d MiB, over the webhook's bound of %d MiB for %s",
-			n, tokens, (l.requestWeight(n)+l.tokenWeight*tokens)>>20, in.limit>>20, in.what), http.StatusRequestEntityTooLarge)
-		return
+	need := weight
+	if most >= 0 {
+		need = min(l.requestWeight(n)+l.tokenWeight*tokens, in.limit)
 	}
 	if !in.acquire(r.Context(), waitUntil, client, need) {
 		in.deny(w, bytes.NewReader(body), false)
@@ -251,24 +253,21 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	next.ServeHTTP(w, r.WithContext(withClient(r.Context(), client)))
 }
 
-// withTokens is what a request of n body bytes, weight before it was
-// read, needs of its lane once its body has arrived: its weight and what
-// the tree of its JSON tokens may take. A capped request too heavy for its
-// lane is let in alone, at the lane's weight, only while its tokens weigh
-// at most half the lane: its bytes may be overweighed, its tree is not.
-// Otherwise a request whose tokens take it past the lane is refused (!ok).
-func (l *inflight) withTokens(in *lane, n, weight int64, body []byte) (need int64, ok bool) {
+// mostTokens is the most JSON tokens a request of n body bytes may have
+// to be let in, or -1 when its tokens are not counted: what its lane has
+// room for beside its weight; for a capped request too heavy for its lane,
+// which is let in alone at the lane's weight, half the lane (its bytes may
+// be overweighed, its tree is not). A body past it is cut short as its
+// bytes arrive.
+func (l *inflight) mostTokens(in *lane, n int64) int64 {
 	if l.tokenWeight == 0 {
-		return weight, true
+		return -1
 	}
-	tree := l.tokenWeight * jsonTokens(body)
-	switch {
-	case l.requestWeight(n)+tree <= in.limit:
-		return l.requestWeight(n) + tree, true
-	case l.capped && tree <= in.limit/2:
-		return in.limit, true
+	most := (in.limit - l.requestWeight(n)) / l.tokenWeight
+	if l.capped {
+		most = max(most, in.limit/2/l.tokenWeight)
 	}
-	return 0, false
+	return max(most, 0)
 }
 
 // acquire waits until weight fits in the lane, in client's turn, or until
@@ -290,31 +289,49 @@ func (in *lane) release(weight int64) {
 	}
 }
 
-// jsonTokens bounds from above the tokens of a JSON document (the
+// tokenCount bounds from above the tokens of a JSON document (the
 // delimiters, keys and scalars a decoder makes values of) from its
-// structural bytes outside strings, without decoding it: each container
-// opened counts three (itself, its end, its first member), each comma or
-// colon one (the next member or value). It allocates nothing and reads each
-// byte once, so it costs little ahead of the lane; a body that is not JSON
-// is refused by its decoding, which checks all of it before it builds
-// anything.
-func jsonTokens(body []byte) int64 {
-	tokens := int64(1)
-	for i := 0; i < len(body); i++ {
-		switch body[i] {
-		case '"':
-			for i++; i < len(body) && body[i] != '"'; i++ {
-				if body[i] == '\\' {
-					i++
-				}
+// structural bytes outside strings, as they arrive, without decoding it:
+// each container opened counts three (itself, its end, its first member),
+// each comma or colon one (the next member or value). It allocates nothing
+// and reads each byte once, so it costs little ahead of the lane; a body
+// that is not JSON is refused by its decoding, which checks all of it
+// before it builds anything.
+type tokenCount struct {
+	tokens            int64
+	inString, escaped bool
+}
+
+func newTokenCount() tokenCount { return tokenCount{tokens: 1} }
+
+// add counts the next bytes of the document.
+func (c *tokenCount) add(b []byte) {
+	for _, ch := range b {
+		switch {
+		case c.escaped:
+			c.escaped = false
+		case c.inString:
+			switch ch {
+			case '\\':
+				c.escaped = true
+			case '"':
+				c.inString = false
 			}
-		case '{', '[':
-			tokens += 3
-		case ',', ':':
-			tokens++
+		case ch == '"':
+			c.inString = true
+		case ch == '{' || ch == '[':
+			c.tokens += 3
+		case ch == ',' || ch == ':':
+			c.tokens++
 		}
 	}
-	return tokens
+}
+
+// jsonTokens is the tokenCount of a whole document.
+func jsonTokens(body []byte) int64 {
+	c := newTokenCount()
+	c.add(body)
+	return c.tokens
 }
 
 // The longest a request waits to be let in (half the API server's default
@@ -437,6 +454,10 @@ func clientOf(ctx context.Context) string {
 // errNoRoom is a body that found no room among those received in time.
 var errNoRoom = errors.New("no room among the bodies being received")
 
+// errTooManyTokens is a body whose JSON tokens, as they arrive, outweigh
+// what its lane could let in.
+var errTooManyTokens = errors.New("more JSON tokens than the lane could let in")
+
 // A body's buffer starts at firstChunk bytes, uncharged, as the server's
 // own buffers of a connection are; receiveChunk is the most read at once.
 const (
@@ -482,10 +503,10 @@ func (rv *receiving) finish(rcpt *receipt) {
 // cut short, or past its deadline, is an os.ErrDeadlineExceeded; one that
 // finds no room by waitUntil is errNoRoom, with what arrived of it. The
 // connection has no deadline afterwards.
-func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *http.Request, rcpt *receipt, waitUntil time.Time) (body []byte, err error) {
+func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *http.Request, rcpt *receipt, waitUntil time.Time, mostTokens int64) (body []byte, tokens int64, err error) {
 	n := r.ContentLength
 	if err := rc.SetReadDeadline(time.Now().Add(bodyDeadline(n))); err != nil {
-		return nil, fmt.Errorf("set the read deadline: %w", err)
+		return nil, 0, fmt.Errorf("set the read deadline: %w", err)
 	}
 	rv.setDue(rcpt, promptDeadline(n))
 	rcpt.progress.Store(time.Now().UnixNano())
@@ -504,6 +525,7 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 		rv.mu.Unlock()
 		_ = rc.SetReadDeadline(time.Time{})
 	}()
+	count := newTokenCount()
 	body = make([]byte, 0, min(n, firstChunk))
 	for int64(len(body)) < n {
 		if len(body) == cap(body) {
@@ -519,7 +541,7 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 				rv.mu.Unlock()
 				timer.Stop()
 				if !rv.charge(ctx, waitUntil, rcpt, 2*grown) {
-					return body, errNoRoom
+					return body, count.tokens, errNoRoom
 				}
 				rest := n - int64(len(body))
 				rv.setDue(rcpt, rcpt.left)
@@ -540,15 +562,20 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 		body = body[:len(body)+k]
 		if k > 0 {
 			rcpt.progress.Store(time.Now().UnixNano())
+			if mostTokens >= 0 {
+				if count.add(body[len(body)-k:]); count.tokens > mostTokens {
+					return body, count.tokens, errTooManyTokens
+				}
+			}
 		}
 		if err != nil && (!errors.Is(err, io.EOF) || int64(len(body)) != n) {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, err
+			return nil, count.tokens, err
 		}
 	}
-	return body, nil
+	return body, count.tokens, nil
 }
 
 // setDue sets rcpt's prompt deadline d from now, and takes it out of the
@@ -601,9 +628,9 @@ func (rv *receiving) tryCharge(rcpt *receipt, n int64) bool {
 // limit and its client's share. Past them, only a body that may pass (the
 // first begun of its client's, of a client not benched): within half the
 // limit more, so that the API server's larger bodies never queue behind
-// those of other clients one by one; or beyond, when it is the first begun
-// of the bodies that may pass, while no body that has arrived is held and
-// the other bodies hold no more than one and a half times the limit. So
+// those of other clients one by one; or beyond, when the other bodies hold
+// no more than one and a half times the limit and no body that has arrived
+// is held, if it is the first begun of the bodies that may pass so. So
 // bodies that each hold a part never wait for one another, the room holds
 // at most one and a half times its limit and one body, and a client whose
 // body was cut short takes no room beyond its share. (A body whose client
@@ -621,12 +648,18 @@ func (rv *receiving) fits(rcpt *receipt, n int64) bool {
 	if rv.held+n <= past {
 		return true
 	}
-	if rv.arrived > 0 || rv.held-rcpt.charged > past {
+	mayGoBeyond := func(r *receipt) bool { return rv.held-r.charged <= past }
+	if rv.arrived > 0 || !mayGoBeyond(rcpt) {
 		return false
 	}
+	// Among those that may go beyond: a body begun earlier that may not
+	// (others hold more than one and a half times the limit beside it,
+	// which happens when it became its client's first after a later body
+	// went beyond) waits for the room to come back instead of holding up
+	// the body beyond, which would wait for it in turn.
 	mine := rv.active[rcpt]
 	for other, seq := range rv.active {
-		if seq < mine && rv.mayPass(other) {
+		if seq < mine && rv.mayPass(other) && mayGoBeyond(other) {
 			return false
 		}
 	}
