@@ -13,6 +13,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
+// allocatedServing serves a POST of body to path by handler, with the
+// garbage collector off, so that every allocation counts, and returns the
+// answer and what serving it allocated.
+func allocatedServing(handler http.Handler, path string, body []byte) (*httptest.ResponseRecorder, int64) {
+	runtime.GC()
+	gc := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(gc)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, req)
+	runtime.ReadMemStats(&after)
+	return rec, int64(after.TotalAlloc - before.TotalAlloc)
+}
+
 // repeat is n bytes of item, comma-separated.
 func repeat(item string, n int) string {
 	return strings.TrimSuffix(strings.Repeat(item+",", n/(len(item)+1)), ",")
@@ -58,17 +75,7 @@ func TestPodWeightCoversWhatAnInjectionAllocates(t *testing.T) {
 		body = bytes.Replace(body, body[bytes.Index(body, []byte(`"object":`))+len(`"object":`):len(body)-2], []byte(object), 1)
 		tokens := jsonTokens(body)
 		weight := int64(podBytesWeight*len(body)) + podTokenWeight*tokens
-		runtime.GC()
-		gc := debug.SetGCPercent(-1)
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		req := httptest.NewRequest(http.MethodPost, InjectPath, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		handler.ServeHTTP(rec, req)
-		runtime.ReadMemStats(&after)
-		debug.SetGCPercent(gc)
-		allocated := int64(after.TotalAlloc - before.TotalAlloc)
+		rec, allocated := allocatedServing(handler, InjectPath, body)
 		t.Logf("%-24s %7d bytes, %6d tokens: allocated %5.1f MiB, weighs %5.1f MiB", name, len(body), tokens, float64(allocated)/(1<<20), float64(weight)/(1<<20))
 		if rec.Code != http.StatusOK {
 			t.Errorf("%s: %d %s", name, rec.Code, rec.Body)
