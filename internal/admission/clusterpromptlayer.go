@@ -97,7 +97,13 @@ func validateSelector(p *field.Path, v any) field.ErrorList {
 	// The selector is decoded for apimachinery's checks with its lists cut
 	// to their bounds: the rest is refused for its length, unchecked.
 	var errs listedErrors
-	bounded := maps.Clone(m)
+	// Only the keys apimachinery checks: others are the shape walk's.
+	bounded := map[string]any{}
+	for _, k := range []string{"matchLabels", "matchExpressions"} {
+		if v, ok := m[k]; ok {
+			bounded[k] = v
+		}
+	}
 	lp := p.Child("matchLabels")
 	if labels, ok := m["matchLabels"].(map[string]any); ok && len(labels) > maxSelectorLabels {
 		errs.add(func() *field.Error { return field.TooMany(lp, len(labels), maxSelectorLabels) })

@@ -72,6 +72,7 @@ func TestPodWeightCoversWhatAnInjectionAllocates(t *testing.T) {
 		"empty init containers":    `{"metadata":{` + labels + `},"spec":{"containers":[` + container + `}],"initContainers":[` + repeat("{}", n) + `]}}`,
 		"empty scheduling gates":   `{"metadata":{` + labels + `},"spec":{"schedulingGates":[` + repeat("{}", n) + `],"containers":[` + container + `}]}}`,
 		"empty readiness gates":    `{"metadata":{` + labels + `},"spec":{"readinessGates":[` + repeat("{}", n) + `],"containers":[` + container + `}]}}`,
+		"escaped annotation":       `{"metadata":{` + labels + `,"annotations":{"a":"` + strings.Repeat("<", n) + `"}},"spec":{"containers":[` + container + `}]}}`,
 		"empty image pull secrets": `{"metadata":{` + labels + `},"spec":{"imagePullSecrets":[` + repeat("{}", n) + `],"containers":[` + container + `}]}}`,
 	}
 	handler := &webhook.Admission{Handler: &Injector{Personas: failing{}, ConfigMaps: failing{}}}
@@ -79,7 +80,7 @@ func TestPodWeightCoversWhatAnInjectionAllocates(t *testing.T) {
 		body := podReview("u", "", 0)
 		body = bytes.Replace(body, body[bytes.Index(body, []byte(`"object":`))+len(`"object":`):len(body)-2], []byte(object), 1)
 		tokens := jsonTokens(body)
-		weight := int64(podBytesWeight*len(body)) + podTokenWeight*tokens
+		weight := int64(podBytesWeight*len(body)) + podTokenWeight*tokens + 5*podBytesWeight*escapedBytes(body)
 		rec, allocated := allocatedServing(handler, InjectPath, body)
 		t.Logf("%-24s %7d bytes, %6d tokens: allocated %5.1f MiB, weighs %5.1f MiB", name, len(body), tokens, float64(allocated)/(1<<20), float64(weight)/(1<<20))
 		if rec.Code != http.StatusOK {

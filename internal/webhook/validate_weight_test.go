@@ -61,6 +61,11 @@ func TestValidationWeightCoversWhatAReviewAllocates(t *testing.T) {
 		// One key of n bytes in the path of every error under it (an
 		// override's unknown keys).
 		"a long key in every path": persona("", `,"systemPrompt":{"platform":{"`+strings.Repeat("k", n)+`":{"replace":"x"`+overrideKeys.String()+`}}}`, ""),
+		// A value of the wrong type in an error, of the bytes encoding/json
+		// writes as six.
+		"a list for the pin":          persona(`,"annotations":{"prompts.persona-operator.dev/pin-revision":["`+strings.Repeat("<", n)+`"]}`, "", ""),
+		"escaped bytes in status":     persona("", "", `,"status":{"x":"`+strings.Repeat("&", n)+`"}`),
+		"escaped bytes in a template": persona("", `,"systemPrompt":{"platform":{"waiver":{"replace":"`+strings.Repeat("<", 60<<10)+`"}}}`, ""),
 	}
 	limits := render.Default().Limits()
 	inflight := newInflight(limits)
@@ -68,7 +73,8 @@ func TestValidationWeightCoversWhatAReviewAllocates(t *testing.T) {
 	for name, object := range shapes {
 		body := objectReview(t, "u", []byte(object))
 		tokens := jsonTokens(body)
-		weight := inflight.requestWeight(int64(len(body))) - int64(limits.MaxParsedBytes(len(body))) + inflight.tokenWeight*tokens
+		weight := inflight.requestWeight(int64(len(body))) - int64(limits.MaxParsedBytes(len(body))) + inflight.tokenWeight*tokens +
+			inflight.escapeWeight*escapedBytes(body)
 		rec, allocated := allocatedServing(handler, PersonaPath, body)
 		t.Logf("%-27s %7d bytes, %6d tokens: allocated %5.1f MiB (%4.0f a token), weighs %5.1f MiB", name, len(body), tokens, float64(allocated)/(1<<20), float64(allocated)/float64(tokens), float64(weight)/(1<<20))
 		if rec.Code != http.StatusOK {
