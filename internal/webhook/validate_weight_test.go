@@ -63,9 +63,10 @@ func TestValidationWeightCoversWhatAReviewAllocates(t *testing.T) {
 		"a long key in every path": persona("", `,"systemPrompt":{"platform":{"`+strings.Repeat("k", n)+`":{"replace":"x"`+overrideKeys.String()+`}}}`, ""),
 		// A value of the wrong type in an error, of the bytes encoding/json
 		// writes as six.
-		"a list for the pin":          persona(`,"annotations":{"prompts.persona-operator.dev/pin-revision":["`+strings.Repeat("<", n)+`"]}`, "", ""),
-		"escaped bytes in status":     persona("", "", `,"status":{"x":"`+strings.Repeat("&", n)+`"}`),
-		"escaped bytes in a template": persona("", `,"systemPrompt":{"platform":{"waiver":{"replace":"`+strings.Repeat("<", 60<<10)+`"}}}`, ""),
+		"a list for the pin":           persona(`,"annotations":{"prompts.persona-operator.dev/pin-revision":["`+strings.Repeat("<", n)+`"]}`, "", ""),
+		"escaped bytes in status":      persona("", "", `,"status":{"x":"`+strings.Repeat("&", n)+`"}`),
+		"escaped selector label value": guardrail(`"matchLabels":{"team":"` + strings.Repeat("<", n) + `"}`),
+		"escaped bytes in a template":  persona("", `,"systemPrompt":{"platform":{"waiver":{"replace":"`+strings.Repeat("<", 60<<10)+`"}}}`, ""),
 	}
 	limits := render.Default().Limits()
 	inflight := newInflight(limits)
