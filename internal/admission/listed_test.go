@@ -173,10 +173,20 @@ func TestPlatformEntriesBuildFewErrors(t *testing.T) {
 // refused unparsed, so a Persona of many templates of the densest actions
 // costs a bounded parse.
 func TestTemplatesShareABudgetOfActionBytes(t *testing.T) {
-	for src, want := range map[string]int{"": 0, "prose": 0, "a {{ b }} c": 7, "{{x": 3, "{{a}}{{b}}": 10, "{{ \"}}\" }}": 6} {
+	for src, want := range map[string]int{"": 0, "prose": 0, "a {{ b }} c": 7, "{{x": 3, "{{a}}{{b}}": 10,
+		// Strings, character constants and comments may hold }}: the
+		// action goes on past them, as the lexer reads it.
+		`{{ "}}" }}`: 10, "{{ `}}` }}": 10, `{{ '}' }}`: 9, `{{ "\"}}" }}`: 12, `{{/* }} */}}`: 12, `{{- /* }} */ -}} x`: 16,
+		`{{ "}} unended`: 14, "{{ `}} unended": 14,
+	} {
 		if got := actionBytes(src); got != want {
 			t.Errorf("actionBytes(%q) = %d, want %d", src, got, want)
 		}
+	}
+	// A string of }} first does not hide the rest of the action.
+	hidden := `{{print "}}" ` + strings.Repeat("((((1))))", 1000) + `}}`
+	if got := actionBytes(hidden); got != len(hidden) {
+		t.Errorf("an action that opens with a string of }}: %d of its %d bytes counted", got, len(hidden))
 	}
 	dense := strings.Repeat("{{.Harness}}", (64<<10)/len("{{.Harness}}"))
 	extensions := make([]any, 10)

@@ -52,8 +52,10 @@ func (b *templateBudget) take(src string) bool {
 	return true
 }
 
-// actionBytes is how many bytes of src are inside actions: from each {{
-// to the }} after it, or to the end.
+// actionBytes is how many bytes of src are inside actions, as
+// text/template's lexer reads them: from each {{ to the }} that ends it,
+// past the quoted and raw strings, character constants and comments in it,
+// which may hold }}. An action that does not end runs to the end.
 func actionBytes(src string) int {
 	n := 0
 	for {
@@ -61,14 +63,48 @@ func actionBytes(src string) int {
 		if open < 0 {
 			return n
 		}
-		src = src[open:]
-		end := strings.Index(src[2:], "}}")
-		if end < 0 {
-			return n + len(src)
-		}
-		n += end + 4
-		src = src[end+4:]
+		src = src[open+2:]
+		end := actionEnd(src)
+		n += 2 + end
+		src = src[end:]
 	}
+}
+
+// actionEnd is where the action whose {{ comes just before src ends: just
+// past its }}, or len(src).
+func actionEnd(src string) int {
+	if strings.HasPrefix(strings.TrimLeft(src, "- "), "/*") {
+		c := strings.Index(src, "*/")
+		if c < 0 {
+			return len(src)
+		}
+		if e := strings.Index(src[c+2:], "}}"); e >= 0 {
+			return c + 2 + e + 2
+		}
+		return len(src)
+	}
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '"', '\'':
+			quote := src[i]
+			for i++; i < len(src) && src[i] != quote; i++ {
+				if src[i] == '\\' {
+					i++
+				}
+			}
+		case '`':
+			raw := strings.IndexByte(src[i+1:], '`')
+			if raw < 0 {
+				return len(src)
+			}
+			i += 1 + raw
+		case '}':
+			if i+1 < len(src) && src[i+1] == '}' {
+				return i + 2
+			}
+		}
+	}
+	return len(src)
 }
 
 // inspectTemplate is checkTemplate that also returns the layers the
