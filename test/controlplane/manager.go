@@ -25,7 +25,10 @@ type Manager struct {
 	// that it makes its own certificate in its Secret and injects the CA.
 	ManageCertificate bool
 	cmd               *exec.Cmd
-	done              chan error
+	// done is closed when the process has exited, with its status in
+	// exitErr, so that Start and Stop may both wait for it.
+	done    chan struct{}
+	exitErr error
 }
 
 // ManagerUser is the user the manager runs as: it has the ClusterRole of
@@ -60,8 +63,8 @@ func (m *Manager) Start(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case err := <-m.done:
-			return fmt.Errorf("the manager exited before serving its webhook: %v", err)
+		case <-m.done:
+			return fmt.Errorf("the manager exited before serving its webhook: %v", m.exitErr)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
@@ -93,8 +96,8 @@ func (m *Manager) Launch() error {
 	if err := m.cmd.Start(); err != nil {
 		return fmt.Errorf("start the manager: %w", err)
 	}
-	m.done = make(chan error, 1)
-	go func() { m.done <- m.cmd.Wait() }()
+	m.done = make(chan struct{})
+	go func() { m.exitErr = m.cmd.Wait(); close(m.done) }()
 	return nil
 }
 
@@ -118,7 +121,10 @@ func (m *Manager) Kill() error {
 }
 
 // exited waits for the manager's process to exit, and is how it did.
-func (m *Manager) exited() error { return <-m.done }
+func (m *Manager) exited() error {
+	<-m.done
+	return m.exitErr
+}
 
 // Stop stops the manager gracefully.
 func (m *Manager) Stop() error {
