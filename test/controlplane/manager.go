@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -147,12 +149,44 @@ func (m *Manager) Stop() error {
 	return nil
 }
 
-// FreePort is a free local TCP port, e.g. for the manager's metrics.
+// FreePort is a free local TCP port for a server a test starts later, e.g.
+// the manager's webhook or metrics. It lies below the kernel's ephemeral
+// range: a port the kernel hands out (to any outgoing connection, or to a
+// listener on port 0) could be taken between this check and the server's
+// bind, and a busy test run makes thousands of connections.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	low := ephemeralPortsFrom()
+	for range 200 {
+		port := testPortsFrom + rand.IntN(low-testPortsFrom)
+		l, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port)))
+		if err != nil {
+			continue // in use
+		}
+		_ = l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port in [%d, %d)", testPortsFrom, low)
+}
+
+// testPortsFrom is the first port FreePort chooses, above the well-known and
+// most registered services' ports.
+const testPortsFrom = 10000
+
+// ephemeralPortsFrom is the first port of the kernel's ephemeral range,
+// Linux's default when it cannot be read.
+func ephemeralPortsFrom() int {
+	const linuxDefault = 32768
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return linuxDefault
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) != 2 {
+		return linuxDefault
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil || low <= testPortsFrom+1000 {
+		return linuxDefault
+	}
+	return low
 }
