@@ -517,7 +517,9 @@ func containerNamed(pod *corev1.Pod, name string) *corev1.Container {
 
 // shadows refuses any mount but the webhook's own at or under the mount path
 // in a container that gets the mount: it would hide the prompt's files, or
-// (a subPath mount) pin one of them for the life of the container.
+// (a subPath mount) pin one of them for the life of the container. It also
+// refuses mounts under the kernel's links to the container's own root
+// (kernelLinks), which reach the mount path by another name.
 func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string) field.ErrorList {
 	var errs field.ErrorList
 	for _, c := range targets {
@@ -526,17 +528,38 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string) fie
 				continue
 			}
 			// The kubelet makes a relative mountPath absolute: judged as it mounts it.
-			if p := path.Clean("/" + m.MountPath); p == mountPath || strings.HasPrefix(p, mountPath+"/") {
-				if len(errs) == maxRefusals {
-					return errs // the mounts are the tenant's, of any number: the first ones tell the cause
-				}
-				errs = append(errs, field.Forbidden(containerPath(pod, c).Child("volumeMounts").Index(j).Child("mountPath"),
-					fmt.Sprintf("volume %s is mounted at %s, at or under %s where the prompt of persona %s is mounted: it would shadow the prompt (set %s to mount it elsewhere)",
-						m.Name, m.MountPath, mountPath, pod.Labels[PersonaLabel], MountPathAnnotation)))
+			p := path.Clean("/" + m.MountPath)
+			var why string
+			switch {
+			case p == mountPath || strings.HasPrefix(p, mountPath+"/"):
+				why = fmt.Sprintf("volume %s is mounted at %s, at or under %s where the prompt of persona %s is mounted: it would shadow the prompt (set %s to mount it elsewhere)",
+					m.Name, m.MountPath, mountPath, pod.Labels[PersonaLabel], MountPathAnnotation)
+			case underKernelLinks(p):
+				why = fmt.Sprintf("volume %s is mounted at %s, under the kernel's links to the container's own files (/proc/self/root is its root): the runtime follows them, so it could shadow the prompt of persona %s at %s",
+					m.Name, m.MountPath, pod.Labels[PersonaLabel], mountPath)
+			default:
+				continue
 			}
+			if len(errs) == maxRefusals {
+				return errs // the mounts are the tenant's, of any number: the first ones tell the cause
+			}
+			errs = append(errs, field.Forbidden(containerPath(pod, c).Child("volumeMounts").Index(j).Child("mountPath"), why))
 		}
 	}
 	return errs
+}
+
+// kernelLinks are the paths under which the kernel links back into the
+// container's own files: /proc/self/root (and every process's root under
+// /proc), /sys's links, and /dev's links into /proc/self/fd. The runtime
+// resolves a mount's path through them, so a mount at
+// /proc/self/root/etc/persona lands on /etc/persona, after the prompt.
+var kernelLinks = []string{"/proc", "/sys", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"}
+
+// underKernelLinks reports whether the clean path p is at or under one of
+// kernelLinks.
+func underKernelLinks(p string) bool {
+	return slices.ContainsFunc(kernelLinks, func(root string) bool { return p == root || strings.HasPrefix(p, root+"/") })
 }
 
 // ownMount reports whether m is the mount the webhook writes: its volume

@@ -188,7 +188,8 @@ func TestHandMountsOnlyWhole(t *testing.T) {
 
 // Shadows are judged on the path the kubelet mounts: a relative mountPath
 // is made absolute, then cleaned, in every container that gets the prompt,
-// init containers and sidecars included when they are named.
+// init containers and sidecars included when they are named. A mount under
+// the kernel's links back into the container's files is refused too.
 func TestShadowsOnTheKubeletsPath(t *testing.T) {
 	for _, tc := range []struct {
 		name, mountPath string
@@ -200,6 +201,10 @@ func TestShadowsOnTheKubeletsPath(t *testing.T) {
 		{"relative, the mount path itself", "etc/persona", nil, false, "spec.containers[0].volumeMounts[0].mountPath"},
 		{"relative and unclean", "./etc//persona/../persona/bundle.json", nil, false, "spec.containers[0].volumeMounts[0].mountPath"},
 		{"in a named init container", "etc/persona/system-prompt.md", map[string]string{ContainersAnnotation: "setup"}, true, "spec.initContainers[0].volumeMounts[0].mountPath"},
+		{"through the container's root in /proc", "/proc/self/root/etc/persona", nil, false, "spec.containers[0].volumeMounts[0].mountPath"},
+		{"through another process's root", "proc/1/root/etc/persona/system-prompt.md", nil, false, "spec.containers[0].volumeMounts[0].mountPath"},
+		{"through /dev's links into /proc/self/fd", "/dev/fd/3/persona", nil, false, "spec.containers[0].volumeMounts[0].mountPath"},
+		{"under /sys", "/sys/fs/cgroup/persona", nil, false, "spec.containers[0].volumeMounts[0].mountPath"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := agentPod(tc.annotations)
@@ -213,6 +218,15 @@ func TestShadowsOnTheKubeletsPath(t *testing.T) {
 			}
 			refused(t, pod, tc.want, "shadow")
 		})
+	}
+	// Memory for /dev/shm, and a path that only begins like /proc, are no links.
+	for _, p := range []string{"/dev/shm", "/procedures/notes"} {
+		pod := agentPod(nil)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "mine", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "mine", MountPath: p}}
+		if _, errs := Pod(pod, reviewer()); len(errs) > 0 {
+			t.Errorf("a mount at %s: %v", p, errs)
+		}
 	}
 	// The webhook's own mount is skipped only as it writes it: whole.
 	pod := withPromptVolume(configMapSource("persona-reviewer.r3"))
