@@ -103,7 +103,7 @@ func (o *rollbackOptions) run(ctx context.Context, s *Streams, name string) erro
 	if !o.clear {
 		value = strconv.FormatInt(o.revision, 10)
 	}
-	patched, err := c.setPin(ctx, name, value)
+	patched, err := c.annotate(ctx, name, v1alpha1.PinRevisionAnnotation, value)
 	if err != nil {
 		return failed("%v", err)
 	}
