@@ -89,12 +89,13 @@ func (p *Plane) writeAdminKubeconfig() error {
 	if p.Dir, err = os.MkdirTemp("", "persona-controlplane-"); err != nil {
 		return err
 	}
-	p.AdminKubeconfig, err = p.kubeconfig("admin", "system:masters")
+	p.AdminKubeconfig, err = p.Kubeconfig("admin", "system:masters")
 	return err
 }
 
-// kubeconfig writes a kubeconfig of a new user in groups.
-func (p *Plane) kubeconfig(name string, groups ...string) (string, error) {
+// Kubeconfig writes into Dir a kubeconfig of a new user name in groups, who
+// has the rights RBAC gives them, and returns its path.
+func (p *Plane) Kubeconfig(name string, groups ...string) (string, error) {
 	user, err := p.Env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
 	if err != nil {
 		return "", fmt.Errorf("add user %s: %w", name, err)
