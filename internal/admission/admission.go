@@ -47,27 +47,28 @@ var topLevelKeys = []string{"apiVersion", "kind", "metadata", "spec", "status"}
 // types of the known ones, and metadata.name with the kind's name rule. It
 // returns the name, or "" when there is none.
 func validateEnvelope(obj map[string]any, nameRule func(*field.Path, string) field.ErrorList) (string, field.ErrorList) {
-	var errs field.ErrorList
+	var keys listedErrors
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		switch k {
 		case "apiVersion", "kind":
 			if v := obj[k]; v != nil {
 				if _, ok := v.(string); !ok {
-					errs = append(errs, typeError(field.NewPath(k), v, "a string"))
+					keys.add(func() *field.Error { return typeError(field.NewPath(k), v, "a string") })
 				}
 			}
 		case "metadata", "status":
 			if v := obj[k]; v != nil {
 				if _, ok := v.(map[string]any); !ok {
-					errs = append(errs, typeError(field.NewPath(k), v, "an object"))
+					keys.add(func() *field.Error { return typeError(field.NewPath(k), v, "an object") })
 				}
 			}
 		case "spec":
 			// The strict walk of spec reports its type.
 		default:
-			errs = append(errs, unknownField(KeyPath(nil, k), k, topLevelKeys))
+			keys.add(func() *field.Error { return unknownField(KeyPath(nil, k), k, topLevelKeys) })
 		}
 	}
+	errs := keys.list(field.NewPath("(the object)"))
 
 	namePath := field.NewPath("metadata", "name")
 	meta, _ := obj["metadata"].(map[string]any)

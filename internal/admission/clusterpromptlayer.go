@@ -85,11 +85,17 @@ func validateSelector(p *field.Path, v any) field.ErrorList {
 	if err != nil || json.Unmarshal(raw, &sel) != nil {
 		return nil
 	}
-	var errs field.ErrorList
+	// Checked one label and one expression at a time, as apimachinery's
+	// ValidateLabelSelector does, so that a selector of thousands keeps at
+	// most MaxListedErrors of their errors.
+	var errs listedErrors
 	lp := p.Child("matchLabels")
 	for _, k := range slices.Sorted(maps.Keys(sel.MatchLabels)) {
-		errs = append(errs, metav1validation.ValidateLabels(map[string]string{k: sel.MatchLabels[k]}, KeyPath(lp, k))...)
+		errs.addAll(metav1validation.ValidateLabels(map[string]string{k: sel.MatchLabels[k]}, KeyPath(lp, k)))
 	}
-	sel.MatchLabels = nil
-	return append(errs, metav1validation.ValidateLabelSelector(&sel, metav1validation.LabelSelectorValidationOptions{}, p)...)
+	ep := p.Child("matchExpressions")
+	for i, expr := range sel.MatchExpressions {
+		errs.addAll(metav1validation.ValidateLabelSelectorRequirement(expr, metav1validation.LabelSelectorValidationOptions{}, ep.Index(i)))
+	}
+	return errs.list(p)
 }

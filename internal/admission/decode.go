@@ -20,8 +20,8 @@ import (
 func Decode(p *field.Path, raw any, out any, unknownKeys bool) field.ErrorList {
 	w := shapeWalk{unknownKeys: unknownKeys}
 	w.walk(p, raw, reflect.TypeOf(out).Elem())
-	if len(w.errs) > 0 {
-		return w.errs
+	if errs := w.errs.list(p); len(errs) > 0 {
+		return errs
 	}
 	j, err := json.Marshal(raw)
 	if err == nil {

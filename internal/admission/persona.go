@@ -91,11 +91,14 @@ func checkHarnessPrompt(p *field.Path, m map[string]any) field.ErrorList {
 }
 
 // boundedList is spec's list key, and an error when it has more than max
-// items.
+// items: then only its first max items, for the list is refused for its
+// length whatever the rest holds, and a list of any length that arrives on
+// the webhook's port (not through the API server, whose schema refuses it
+// first) costs no more to check than one of max items.
 func boundedList(p *field.Path, spec map[string]any, key string, max int) ([]any, field.ErrorList) {
 	list := getList(spec, key)
 	if len(list) > max {
-		return list, field.ErrorList{field.TooMany(p, len(list), max)}
+		return list[:max], field.ErrorList{field.TooMany(p, len(list), max)}
 	}
 	return list, nil
 }
@@ -135,14 +138,17 @@ func validateLayerRefs(p *field.Path, spec map[string]any) field.ErrorList {
 // exactly one of replace and remove (personas.md#platform-sections).
 func validatePlatform(p *field.Path, platform map[string]any) field.ErrorList {
 	var errs field.ErrorList
+	var unknown listedErrors
 	for _, key := range slices.Sorted(maps.Keys(platform)) {
 		kp := KeyPath(p, key)
 		if !render.IsPlatformKey(key) {
-			errs = append(errs, &field.Error{
-				Type:     field.ErrorTypeNotSupported,
-				Field:    kp.String(),
-				BadValue: truncate(key),
-				Detail:   "not a platform section; " + suggest.Hint(key, render.Catalog, "the sections are"),
+			unknown.add(func() *field.Error {
+				return &field.Error{
+					Type:     field.ErrorTypeNotSupported,
+					Field:    kp.String(),
+					BadValue: truncate(key),
+					Detail:   "not a platform section; " + suggest.Hint(key, render.Catalog, "the sections are"),
+				}
 			})
 		}
 		entry, ok := platform[key].(map[string]any)
@@ -166,13 +172,15 @@ func validatePlatform(p *field.Path, platform map[string]any) field.ErrorList {
 			errs = append(errs, checkTemplate(kp.Child("replace"), render.KindPlatform, key, replace)...)
 		}
 	}
-	return errs
+	return append(unknown.list(p), errs...)
 }
 
 // validateExtensions checks systemPrompt.extensions (personas.md#extensions).
 func validateExtensions(p *field.Path, sp map[string]any) field.ErrorList {
 	list := getList(sp, "extensions")
-	var errs field.ErrorList
+	// Extensions have no maximum: past MaxListedErrors, the errors of the
+	// items are counted, not built.
+	var errs listedErrors
 	seen := map[string]bool{}
 	for i, v := range list {
 		ext, ok := v.(map[string]any)
@@ -183,24 +191,26 @@ func validateExtensions(p *field.Path, sp map[string]any) field.ErrorList {
 		id, idState := getString(ext, "id")
 		switch {
 		case idState == absent || (idState == present && id == ""):
-			errs = append(errs, field.Required(ip.Child("id"), "the extension's id, matching "+extensionIDPattern))
+			errs.add(func() *field.Error {
+				return field.Required(ip.Child("id"), "the extension's id, matching "+extensionIDPattern)
+			})
 		case idState == present:
-			errs = append(errs, checkPattern(ip.Child("id"), id, extensionIDRE, "a lower-case letter, then up to 62 lower-case letters, digits or '_'")...)
+			errs.addAll(checkPattern(ip.Child("id"), id, extensionIDRE, "a lower-case letter, then up to 62 lower-case letters, digits or '_'"))
 			if seen[id] {
-				errs = append(errs, field.Duplicate(ip.Child("id"), truncate(id)))
+				errs.add(func() *field.Error { return field.Duplicate(ip.Child("id"), truncate(id)) })
 			}
 			seen[id] = true
 		}
 		switch tmpl, state := getString(ext, "template"); {
 		case state == absent:
-			errs = append(errs, field.Required(ip.Child("template"), "the extension's Go template"))
+			errs.add(func() *field.Error { return field.Required(ip.Child("template"), "the extension's Go template") })
 		case state == present && tmpl == "":
-			errs = append(errs, field.Required(ip.Child("template"), "must not be empty"))
+			errs.add(func() *field.Error { return field.Required(ip.Child("template"), "must not be empty") })
 		case state == present:
-			errs = append(errs, checkTemplate(ip.Child("template"), render.KindExtension, id, tmpl)...)
+			errs.addAll(checkTemplate(ip.Child("template"), render.KindExtension, id, tmpl))
 		}
 	}
-	return errs
+	return errs.list(p)
 }
 
 // validateVariants checks spec.variants (personas.md#delivery): names unique, since each

@@ -20,13 +20,13 @@ import (
 func checkShape(p *field.Path, v any, t reflect.Type) field.ErrorList {
 	w := shapeWalk{unknownKeys: true}
 	w.walk(p, v, t)
-	return w.errs
+	return w.errs.list(p)
 }
 
 // shapeWalk is one walk of checkShape. Without unknownKeys it reports
 // values of the wrong type only, as a lenient decode would fail on them.
 type shapeWalk struct {
-	errs        field.ErrorList
+	errs        listedErrors
 	unknownKeys bool
 }
 
@@ -50,7 +50,7 @@ func (w *shapeWalk) walk(p *field.Path, v any, t reflect.Type) {
 	case reflect.Struct:
 		m, ok := v.(map[string]any)
 		if !ok {
-			*errs = append(*errs, objectTypeError(p, v, t))
+			errs.add(func() *field.Error { return objectTypeError(p, v, t) })
 			return
 		}
 		s := structOf(t)
@@ -58,7 +58,7 @@ func (w *shapeWalk) walk(p *field.Path, v any, t reflect.Type) {
 			ft, ok := s.fields[k]
 			if !ok {
 				if w.unknownKeys {
-					*errs = append(*errs, unknownField(KeyPath(p, k), k, s.names))
+					errs.add(func() *field.Error { return unknownField(KeyPath(p, k), k, s.names) })
 				}
 				continue
 			}
@@ -67,7 +67,7 @@ func (w *shapeWalk) walk(p *field.Path, v any, t reflect.Type) {
 	case reflect.Map:
 		m, ok := v.(map[string]any)
 		if !ok {
-			*errs = append(*errs, typeError(p, v, "an object"))
+			errs.add(func() *field.Error { return typeError(p, v, "an object") })
 			return
 		}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -81,13 +81,13 @@ func (w *shapeWalk) walk(p *field.Path, v any, t reflect.Type) {
 		}
 		l, ok := v.([]any)
 		if !ok {
-			*errs = append(*errs, typeError(p, v, "a list"))
+			errs.add(func() *field.Error { return typeError(p, v, "a list") })
 			return
 		}
 		for i, e := range l {
 			if e == nil {
 				// A null list item is not pruned; it is a type error.
-				*errs = append(*errs, typeError(p.Index(i), e, expected(t.Elem())))
+				errs.add(func() *field.Error { return typeError(p.Index(i), e, expected(t.Elem())) })
 				continue
 			}
 			w.walk(p.Index(i), e, t.Elem())
@@ -98,7 +98,7 @@ func (w *shapeWalk) walk(p *field.Path, v any, t reflect.Type) {
 }
 
 // checkScalar reports a non-null value that is not of scalar type t.
-func checkScalar(p *field.Path, v any, t reflect.Type, errs *field.ErrorList) {
+func checkScalar(p *field.Path, v any, t reflect.Type, errs *listedErrors) {
 	ok := true
 	switch t.Kind() {
 	case reflect.String:
@@ -113,7 +113,7 @@ func checkScalar(p *field.Path, v any, t reflect.Type, errs *field.ErrorList) {
 	}
 	// Interfaces and anything else hold any JSON value.
 	if !ok {
-		*errs = append(*errs, typeError(p, v, expected(t)))
+		errs.add(func() *field.Error { return typeError(p, v, expected(t)) })
 	}
 }
 

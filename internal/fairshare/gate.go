@@ -95,8 +95,10 @@ func (p *Place) Leave() {
 	}
 }
 
+// waiter is one wait in queues, of a key (a namespace, a client address).
 type waiter struct {
-	ns       string
+	key      string
+	weight   int64
 	admitted chan struct{}
 }
 
@@ -105,7 +107,7 @@ type waiter struct {
 // first.
 func (p *Place) Slot(ctx context.Context, alone bool) (release func(), err error) {
 	g := p.g
-	w := &waiter{ns: p.ns, admitted: make(chan struct{})}
+	w := &waiter{key: p.ns, admitted: make(chan struct{})}
 	q := &g.pool
 	if alone {
 		q = &g.waitAlone
@@ -146,8 +148,8 @@ func (g *Gate) release(w *waiter, alone bool) {
 		g.poolUntil = now.Add(now.Sub(g.aloneSince))
 	} else {
 		g.busy--
-		if g.runningIn[w.ns]--; g.runningIn[w.ns] <= 0 {
-			delete(g.runningIn, w.ns)
+		if g.runningIn[w.key]--; g.runningIn[w.key] <= 0 {
+			delete(g.runningIn, w.key)
 		}
 	}
 	g.dispatch()
@@ -181,38 +183,37 @@ func (g *Gate) dispatch() {
 			g.poolCredit--
 		}
 		g.busy++
-		g.runningIn[w.ns]++
+		g.runningIn[w.key]++
 		close(w.admitted)
 	}
 }
 
-// queues are each namespace's waiters in arrival order, and the
-// round-robin ring of the namespaces with any.
+// queues are each key's waiters in arrival order, and the round-robin
+// ring of the keys with any.
 type queues struct {
-	byNamespace map[string][]*waiter
-	ring        []string
-	next        int
-	n           int
+	byKey map[string][]*waiter
+	ring  []string
+	next  int
+	n     int
 	// pushed counts the waiters ever pushed.
 	pushed int
 }
 
-func newQueues() queues { return queues{byNamespace: map[string][]*waiter{}} }
+func newQueues() queues { return queues{byKey: map[string][]*waiter{}} }
 
 func (q *queues) len() int { return q.n }
 
 func (q *queues) push(w *waiter) {
-	if len(q.byNamespace[w.ns]) == 0 {
-		q.ring = append(q.ring, w.ns)
+	if len(q.byKey[w.key]) == 0 {
+		q.ring = append(q.ring, w.key)
 	}
-	q.byNamespace[w.ns] = append(q.byNamespace[w.ns], w)
+	q.byKey[w.key] = append(q.byKey[w.key], w)
 	q.n++
 	q.pushed++
 }
 
-// take removes and returns the first waiter of the first namespace from
-// the cursor that may, and moves the cursor past that namespace; nil when
-// none may.
+// take removes and returns the first waiter of the first key from the
+// cursor that may, and moves the cursor past that key; nil when none may.
 func (q *queues) take(may func(ns string) bool) *waiter {
 	for i := range len(q.ring) {
 		at := (q.next + i) % len(q.ring)
@@ -220,11 +221,11 @@ func (q *queues) take(may func(ns string) bool) *waiter {
 		if !may(ns) {
 			continue
 		}
-		w := q.byNamespace[ns][0]
+		w := q.byKey[ns][0]
 		q.drop(w, 0)
 		if len(q.ring) > 0 {
-			// at is now the namespace after ns, or ns itself when it
-			// still waits: the next turn is the following namespace's.
+			// at is now the key after ns, or ns itself when it still
+			// waits: the next turn is the following key's.
 			if idx := slices.Index(q.ring, ns); idx >= 0 {
 				q.next = (idx + 1) % len(q.ring)
 			} else {
@@ -238,7 +239,7 @@ func (q *queues) take(may func(ns string) bool) *waiter {
 
 // remove takes w out of its queue; false when it is in none.
 func (q *queues) remove(w *waiter) bool {
-	i := slices.Index(q.byNamespace[w.ns], w)
+	i := slices.Index(q.byKey[w.key], w)
 	if i < 0 {
 		return false
 	}
@@ -247,11 +248,11 @@ func (q *queues) remove(w *waiter) bool {
 }
 
 func (q *queues) drop(w *waiter, i int) {
-	q.byNamespace[w.ns] = slices.Delete(q.byNamespace[w.ns], i, i+1)
+	q.byKey[w.key] = slices.Delete(q.byKey[w.key], i, i+1)
 	q.n--
-	if len(q.byNamespace[w.ns]) > 0 {
+	if len(q.byKey[w.key]) > 0 {
 		return
 	}
-	delete(q.byNamespace, w.ns)
-	q.ring, q.next = Leave(q.ring, q.next, w.ns)
+	delete(q.byKey, w.key)
+	q.ring, q.next = Leave(q.ring, q.next, w.key)
 }

@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/semaphore"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,6 +37,15 @@ const (
 	lightRequestBytes  = 64 << 10
 )
 
+// A validating review weighs validatingTokenWeight bytes a JSON token of
+// its body besides (mostTokens): what the decoded tree, the typed values
+// and the errors of the densest objects allocate, at most 187 bytes a
+// token (unknown keys in spec), in the parts validation walks and in
+// those it never reads alike (validate_weight_test.go). A review of more
+// than HeavyInflightBytes/2/validatingTokenWeight tokens (49,152) is cut
+// short as they arrive, undecoded.
+const validatingTokenWeight = 256
+
 // maxRequestBytes bounds an admission request: controller-runtime refuses
 // one of this size or more.
 const maxRequestBytes = 7 << 20
@@ -48,7 +56,7 @@ const maxRequestBytes = 7 << 20
 // typed pod, its two encodings and the two documents the patch is computed
 // from: 18 bytes a byte measured for a pod of one long string), and then
 // podTokenWeight bytes a JSON token of it before it is decoded (an empty
-// ephemeral container, `{}`, two tokens, decodes to a 424-byte struct and
+// ephemeral container, `{}`, three tokens, decodes to a 424-byte struct and
 // costs 3.6 KiB in all, the most of the shapes inject_weight_test.go
 // measures). A review heavier than its lane is refused.
 const (
@@ -56,9 +64,9 @@ const (
 	// every pod of an ordinary agent: a 4 KiB pod weighs about 1 MiB.
 	PodInflightBytes = 16 << 20
 	// HeavyPodInflightBytes bounds the larger ones: the largest pod it
-	// admits is 2 MiB of a few long values, or about 95 KiB of the
+	// admits is 2 MiB of a few long values, or about 84 KiB of the
 	// densest ones the API server writes (an environment variable of a
-	// name and a value is 6 tokens in 25 bytes).
+	// name and a value counts 7 tokens in 25 bytes).
 	HeavyPodInflightBytes = 48 << 20
 	podBytesWeight        = 24
 	podTokenWeight        = 2048
@@ -97,7 +105,7 @@ type inflight struct {
 	// weigh is what a request of n body bytes may take, before it is read.
 	weigh func(n int64) int64
 	// tokenWeight is what each JSON token of a body may take besides, once
-	// it is read and before it is decoded; 0 counts none.
+	// it is read and before it is decoded (see mostTokens); 0 counts none.
 	tokenWeight int64
 	// maxBytes bounds a request's body.
 	maxBytes int64
@@ -108,9 +116,11 @@ type inflight struct {
 	maxWait time.Duration
 }
 
-// lane is one bound of inflight.
+// lane is one bound of inflight. Its requests take turns by client
+// address, so that a client that queues many heavy requests holds up
+// another's, the API server's, for one turn of each client waiting.
 type lane struct {
-	sem   *semaphore.Weighted
+	sem   *fairshare.Weighted
 	limit int64
 	// doing and what say what the webhook does with the lane's requests,
 	// and names them, in a denial.
@@ -122,17 +132,18 @@ type lane struct {
 }
 
 func newLane(limit, receivingLimit int64, doing, what string) *lane {
-	return &lane{sem: semaphore.NewWeighted(limit), limit: limit, doing: doing, what: what, receiving: newReceiving(receivingLimit)}
+	return &lane{sem: fairshare.NewWeighted(limit), limit: limit, doing: doing, what: what, receiving: newReceiving(receivingLimit)}
 }
 
 // newInflight is the bound of the validating webhooks.
 func newInflight(limits render.Limits) *inflight {
 	l := &inflight{
-		light:    newLane(LightInflightBytes, lightReceivingBytes, "validating", fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
-		heavy:    newLane(HeavyInflightBytes, heavyReceivingBytes, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
-		maxBytes: maxRequestBytes,
-		capped:   true,
-		maxWait:  maxWait,
+		light:       newLane(LightInflightBytes, lightReceivingBytes, "validating", fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
+		heavy:       newLane(HeavyInflightBytes, heavyReceivingBytes, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
+		tokenWeight: validatingTokenWeight,
+		maxBytes:    maxRequestBytes,
+		capped:      true,
+		maxWait:     maxWait,
 	}
 	// The body and the copies decoding makes (the AdmissionReview's raw
 	// object, the decoded map and the typed object), and the parse tree of
@@ -202,12 +213,18 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	}
 	waitUntil := start.Add(min(waitFor(r), l.maxWait))
 	rc := http.NewResponseController(w)
-	rcpt := in.receiving.begin(clientAddress(r), rc)
+	client := clientAddress(r)
+	rcpt := in.receiving.begin(client, rc)
 	defer in.receiving.finish(rcpt)
-	body, err := in.receiving.read(r.Context(), rc, r, rcpt, waitUntil)
+	most := l.mostTokens(in, n)
+	body, tokens, err := in.receiving.read(r.Context(), rc, r, rcpt, waitUntil, most)
 	switch {
 	case errors.Is(err, errNoRoom):
 		in.deny(w, bytes.NewReader(body), true)
+		return
+	case errors.Is(err, errTooManyTokens):
+		refuse(w, http.StatusRequestEntityTooLarge, "the admission request of %d bytes has %d JSON tokens in its first %d bytes, more than the %d that fit the webhook's bound of %d MiB for %s at %d bytes a token",
+			n, tokens, len(body), most, in.limit>>20, in.what, l.tokenWeight)
 		return
 	case err != nil:
 		status := http.StatusBadRequest
@@ -218,19 +235,10 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 		return
 	}
 	need := weight
-	if l.tokenWeight > 0 {
-		tokens, err := jsonTokens(body)
-		if err != nil {
-			http.Error(w, fmt.Sprintf("decode the admission request: %v", err), http.StatusBadRequest)
-			return
-		}
-		if need += l.tokenWeight * tokens; need > in.limit {
-			http.Error(w, fmt.Sprintf("the admission request of %d bytes has %d JSON tokens, which weigh %d MiB, over the webhook's bound of %d MiB for %s",
-				n, tokens, need>>20, in.limit>>20, in.what), http.StatusRequestEntityTooLarge)
-			return
-		}
+	if most >= 0 {
+		need = min(l.requestWeight(n)+l.tokenWeight*tokens, in.limit)
 	}
-	if !in.acquire(r.Context(), waitUntil, need) {
+	if !in.acquire(r.Context(), waitUntil, client, need) {
 		in.deny(w, bytes.NewReader(body), false)
 		return
 	}
@@ -242,14 +250,32 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	_ = rc.SetWriteDeadline(start.Add(2 * l.maxWait))
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection serves on
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	next.ServeHTTP(w, r)
+	next.ServeHTTP(w, r.WithContext(withClient(r.Context(), client)))
 }
 
-// acquire waits until weight fits in the lane, or until waitUntil.
-func (in *lane) acquire(ctx context.Context, waitUntil time.Time, weight int64) bool {
+// mostTokens is the most JSON tokens a request of n body bytes may have
+// to be let in, or -1 when its tokens are not counted: what its lane has
+// room for beside its weight; for a capped request too heavy for its lane,
+// which is let in alone at the lane's weight, half the lane (its bytes may
+// be overweighed, its tree is not). A body past it is cut short as its
+// bytes arrive.
+func (l *inflight) mostTokens(in *lane, n int64) int64 {
+	if l.tokenWeight == 0 {
+		return -1
+	}
+	most := (in.limit - l.requestWeight(n)) / l.tokenWeight
+	if l.capped {
+		most = max(most, in.limit/2/l.tokenWeight)
+	}
+	return max(most, 0)
+}
+
+// acquire waits until weight fits in the lane, in client's turn, or until
+// waitUntil.
+func (in *lane) acquire(ctx context.Context, waitUntil time.Time, client string, weight int64) bool {
 	ctx, cancel := context.WithDeadline(ctx, waitUntil)
 	defer cancel()
-	if err := in.sem.Acquire(ctx, weight); err != nil {
+	if err := in.sem.Acquire(ctx, client, weight); err != nil {
 		return false
 	}
 	in.held.Add(weight)
@@ -263,21 +289,49 @@ func (in *lane) release(weight int64) {
 	}
 }
 
-// jsonTokens counts the tokens of a JSON document (delimiters, keys and
-// scalars), without keeping them.
-func jsonTokens(body []byte) (int64, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var tokens int64
-	for {
-		_, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return tokens, nil
+// tokenCount bounds from above the tokens of a JSON document (the
+// delimiters, keys and scalars a decoder makes values of) from its
+// structural bytes outside strings, as they arrive, without decoding it:
+// each container opened counts three (itself, its end, its first member),
+// each comma or colon one (the next member or value). It allocates nothing
+// and reads each byte once, so it costs little ahead of the lane; a body
+// that is not JSON is refused by its decoding, which checks all of it
+// before it builds anything.
+type tokenCount struct {
+	tokens            int64
+	inString, escaped bool
+}
+
+func newTokenCount() tokenCount { return tokenCount{tokens: 1} }
+
+// add counts the next bytes of the document.
+func (c *tokenCount) add(b []byte) {
+	for _, ch := range b {
+		switch {
+		case c.escaped:
+			c.escaped = false
+		case c.inString:
+			switch ch {
+			case '\\':
+				c.escaped = true
+			case '"':
+				c.inString = false
+			}
+		case ch == '"':
+			c.inString = true
+		case ch == '{' || ch == '[':
+			c.tokens += 3
+		case ch == ',' || ch == ':':
+			c.tokens++
 		}
-		if err != nil {
-			return tokens, err
-		}
-		tokens++
 	}
+}
+
+// jsonTokens is the tokenCount of a whole document.
+func jsonTokens(body []byte) int64 {
+	c := newTokenCount()
+	c.add(body)
+	return c.tokens
 }
 
 // The longest a request waits to be let in (half the API server's default
@@ -296,7 +350,7 @@ const (
 	// short while a body of another client waits: the API server's bytes
 	// are there to be read. Its client then goes no further than its share
 	// for benchFor.
-	stallGrace = 100 * time.Millisecond
+	stallGrace = 300 * time.Millisecond
 	benchFor   = 10 * time.Second
 )
 
@@ -383,8 +437,26 @@ func clientAddress(r *http.Request) string {
 	return host
 }
 
+// clientKey is the context key of the client address a request came from.
+type clientKey struct{}
+
+func withClient(ctx context.Context, client string) context.Context {
+	return context.WithValue(ctx, clientKey{}, client)
+}
+
+// clientOf is the address of the client whose request ctx serves, or ""
+// outside the webhook's bound.
+func clientOf(ctx context.Context) string {
+	client, _ := ctx.Value(clientKey{}).(string)
+	return client
+}
+
 // errNoRoom is a body that found no room among those received in time.
 var errNoRoom = errors.New("no room among the bodies being received")
+
+// errTooManyTokens is a body whose JSON tokens, as they arrive, outweigh
+// what its lane could let in.
+var errTooManyTokens = errors.New("more JSON tokens than the lane could let in")
 
 // A body's buffer starts at firstChunk bytes, uncharged, as the server's
 // own buffers of a connection are; receiveChunk is the most read at once.
@@ -431,10 +503,10 @@ func (rv *receiving) finish(rcpt *receipt) {
 // cut short, or past its deadline, is an os.ErrDeadlineExceeded; one that
 // finds no room by waitUntil is errNoRoom, with what arrived of it. The
 // connection has no deadline afterwards.
-func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *http.Request, rcpt *receipt, waitUntil time.Time) (body []byte, err error) {
+func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *http.Request, rcpt *receipt, waitUntil time.Time, mostTokens int64) (body []byte, tokens int64, err error) {
 	n := r.ContentLength
 	if err := rc.SetReadDeadline(time.Now().Add(bodyDeadline(n))); err != nil {
-		return nil, fmt.Errorf("set the read deadline: %w", err)
+		return nil, 0, fmt.Errorf("set the read deadline: %w", err)
 	}
 	rv.setDue(rcpt, promptDeadline(n))
 	rcpt.progress.Store(time.Now().UnixNano())
@@ -453,6 +525,7 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 		rv.mu.Unlock()
 		_ = rc.SetReadDeadline(time.Time{})
 	}()
+	count := newTokenCount()
 	body = make([]byte, 0, min(n, firstChunk))
 	for int64(len(body)) < n {
 		if len(body) == cap(body) {
@@ -468,7 +541,7 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 				rv.mu.Unlock()
 				timer.Stop()
 				if !rv.charge(ctx, waitUntil, rcpt, 2*grown) {
-					return body, errNoRoom
+					return body, count.tokens, errNoRoom
 				}
 				rest := n - int64(len(body))
 				rv.setDue(rcpt, rcpt.left)
@@ -489,15 +562,20 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 		body = body[:len(body)+k]
 		if k > 0 {
 			rcpt.progress.Store(time.Now().UnixNano())
+			if mostTokens >= 0 {
+				if count.add(body[len(body)-k:]); count.tokens > mostTokens {
+					return body, count.tokens, errTooManyTokens
+				}
+			}
 		}
 		if err != nil && (!errors.Is(err, io.EOF) || int64(len(body)) != n) {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, err
+			return nil, count.tokens, err
 		}
 	}
-	return body, nil
+	return body, count.tokens, nil
 }
 
 // setDue sets rcpt's prompt deadline d from now, and takes it out of the
@@ -550,11 +628,14 @@ func (rv *receiving) tryCharge(rcpt *receipt, n int64) bool {
 // limit and its client's share. Past them, only a body that may pass (the
 // first begun of its client's, of a client not benched): within half the
 // limit more, so that the API server's larger bodies never queue behind
-// those of other clients one by one; or beyond, while no body that has
-// arrived is held, when it is the first begun of the bodies that may pass.
-// So bodies that each hold a part never wait for one another, the room
-// holds at most one and a half times its limit and one body, and a client
-// whose body was cut short takes no room beyond its share.
+// those of other clients one by one; or beyond, when the other bodies hold
+// no more than one and a half times the limit and no body that has arrived
+// is held, if it is the first begun of the bodies that may pass so. So
+// bodies that each hold a part never wait for one another, the room holds
+// at most one and a half times its limit and one body, and a client whose
+// body was cut short takes no room beyond its share. (A body whose client
+// is benched after it went past still holds what it took: the next body
+// to go past waits until the others are back within the bound.)
 func (rv *receiving) fits(rcpt *receipt, n int64) bool {
 	share := int64(fairshare.Share(int(rv.limit), len(rv.clients)))
 	if rv.held+n <= rv.limit && rv.heldBy[rcpt.client]+n <= share {
@@ -563,15 +644,22 @@ func (rv *receiving) fits(rcpt *receipt, n int64) bool {
 	if !rv.mayPass(rcpt) {
 		return false
 	}
-	if rv.held+n <= rv.limit+rv.limit/2 {
+	past := rv.limit + rv.limit/2
+	if rv.held+n <= past {
 		return true
 	}
-	if rv.arrived > 0 {
+	mayGoBeyond := func(r *receipt) bool { return rv.held-r.charged <= past }
+	if rv.arrived > 0 || !mayGoBeyond(rcpt) {
 		return false
 	}
+	// Among those that may go beyond: a body begun earlier that may not
+	// (others hold more than one and a half times the limit beside it,
+	// which happens when it became its client's first after a later body
+	// went beyond) waits for the room to come back instead of holding up
+	// the body beyond, which would wait for it in turn.
 	mine := rv.active[rcpt]
 	for other, seq := range rv.active {
-		if seq < mine && rv.mayPass(other) {
+		if seq < mine && rv.mayPass(other) && mayGoBeyond(other) {
 			return false
 		}
 	}

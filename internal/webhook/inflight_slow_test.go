@@ -117,15 +117,15 @@ func TestSlowBodyIsCutWhenOthersWait(t *testing.T) {
 	// 50 KiB are charged 120 KiB), so that the ordinary request (120 KiB)
 	// must wait for it even past the limit. The slow body comes from another
 	// client, whose share is all the room while it is alone. One stalls
-	// after its first 50 KiB, and is cut stallGrace after its last bytes;
-	// one sends a byte every 20 ms, never stalled, and is cut at its prompt
-	// deadline.
+	// after its first 50 KiB, and is cut stallGrace after its last bytes or
+	// at its prompt deadline, whichever comes first; one sends a byte every
+	// 20 ms, never stalled, and is cut at its prompt deadline.
 	for _, tc := range []struct {
 		name     string
 		interval time.Duration
 		cutAfter time.Duration
 	}{
-		{"stalls", 0, stallGrace},
+		{"stalls", 0, min(stallGrace, promptDeadline(55<<10))},
 		{"trickles", 20 * time.Millisecond, promptDeadline(55 << 10)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -395,12 +395,7 @@ func TestBodyStreamOfAnotherClientDoesNotStarveOrdinaryRequests(t *testing.T) {
 // can hold beside the other, never wait for one another: the first begun
 // goes on past the limit.
 func TestConcurrentLargeBodiesOfOneClientDoNotWaitForEachOther(t *testing.T) {
-	l := newInflight(render.DefaultLimits)
-	srv := httptest.NewServer(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		_, _ = w.Write([]byte("validated"))
-	})))
-	defer srv.Close()
+	srv := validating(t, newInflight(render.DefaultLimits))
 	for round := range 3 {
 		var wg sync.WaitGroup
 		for i := range 2 {
@@ -421,5 +416,157 @@ func TestConcurrentLargeBodiesOfOneClientDoNotWaitForEachOther(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+	}
+}
+
+// TestChainedBodiesStayWithinTheBound: clients at twelve addresses, each
+// beginning a body of nearly the largest size, then one that sends nothing,
+// then half the large body and a byte every 20 ms, one address after
+// another: each silent body is cut when the next address waits, which
+// benches its client while its large body still holds what it received.
+// The bodies being received never hold more than one and a half times the
+// room and one body.
+func TestChainedBodiesStayWithinTheBound(t *testing.T) {
+	l := newInflight(render.DefaultLimits)
+	srv := validating(t, l)
+	rv := l.heavy.receiving
+	var most atomic.Int64
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			rv.mu.Lock()
+			if rv.held > most.Load() {
+				most.Store(rv.held)
+			}
+			rv.mu.Unlock()
+		}
+	}()
+	const n = maxRequestBytes - 4<<10
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	for k := range 12 {
+		ip := fmt.Sprintf("127.0.2.%d", k+1)
+		large := dialFrom(t, srv, ip)
+		fmt.Fprintf(large, "POST /?timeout=10s HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", n)
+		time.Sleep(20 * time.Millisecond)
+		silent := dialFrom(t, srv, ip)
+		fmt.Fprintf(silent, "POST /?timeout=10s HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 100<<10)
+		conns = append(conns, large, silent)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(300 * time.Millisecond)
+			if _, err := large.Write(bytes.Repeat([]byte("x"), n/2+4<<10)); err != nil {
+				return
+			}
+			for range 200 {
+				if _, err := large.Write([]byte("x")); err != nil {
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+		time.Sleep(40 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	<-watched
+	for _, c := range conns {
+		c.Close()
+	}
+	wg.Wait()
+	// A body of n bytes is charged twice, as its buffer grows by doubling.
+	bound := rv.limit + rv.limit/2 + 2*maxRequestBytes
+	t.Logf("the most the bodies being received held: %.1f MiB (bound %.1f MiB)", float64(most.Load())/(1<<20), float64(bound)/(1<<20))
+	if most.Load() > bound {
+		t.Errorf("the bodies being received held %.1f MiB, over one and a half times the room and one body, %.1f MiB", float64(most.Load())/(1<<20), float64(bound)/(1<<20))
+	}
+}
+
+// postFrom posts body to srv from the address ip, and returns the answer's
+// status, the start of its body (or the error), and how long it took.
+func postFrom(t *testing.T, srv *httptest.Server, ip string, body []byte) (int, string, time.Duration) {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}).DialContext}}
+	defer client.CloseIdleConnections()
+	start := time.Now()
+	resp, err := client.Post(srv.URL+"/?timeout=10s", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, err.Error(), time.Since(start)
+	}
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+	resp.Body.Close()
+	return resp.StatusCode, string(answer), time.Since(start)
+}
+
+// TestTheAPIServersOfAnHAControlPlaneNeverWaitOnEachOther: three API
+// servers, each with two reviews of 3 MiB Personas under way at all
+// times, for 10 s: none of them waits 4 s or is denied. (A body that became
+// its client's first after a later one had gone beyond the room waited
+// for that one, which waited for it in turn: 5 of 2,895 were denied.)
+func TestTheAPIServersOfAnHAControlPlaneNeverWaitOnEachOther(t *testing.T) {
+	srv := httptest.NewServer(newInflight(render.DefaultLimits).wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = w.Write([]byte("validated"))
+	})))
+	defer srv.Close()
+	var sent, slow, denied atomic.Int64
+	var wg sync.WaitGroup
+	end := time.Now().Add(10 * time.Second)
+	for a := range 3 {
+		body := review(t, fmt.Sprint("api", a), 3<<20)
+		for range 2 {
+			wg.Go(func() {
+				for time.Now().Before(end) {
+					status, answer, took := postFrom(t, srv, fmt.Sprintf("127.0.9.%d", a+1), body)
+					sent.Add(1)
+					if took > 4*time.Second {
+						slow.Add(1)
+					}
+					if status != http.StatusOK || answer != "validated" {
+						denied.Add(1)
+						t.Logf("from 127.0.9.%d after %v: %d %s", a+1, took, status, answer)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	t.Logf("3 API servers, two 3 MiB reviews each under way, for 10 s: %d reviews, %d waited over 4 s, %d denied", sent.Load(), slow.Load(), denied.Load())
+	if slow.Load() > 0 || denied.Load() > 0 {
+		t.Errorf("%d of the API servers' reviews waited over 4 s, %d were not validated; want none", slow.Load(), denied.Load())
+	}
+}
+
+// TestABodyBeyondTheRoomIsNotHeldUpByAnEarlierOneThatCannotGo: a body went
+// beyond one and a half times the room while the first body of another
+// client was not its client's first; that one has ended, and the other,
+// begun before the body beyond, holds nothing yet. It cannot go beyond (the
+// others hold more than one and a half times the room beside it), so it
+// must not hold up the body beyond, which alone can make the room again.
+func TestABodyBeyondTheRoomIsNotHeldUpByAnEarlierOneThatCannotGo(t *testing.T) {
+	rv := newReceiving(8 << 20)
+	first := rv.begin("127.0.0.1", nil)
+	earlier := rv.begin("127.0.0.1", nil)
+	beyond := rv.begin(otherClient, nil)
+	rv.mu.Lock()
+	rv.take(beyond, 14<<20)
+	delete(rv.active, first) // its body has been read
+	rv.mu.Unlock()
+	rv.finish(first)
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	if rv.fits(earlier, 8<<10) {
+		t.Errorf("the earlier body may take 8 KiB while the others hold 14 MiB, past one and a half times the room of 8 MiB")
+	}
+	if !rv.fits(beyond, 2<<20) {
+		t.Errorf("the body beyond may not go on: it waits for the earlier body, which waits for it")
 	}
 }

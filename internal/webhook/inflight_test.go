@@ -23,9 +23,21 @@ import (
 func review(t *testing.T, uid string, size int) []byte {
 	t.Helper()
 	obj, _ := json.Marshal(map[string]any{"kind": "Persona", "spec": map[string]any{"prompt": strings.Repeat("x", size)}})
+	return objectReview(t, "u-"+uid, obj)
+}
+
+// objectReview is an AdmissionReview of a CREATE of obj, a JSON object of
+// this API, as the API server sends it.
+func objectReview(t *testing.T, uid string, obj []byte) []byte {
+	t.Helper()
+	var kind struct{ Kind string }
+	if err := json.Unmarshal(obj, &kind); err != nil {
+		t.Fatal(err)
+	}
 	body, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request:  &admissionv1.AdmissionRequest{UID: types.UID("u-" + uid), Object: runtime.RawExtension{Raw: obj}},
+		Request: &admissionv1.AdmissionRequest{UID: types.UID(uid), Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: obj},
+			Kind: metav1.GroupVersionKind{Group: "prompts.persona-operator.dev", Version: "v1alpha1", Kind: kind.Kind}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -96,14 +96,17 @@ func TestInjectionRefusesDenseReviewsUndecoded(t *testing.T) {
 	srv := httptest.NewServer((&Injector{Personas: failing{}, ConfigMaps: failing{}}).Handler())
 	defer srv.Close()
 	dense := podReview("dense", strings.TrimSuffix(strings.Repeat("{},", 30000), ","), 0)
-	// 30,000 containers of two tokens, 2 KiB each: 117 MiB, over the bound.
-	if 60000*podTokenWeight <= HeavyPodInflightBytes || len(dense) > 96<<10 {
+	// 30,000 containers of two tokens at least, 2 KiB each: 117 MiB, over
+	// the bound; it is cut short once the tokens arrived are over it.
+	most := (HeavyPodInflightBytes - podBytesWeight*int64(len(dense))) / podTokenWeight
+	if 60000 <= most || len(dense) > 96<<10 {
 		t.Fatalf("the dense review (%d bytes) fits the bound", len(dense))
 	}
 	resp, _ := postReview(t, srv.URL+InjectPath, dense)
-	var tokens int
-	if _, err := fmt.Sscanf(resp.Status[strings.Index(resp.Status, " has ")+1:], "has %d JSON tokens", &tokens); resp.StatusCode != http.StatusRequestEntityTooLarge || err != nil || tokens < 60000 {
-		t.Errorf("a review of 30,000 empty containers: %s; want 413 naming its tokens", resp.Status)
+	var tokens, read int64
+	if _, err := fmt.Sscanf(resp.Status[strings.Index(resp.Status, " has ")+1:], "has %d JSON tokens in its first %d bytes", &tokens, &read); resp.StatusCode != http.StatusRequestEntityTooLarge || err != nil ||
+		tokens <= most || read >= int64(len(dense)) {
+		t.Errorf("a review of 30,000 empty containers: %s; want 413 naming more tokens than the %d that fit, before all of its %d bytes arrived", resp.Status, most, len(dense))
 	}
 	resp, review := postReview(t, srv.URL+InjectPath, podReview("ordinary", agentContainer, 100))
 	if resp.StatusCode != http.StatusOK || review.Response == nil || !review.Response.Allowed || len(review.Response.Patch) == 0 {
@@ -132,10 +135,7 @@ func TestInjectionReviewsWaitForTheLane(t *testing.T) {
 	<-caches.entered
 	// The first holds 24 bytes a byte and 2,048 a JSON token of its body.
 	first := large("first")
-	tokens, err := jsonTokens(first)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tokens := jsonTokens(first)
 	held := (24*len(first) + 2048*int(tokens) + 1<<20 - 1) >> 20
 
 	start := time.Now()

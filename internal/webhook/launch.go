@@ -12,23 +12,27 @@ import (
 	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/persona-operator/persona-operator/internal/fairshare"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
 // The bounds of the launch reads. A snapshot's data is up to about 1 MiB,
 // which a read holds two or three times over (the response, the decoded
 // ConfigMap) while it lasts, so only maxLaunchReads run at once, whatever
-// the number of pods admitted. A pod waits for the read of its snapshot
+// the number of pods admitted; the reads take turns by the address of the
+// client whose review asked for them, so that reviews sent to the port by
+// anyone else (for snapshots of any namespace) hold up the API server's by
+// one turn of each such address. A pod waits for the read of its snapshot
 // until launchWait after the read began, never longer: the pod reviews
 // waiting on a read hold their share of the injection's memory bound, so a
 // slow API server must not keep a rollout's other pods out of it. What is
 // kept of a read is the launch settings alone, at most about 8 KiB for a
 // Persona of 16 variants with the longest values, typically a few hundred
-// bytes.
+// bytes, of the last launchCacheSize snapshots read.
 const (
 	maxLaunchReads  = 2
 	launchWait      = time.Second
-	launchCacheSize = 256
+	launchCacheSize = 1024
 )
 
 // errLaunchSlow is a read that did not end within launchWait of its start.
@@ -43,7 +47,7 @@ var errLaunchSlow = errors.New("its read has not ended yet")
 type launchReader struct {
 	api   client.Reader
 	kept  *lru.Cache // types.UID → *render.Launches
-	reads chan struct{}
+	reads *fairshare.Weighted
 
 	mu      sync.Mutex
 	flights map[string]*launchFlight
@@ -59,7 +63,7 @@ type launchFlight struct {
 }
 
 func newLaunchReader(api client.Reader) *launchReader {
-	return &launchReader{api: api, kept: lru.New(launchCacheSize), reads: make(chan struct{}, maxLaunchReads),
+	return &launchReader{api: api, kept: lru.New(launchCacheSize), reads: fairshare.NewWeighted(maxLaunchReads),
 		flights: map[string]*launchFlight{}}
 }
 
@@ -81,7 +85,7 @@ func (r *launchReader) launches(ctx context.Context, namespace, name string, uid
 		}
 		f = &launchFlight{giveUp: time.Now().Add(launchWait), done: make(chan struct{})}
 		r.flights[key] = f
-		go r.read(f, key, client.ObjectKey{Namespace: namespace, Name: name})
+		go r.read(f, key, clientOf(ctx), client.ObjectKey{Namespace: namespace, Name: name})
 	}
 	r.mu.Unlock()
 	wait := time.NewTimer(time.Until(f.giveUp))
@@ -96,10 +100,11 @@ func (r *launchReader) launches(ctx context.Context, namespace, name string, uid
 	}
 }
 
-// read reads the snapshot of f, keeps what it found for the later pods,
-// and ends f. It is bounded by its own deadline, not by the requests that
-// wait on it: a read that outlives them still serves the pods after them.
-func (r *launchReader) read(f *launchFlight, key string, snapshot client.ObjectKey) {
+// read reads the snapshot of f, in the turn of the client address whose
+// review asked for it, keeps what it found for the later pods, and ends f.
+// It is bounded by its own deadline, not by the requests that wait on it: a
+// read that outlives them still serves the pods after them.
+func (r *launchReader) read(f *launchFlight, key, requester string, snapshot client.ObjectKey) {
 	defer func() {
 		r.mu.Lock()
 		delete(r.flights, key)
@@ -108,13 +113,11 @@ func (r *launchReader) read(f *launchFlight, key string, snapshot client.ObjectK
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
-	select {
-	case r.reads <- struct{}{}:
-		defer func() { <-r.reads }()
-	case <-ctx.Done():
-		f.err = fmt.Errorf("wait to read ConfigMap %s: %w", snapshot.Name, ctx.Err())
+	if err := r.reads.Acquire(ctx, requester, 1); err != nil {
+		f.err = fmt.Errorf("wait to read ConfigMap %s: %w", snapshot.Name, err)
 		return
 	}
+	defer r.reads.Release(1)
 	var cm corev1.ConfigMap
 	if err := r.api.Get(ctx, snapshot, &cm); err != nil {
 		f.err = fmt.Errorf("read ConfigMap %s: %w", snapshot.Name, err)

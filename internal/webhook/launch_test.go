@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -201,4 +203,46 @@ func waitForLaunch(t *testing.T, i *Injector) {
 		}
 	}
 	t.Error("no pod got its launch variables after the read ended")
+}
+
+// delayedReader answers each read after delay.
+type delayedReader struct {
+	client.Reader
+	delay time.Duration
+}
+
+func (r *delayedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	time.Sleep(r.delay)
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// Reviews sent to the port by another client, asking for the reads of a
+// dozen snapshots at once, hold up the API server's pod by one turn: its
+// read takes its turn beside theirs, and it gets its launch settings well
+// within launchWait, where it waited behind all twelve reads (1.2 s).
+func TestLaunchReadsTakeTurnsByClient(t *testing.T) {
+	_, api := launchFixture(t, launchBundle)
+	r := newLaunchReader(&delayedReader{Reader: api.Reader, delay: 200 * time.Millisecond})
+	other := withClient(context.Background(), "10.0.0.9")
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = r.launches(other, "team", delivery.SnapshotName("forged", int64(i+1)), types.UID(fmt.Sprint("forged-", i)))
+		}()
+	}
+	defer wg.Wait()
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	l, err := r.launches(withClient(context.Background(), "10.0.0.1"), "team", delivery.SnapshotName("reviewer", 1), "s1")
+	took := time.Since(start)
+	if err != nil || l == nil {
+		t.Fatalf("the API server's pod got no launch settings after %v: %v", took, err)
+	}
+	// One read of the other client's before it, and its own.
+	if took > 600*time.Millisecond {
+		t.Errorf("the API server's pod waited %v for its read, want about 400 ms", took)
+	}
+	t.Logf("the API server's pod got its launch settings after %v", took)
 }

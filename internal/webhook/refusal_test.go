@@ -11,6 +11,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	personaadmission "github.com/persona-operator/persona-operator/internal/admission"
 )
 
 // An object of thousands of unknown keys is refused in milliseconds, with
@@ -35,15 +37,15 @@ func TestRefusalOfManyErrorsIsBounded(t *testing.T) {
 		t.Fatalf("an object of %d unknown keys was not refused: %+v", unknown, resp.Result)
 	}
 	causes := resp.Result.Details.Causes
-	if len(causes) != maxReportedErrors+1 {
-		t.Errorf("the refusal has %d causes, want %d named and one that counts the rest", len(causes), maxReportedErrors)
+	if len(causes) != personaadmission.MaxListedErrors+1 {
+		t.Errorf("the refusal has %d causes, want %d named and one that counts the rest", len(causes), personaadmission.MaxListedErrors)
 	}
 	// 6000 unknown keys and the rest of the errors the object has: at
 	// least 5900 are left out.
 	last := causes[len(causes)-1].Message
 	var more int
-	if _, err := fmt.Sscanf(last[strings.Index(last, "Forbidden: ")+len("Forbidden: "):], "%d more errors", &more); err != nil || more < unknown-maxReportedErrors {
-		t.Errorf("the last cause %q does not count the %d or more errors left out (%v)", last, unknown-maxReportedErrors, err)
+	if _, err := fmt.Sscanf(last[strings.Index(last, "Forbidden: ")+len("Forbidden: "):], "%d more errors", &more); err != nil || more < unknown-personaadmission.MaxListedErrors {
+		t.Errorf("the last cause %q does not count the %d or more errors left out (%v)", last, unknown-personaadmission.MaxListedErrors, err)
 	}
 	answer, _ := json.Marshal(resp)
 	if took > time.Second || len(answer) > 64<<10 {

@@ -118,14 +118,7 @@ func (s *suite) importCodexImage() (string, error) {
 // as its proxy, which records and refuses it.
 func (s *suite) codexDeployment(t *testing.T, stubURL string) *appsv1.Deployment {
 	t.Helper()
-	var sample appsv1.Deployment
-	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: namespace, Name: agentApp}, &sample); err != nil {
-		t.Fatal(err)
-	}
-	template := sample.Spec.Template.DeepCopy()
-	if template.Labels[inject.PersonaLabel] != persona {
-		t.Fatalf("the sample Deployment's pod template has the label %s=%q, want %q", inject.PersonaLabel, template.Labels[inject.PersonaLabel], persona)
-	}
+	template := s.sampleTemplate(t)
 	var agent *corev1.Container
 	for i := range template.Spec.Containers {
 		if c := &template.Spec.Containers[i]; c.Name == mainAgent {

@@ -41,11 +41,9 @@ type injection struct {
 	prompts       map[int64]string
 }
 
-// agentDeployment is config/samples' agent Deployment as the overlay runs it,
-// without its hand-written volume: one container whose agent reads
-// $PERSONA_PROMPT_FILE each turn, with the annotations given on its pod
-// template.
-func (s *suite) agentDeployment(t *testing.T, name string, replicas int32, annotations map[string]string) *appsv1.Deployment {
+// sampleTemplate is a copy of the pod template of config/samples' agent
+// Deployment as the overlay applied it, labelled for the persona.
+func (s *suite) sampleTemplate(t *testing.T) *corev1.PodTemplateSpec {
 	t.Helper()
 	var sample appsv1.Deployment
 	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: namespace, Name: agentApp}, &sample); err != nil {
@@ -55,6 +53,16 @@ func (s *suite) agentDeployment(t *testing.T, name string, replicas int32, annot
 	if template.Labels[inject.PersonaLabel] != persona {
 		t.Fatalf("the sample Deployment's pod template has the label %s=%q, want %q", inject.PersonaLabel, template.Labels[inject.PersonaLabel], persona)
 	}
+	return template
+}
+
+// agentDeployment is config/samples' agent Deployment as the overlay runs it,
+// without its hand-written volume: one container whose agent reads
+// $PERSONA_PROMPT_FILE each turn, with the annotations given on its pod
+// template.
+func (s *suite) agentDeployment(t *testing.T, name string, replicas int32, annotations map[string]string) *appsv1.Deployment {
+	t.Helper()
+	template := s.sampleTemplate(t)
 	template.Labels[agentLabel] = name
 	template.Annotations = annotations
 	template.Spec.Volumes = nil

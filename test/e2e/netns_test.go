@@ -62,6 +62,14 @@ func reexecInNetns() int {
 		return 1
 	}
 	netnsBefore := podNetns()
+	// What another run, killed before its cleanups, left is not this one's.
+	leftBefore := map[string]bool{}
+	for _, l := range leftBehind(netnsBefore) {
+		leftBefore[l] = true
+	}
+	if len(leftBefore) > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: found on the machine before the run, left by another: %d mounts, links or processes\n", len(leftBefore))
+	}
 	cmd := exec.Command("unshare", append([]string{"--net", "--", self}, os.Args[1:]...)...)
 	cmd.Env = append(os.Environ(), inNetnsEnv+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -74,7 +82,13 @@ func reexecInNetns() int {
 		}
 		code = exit.ExitCode()
 	}
-	if left := leftBehind(netnsBefore); len(left) > 0 {
+	var left []string
+	for _, l := range leftBehind(netnsBefore) {
+		if !leftBefore[l] {
+			left = append(left, l)
+		}
+	}
+	if len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "e2e: the suite left behind: %s\n", strings.Join(left, "; "))
 		return 1
 	}

@@ -1,0 +1,116 @@
+package admission
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// An object of 250,000 unknown keys in spec and as many beside it (about
+// 5 MiB of JSON) names MaxListedErrors errors of each and counts the rest:
+// their did-you-mean hints, built for every key, cost a second of CPU for
+// half as many; the rest of the walk is a sort and a map look-up a key (the
+// time is logged, for the docs' figure).
+func TestManyUnknownKeysAreCountedNotBuilt(t *testing.T) {
+	const unknown = 250_000
+	spec := map[string]any{}
+	obj := map[string]any{"apiVersion": "prompts.persona-operator.dev/v1alpha1", "kind": "Persona",
+		"metadata": map[string]any{"name": "p", "namespace": "ns"}, "spec": spec}
+	for i := range unknown {
+		spec[fmt.Sprintf("k%d", i)] = 1
+		obj[fmt.Sprintf("k%d", i)] = 1
+	}
+	start := time.Now()
+	errs := ValidatePersona(obj)
+	took := time.Since(start)
+	t.Logf("%d unknown keys validated in %v", 2*unknown, took)
+
+	var unknownNamed, counted int
+	for _, err := range errs {
+		switch {
+		case strings.HasPrefix(err.Detail, "unknown field"):
+			unknownNamed++
+		case err.Type == field.ErrorTypeForbidden && strings.HasSuffix(err.Detail, "more errors, not listed"):
+			var n int
+			if _, scanErr := fmt.Sscanf(err.Detail, "%d more errors", &n); scanErr != nil {
+				t.Fatalf("%q does not count: %v", err.Detail, scanErr)
+			}
+			counted += n
+		}
+	}
+	if unknownNamed != 2*MaxListedErrors || counted != 2*(unknown-MaxListedErrors) {
+		t.Errorf("%d unknown keys named and %d counted; want %d named (%d in spec, as many beside it) and %d counted",
+			unknownNamed, counted, 2*MaxListedErrors, MaxListedErrors, 2*(unknown-MaxListedErrors))
+	}
+
+	capped := Capped(field.NewPath("rest"), errs)
+	last := capped[len(capped)-1]
+	if len(capped) != MaxListedErrors+1 || last.Detail != fmt.Sprintf("%d more errors, not listed", len(errs)-MaxListedErrors-2+counted) {
+		t.Errorf("capped to %d errors, the last %q; want %d listed and one that counts the other %d", len(capped), last.Detail,
+			MaxListedErrors, len(errs)-MaxListedErrors-2+counted)
+	}
+}
+
+// Lists that arrive on the webhook's port past their maximum, and
+// extensions and platform keys, which have none in code, cost at most
+// MaxListedErrors built errors however many items they hold: the rest are
+// refused for the list's length, or counted.
+func TestLongListsBuildFewErrors(t *testing.T) {
+	const items = 100_000
+	empties := make([]any, items)
+	for i := range empties {
+		empties[i] = map[string]any{}
+	}
+	names := make([]any, items)
+	for i := range names {
+		names[i] = "Not_A_Name"
+	}
+	platform := map[string]any{}
+	for i := range items {
+		platform[fmt.Sprintf("nosection%d", i)] = map[string]any{"remove": true}
+	}
+	expressions := make([]any, items)
+	for i := range expressions {
+		expressions[i] = map[string]any{"key": "Not A Key", "operator": "Sometimes"}
+	}
+	t.Run("selector expressions", func(t *testing.T) {
+		errs := ValidateClusterPromptLayer(map[string]any{"apiVersion": "prompts.persona-operator.dev/v1alpha1", "kind": "ClusterPromptLayer",
+			"metadata": map[string]any{"name": "g"}, "spec": map[string]any{"template": "x", "namespaceSelector": map[string]any{"matchExpressions": expressions}}})
+		if len(errs) > MaxListedErrors+1 || len(errs) == 0 {
+			t.Errorf("%d errors for %d expressions, want 1 to %d", len(errs), items, MaxListedErrors+1)
+		}
+	})
+	sections := map[string]any{}
+	for i := range items {
+		sections[fmt.Sprintf("nosection%d", i)] = map[string]any{"remove": true}
+	}
+	t.Run("platform sections", func(t *testing.T) {
+		errs := ValidatePromptPlatform(map[string]any{"apiVersion": "prompts.persona-operator.dev/v1alpha1", "kind": "PromptPlatform",
+			"metadata": map[string]any{"name": "default"}, "spec": map[string]any{"sections": sections}})
+		if len(errs) > MaxListedErrors+1 || len(errs) == 0 {
+			t.Errorf("%d errors for %d sections, want 1 to %d", len(errs), items, MaxListedErrors+1)
+		}
+	})
+	for _, c := range []struct {
+		name string
+		spec map[string]any
+		most int
+	}{
+		{"variants", map[string]any{"variants": empties}, maxVariants + 1},
+		{"inherit", map[string]any{"inherit": names}, maxInherit + 1},
+		{"layers", map[string]any{"layers": empties}, maxLayers + 1},
+		{"extensions", map[string]any{"systemPrompt": map[string]any{"extensions": empties}}, MaxListedErrors + 1},
+		{"platform keys", map[string]any{"systemPrompt": map[string]any{"platform": platform}}, MaxListedErrors + 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			errs := ValidatePersona(map[string]any{"apiVersion": "prompts.persona-operator.dev/v1alpha1", "kind": "Persona",
+				"metadata": map[string]any{"name": "p"}, "spec": c.spec})
+			if len(errs) > c.most || len(errs) == 0 {
+				t.Errorf("%d errors for %d items, want 1 to %d", len(errs), items, c.most)
+			}
+		})
+	}
+}
