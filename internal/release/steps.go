@@ -112,7 +112,7 @@ func Advance(in Input) Decision {
 		d.Canary = c
 		return d
 	}
-	runGoing := c.AnalysisRun != "" && !finished(in.Analysis.Phase)
+	runGoing := c.AnalysisRun != "" && !in.Analysis.Phase.Completed()
 	switch {
 	case in.Abort == AbortValue(c.Revision):
 		return abort(d, c, runGoing, "aborted with kubectl persona abort")
@@ -206,8 +206,8 @@ func abort(d Decision, c v1alpha1.CanaryStatus, runGoing bool, why string) Decis
 	return d
 }
 
-// finished reports whether a run of phase p is over.
-func finished(p AnalysisPhase) bool {
+// Completed reports whether a run of phase p is over.
+func (p AnalysisPhase) Completed() bool {
 	switch p {
 	case AnalysisSuccessful, AnalysisFailed, AnalysisError, AnalysisInconclusive:
 		return true

@@ -12,7 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/persona-operator/persona-operator/internal/release"
 	"github.com/persona-operator/persona-operator/test/controlplane"
 	"github.com/persona-operator/persona-operator/test/rollouts"
 )
@@ -105,7 +107,7 @@ func TestAnalysisRunsEndAsTheirMetricSays(t *testing.T) {
 			wantMessage: `Metric "score" assessed Failed due to failed (1) > failureLimit (0)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			run, err := rollouts.NewRun(template, ns, tc.name, map[string]string{"url": server.URL + "/" + tc.score})
+			run, err := release.NewRun([]*unstructured.Unstructured{template}, ns, tc.name, map[string]string{"url": server.URL + "/" + tc.score}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,11 +119,11 @@ func TestAnalysisRunsEndAsTheirMetricSays(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("AnalysisRun %s: %s %s after its creation", tc.name, rollouts.Phase(done), time.Since(created).Round(time.Millisecond))
-			if got := rollouts.Phase(done); got != tc.wantPhase {
-				t.Errorf("phase %q, want %q (message %q)", got, tc.wantPhase, rollouts.Message(done))
+			t.Logf("AnalysisRun %s: %s %s after its creation", tc.name, release.RunPhase(done), time.Since(created).Round(time.Millisecond))
+			if got := release.RunPhase(done); string(got) != tc.wantPhase {
+				t.Errorf("phase %q, want %q (message %q)", got, tc.wantPhase, release.RunMessage(done))
 			}
-			if got := rollouts.Message(done); got != tc.wantMessage {
+			if got := release.RunMessage(done); got != tc.wantMessage {
 				t.Errorf("message %q, want %q", got, tc.wantMessage)
 			}
 			if got, want := rollouts.Measurements(done, "score"), []string{tc.score}; !slices.Equal(got, want) {

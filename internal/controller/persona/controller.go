@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -279,7 +280,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	default:
 		r.endCanary(&p, "spec.rollout was removed: the latest render is delivered")
 	}
-	own := ownChange(&p, before)
+	// A canary promoted or ended is the Persona's own news too: its status
+	// is never left to a deferred pass, which would not carry it.
+	own := ownChange(&p, before) || !equality.Semantic.DeepEqual(before.Canary, p.Status.Canary)
 	switch {
 	case attempt.reason != v1alpha1.RenderedReason:
 		if attempt, err = r.keepGuardrails(ctx, &p, attempt); err != nil {
