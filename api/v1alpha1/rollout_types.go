@@ -161,4 +161,5 @@ const (
 	RolloutPromotedReason = "RolloutPromoted"
 	RolloutAbortedReason  = "RolloutAborted"
 	CanaryStartedReason   = "CanaryStarted"
+	AnalysisStartedReason = "AnalysisStarted"
 )

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -48,13 +49,13 @@ func (r *reconciler) reconcileCanary(ctx context.Context, p *v1alpha1.Persona, a
 	}
 	if attempt.output.Hash == p.Status.ContentHash {
 		// The stable content again: a canary of other content is over.
-		r.endCanary(p, "the latest render is the stable revision again")
+		r.endCanary(ctx, p, "the latest render is the stable revision again")
 		return ctrl.Result{}, false, nil
 	}
 	src, err := r.pinnedSource(ctx, p, stable)
 	if err != nil || src == nil {
 		if err == nil {
-			r.endCanary(p, fmt.Sprintf("the stable revision %d has no snapshot: the latest render is delivered", stable))
+			r.endCanary(ctx, p, fmt.Sprintf("the stable revision %d has no snapshot: the latest render is delivered", stable))
 		}
 		return ctrl.Result{}, err != nil, err
 	}
@@ -78,14 +79,27 @@ func (r *reconciler) reconcileCanary(ctx context.Context, p *v1alpha1.Persona, a
 		replaced.Revision = latest.Revision
 		c = &replaced
 	case c.Revision != latest.Revision:
+		if err := r.terminateRun(ctx, p, c.AnalysisRun); err != nil {
+			return ctrl.Result{}, true, err
+		}
 		started := release.Start(latest.Revision, time.Now())
 		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, v1alpha1.CanaryStartedReason, "Release",
 			"revision %d replaces the canary of revision %d, from step 0", latest.Revision, c.Revision)
 		c = &started
 	}
+	analysis := r.analysisOf(ctx, p, c.AnalysisRun)
 	d := release.Advance(release.Input{Persona: p.Name, Steps: p.Spec.Rollout.Steps, Canary: *c, Now: time.Now(),
 		Promote: p.Annotations[v1alpha1.PromoteAnnotation], Abort: p.Annotations[v1alpha1.AbortAnnotation],
-		Analysis: r.analysisOf(ctx, p, c.AnalysisRun)})
+		Analysis: analysis})
+	if err := r.terminateRun(ctx, p, d.Terminate); err != nil {
+		return ctrl.Result{}, true, err
+	}
+	if d.Run != nil && (d.Run.Name != c.AnalysisRun || analysis == release.Analysis{}) {
+		// The step's run is not there yet: make it.
+		if missing := r.startRun(ctx, p, d.Run, stable, d.Canary.Revision); missing != "" {
+			d.Canary.Message = missing
+		}
+	}
 	if d.Promoted {
 		p.Status.Canary = nil
 		setRelease(&p.Status, d.Canary.Revision, "Promoted", d.Why)
@@ -100,7 +114,7 @@ func (r *reconciler) reconcileCanary(ctx context.Context, p *v1alpha1.Persona, a
 		return ctrl.Result{}, true, err
 	}
 	if pn.failure != "" {
-		r.endCanary(p, fmt.Sprintf("the stable revision cannot be delivered (%s): the latest render is delivered", pn.message))
+		r.endCanary(ctx, p, fmt.Sprintf("the stable revision cannot be delivered (%s): the latest render is delivered", pn.message))
 		return ctrl.Result{}, false, nil
 	}
 	p.Status.Canary = &d.Canary
@@ -120,24 +134,25 @@ func (r *reconciler) reconcileCanary(ctx context.Context, p *v1alpha1.Persona, a
 		r.setSnapshotFailed(p, latestFailure)
 		retryAfter = min(max(retryAfter, snapshotRetry), snapshotRetry)
 	}
+	if d.Run != nil {
+		// The step waits for its run, which is read again in a while.
+		d.RequeueAfter = analysisPoll
+	}
 	if d.RequeueAfter > 0 && (retryAfter == 0 || d.RequeueAfter < retryAfter) {
 		retryAfter = d.RequeueAfter
 	}
 	return ctrl.Result{RequeueAfter: retryAfter}, true, nil
 }
 
-// analysisOf is what is known of the AnalysisRun name of p's canary step.
-func (r *reconciler) analysisOf(_ context.Context, _ *v1alpha1.Persona, name string) release.Analysis {
-	if name == "" {
-		return release.Analysis{}
-	}
-	return release.Analysis{Missing: "the AnalysisRun CRD (argoproj.io/v1alpha1) is not installed: install Argo Rollouts' CRDs and controller"}
-}
-
-// endCanary ends p's canary, when it has one, without promoting it.
-func (r *reconciler) endCanary(p *v1alpha1.Persona, why string) {
+// endCanary ends p's canary, when it has one, without promoting it, and
+// stops its AnalysisRun.
+func (r *reconciler) endCanary(ctx context.Context, p *v1alpha1.Persona, why string) {
 	if p.Status.Canary == nil {
 		return
+	}
+	if err := r.terminateRun(ctx, p, p.Status.Canary.AnalysisRun); err != nil {
+		// Its result is never read again: only Argo Rollouts' work goes on.
+		log.FromContext(ctx).Error(err, "the canary ended; its AnalysisRun goes on")
 	}
 	if p.Status.Canary.Phase != v1alpha1.CanaryAborted {
 		setRelease(&p.Status, p.Status.Canary.Revision, "Aborted", why)

@@ -270,7 +270,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	switch {
 	case pn.revision > 0:
 		if result, done, err := r.reconcilePinned(ctx, &p, before, &pn, attempt); done || err != nil {
-			r.endCanary(&p, fmt.Sprintf("pinned to revision %d", pn.revision))
+			r.endCanary(ctx, &p, fmt.Sprintf("pinned to revision %d", pn.revision))
 			return result, err
 		}
 	case p.Spec.Rollout != nil:
@@ -278,7 +278,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return result, err
 		}
 	default:
-		r.endCanary(&p, "spec.rollout was removed: the latest render is delivered")
+		r.endCanary(ctx, &p, "spec.rollout was removed: the latest render is delivered")
 	}
 	// A canary promoted or ended is the Persona's own news too: its status
 	// is never left to a deferred pass, which would not carry it.
