@@ -2,6 +2,7 @@ package admission
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -71,29 +72,77 @@ func checkNoInclude(p *field.Path, names []string) field.ErrorList {
 		strings.Join(quoted, ", ")+"): PromptLayers differ per namespace; put the text in the template")}
 }
 
+// A guardrail's selector is bounded as lists of the API are: past these,
+// it is refused for its length and the rest is not checked, so that a
+// selector's errors, each of which apimachinery builds with its long
+// message, cost a bounded share of a review.
+const (
+	maxSelectorLabels      = 64
+	maxSelectorExpressions = 32
+	// maxSelectorValues bounds the values of all of a selector's
+	// expressions together.
+	maxSelectorValues = 256
+)
+
 // validateSelector checks a label selector as the API server checks its own:
 // operators, values and label syntax. A value of the wrong shape is
 // checkShape's to report, and skipped here. matchLabels are checked one key
-// at a time, in order, so that each error names its key.
+// at a time, in order, so that each error names its key; a selector keeps
+// at most MaxListedErrors of its errors.
 func validateSelector(p *field.Path, v any) field.ErrorList {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil
 	}
-	var sel metav1.LabelSelector
-	raw, err := json.Marshal(m)
-	if err != nil || json.Unmarshal(raw, &sel) != nil {
-		return nil
-	}
-	// Checked one label and one expression at a time, as apimachinery's
-	// ValidateLabelSelector does, so that a selector of thousands keeps at
-	// most MaxListedErrors of their errors.
+	// The selector is decoded for apimachinery's checks with its lists cut
+	// to their bounds: the rest is refused for its length, unchecked.
 	var errs listedErrors
+	bounded := maps.Clone(m)
 	lp := p.Child("matchLabels")
+	if labels, ok := m["matchLabels"].(map[string]any); ok && len(labels) > maxSelectorLabels {
+		errs.add(func() *field.Error { return field.TooMany(lp, len(labels), maxSelectorLabels) })
+		kept := make(map[string]any, maxSelectorLabels)
+		for _, k := range slices.Sorted(maps.Keys(labels))[:maxSelectorLabels] {
+			kept[k] = labels[k]
+		}
+		bounded["matchLabels"] = kept
+	}
+	ep := p.Child("matchExpressions")
+	if expressions, ok := m["matchExpressions"].([]any); ok {
+		if len(expressions) > maxSelectorExpressions {
+			errs.add(func() *field.Error { return field.TooMany(ep, len(expressions), maxSelectorExpressions) })
+			expressions = expressions[:maxSelectorExpressions]
+		}
+		kept := make([]any, 0, len(expressions))
+		left := maxSelectorValues
+		for i, e := range expressions {
+			expr, ok := e.(map[string]any)
+			values, _ := expr["values"].([]any)
+			if ok && len(values) > left {
+				errs.add(func() *field.Error {
+					return field.Forbidden(ep.Index(i).Child("values"), fmt.Sprintf(
+						"a selector's expressions may have at most %d values in all; these and the rest are not checked", maxSelectorValues))
+				})
+				if left == 0 {
+					break
+				}
+				expr = maps.Clone(expr)
+				expr["values"] = values[:left]
+				values = values[:left]
+			}
+			left -= len(values)
+			kept = append(kept, expr)
+		}
+		bounded["matchExpressions"] = kept
+	}
+	var sel metav1.LabelSelector
+	raw, err := json.Marshal(bounded)
+	if err != nil || json.Unmarshal(raw, &sel) != nil {
+		return errs.list(p)
+	}
 	for _, k := range slices.Sorted(maps.Keys(sel.MatchLabels)) {
 		errs.addAll(metav1validation.ValidateLabels(map[string]string{k: sel.MatchLabels[k]}, KeyPath(lp, k)))
 	}
-	ep := p.Child("matchExpressions")
 	for i, expr := range sel.MatchExpressions {
 		errs.addAll(metav1validation.ValidateLabelSelectorRequirement(expr, metav1validation.LabelSelectorValidationOptions{}, ep.Index(i)))
 	}

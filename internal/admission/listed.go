@@ -64,7 +64,37 @@ func Capped(p *field.Path, errs field.ErrorList) field.ErrorList {
 			capped.unlisted += int(n)
 			continue
 		}
-		capped.add(func() *field.Error { return err })
+		capped.add(func() *field.Error { return shortened(err) })
 	}
 	return capped.list(p)
+}
+
+// maxFieldBytes bounds an error's field path in a refusal, and
+// maxDetailBytes its detail: each is written twice into the answer.
+const (
+	maxFieldBytes  = 512
+	maxDetailBytes = 2048
+)
+
+// shortened is err with its path, detail and quoted value cut to what a
+// refusal shows, so that no error of a refusal is large whatever built it.
+func shortened(err *field.Error) *field.Error {
+	short := *err
+	short.Field = cut(short.Field, maxFieldBytes)
+	short.Detail = cut(short.Detail, maxDetailBytes)
+	if s, ok := short.BadValue.(string); ok {
+		short.BadValue = truncate(s)
+	}
+	return &short
+}
+
+// cut is s cut to at most n bytes at a rune's start, marked when cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !isRuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +82,42 @@ func TestLongListsBuildFewErrors(t *testing.T) {
 			"metadata": map[string]any{"name": "g"}, "spec": map[string]any{"template": "x", "namespaceSelector": map[string]any{"matchExpressions": expressions}}})
 		if len(errs) > MaxListedErrors+1 || len(errs) == 0 {
 			t.Errorf("%d errors for %d expressions, want 1 to %d", len(errs), items, MaxListedErrors+1)
+		}
+	})
+	t.Run("selector values", func(t *testing.T) {
+		// Each bad value is an error apimachinery builds with a long
+		// message: at most maxSelectorValues of them are checked.
+		bad := make([]any, 1000)
+		for i := range bad {
+			bad[i] = "not a label value!"
+		}
+		expressions := make([]any, maxSelectorExpressions)
+		for i := range expressions {
+			expressions[i] = map[string]any{"key": "team", "operator": "In", "values": bad}
+		}
+		// As many labels as the webhook lets in beside them (32,768 JSON
+		// tokens in all).
+		labels := map[string]any{}
+		for i := range 5000 {
+			labels[fmt.Sprintf("not a key %d", i)] = "v"
+		}
+		obj := map[string]any{"apiVersion": "prompts.persona-operator.dev/v1alpha1", "kind": "ClusterPromptLayer",
+			"metadata": map[string]any{"name": "g"}, "spec": map[string]any{"template": "x",
+				"namespaceSelector": map[string]any{"matchExpressions": expressions}, "personaSelector": map[string]any{"matchLabels": labels}}}
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		errs := ValidateClusterPromptLayer(obj)
+		runtime.ReadMemStats(&after)
+		if len(errs) > 2*(MaxListedErrors+1) || len(errs) == 0 {
+			t.Errorf("%d errors for %d values and %d labels, want 1 to %d", len(errs), 1000*maxSelectorExpressions, len(labels), 2*(MaxListedErrors+1))
+		}
+		// 256 values' and 64 labels' errors at about 2 KiB each, and the
+		// selectors' decoding.
+		allocated := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%d errors, %.1f MiB allocated", len(errs), float64(allocated)/(1<<20))
+		if allocated > 16<<20 {
+			t.Errorf("validating the selectors allocated %.1f MiB, want at most 16", float64(allocated)/(1<<20))
 		}
 	})
 	sections := map[string]any{}

@@ -76,8 +76,18 @@ var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
 // KeyPath is the path of key k under p. Plain keys read as fields
 // (spec.systemPrompt.platform.waiver), as users write them; any other key is
-// bracketed (spec.vars[a.b]) so that the path stays unambiguous.
+// bracketed (spec.vars[a.b]) so that the path stays unambiguous. A key
+// longer than maxShownBytes is cut, as values are: every error under it
+// carries its path, and one key of a megabyte in a hundred errors' paths
+// took the heap past the manager's limit.
 func KeyPath(p *field.Path, k string) *field.Path {
+	if len(k) > maxShownBytes {
+		k = truncate(k)
+		if p == nil {
+			return field.NewPath(k)
+		}
+		return p.Key(k)
+	}
 	switch {
 	case p == nil:
 		// A top-level key: a bracket needs a parent to hang on.
@@ -108,16 +118,7 @@ func shortValue(v any) any {
 	return field.OmitValueType{}
 }
 
-func truncate(s string) string {
-	if len(s) <= maxShownBytes {
-		return s
-	}
-	cut := maxShownBytes
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
+func truncate(s string) string { return cut(s, maxShownBytes) }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 

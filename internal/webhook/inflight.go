@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +30,8 @@ import (
 // other, never hold up ordinary ones.
 const (
 	// HeavyInflightBytes bounds the requests over lightRequestBytes: one
-	// maximal Persona (3 MiB of the densest templates weighs 18 MiB) at a time.
+	// maximal Persona (3 MiB of the densest templates, which weighs more
+	// than the lane and is let in alone at its weight) at a time.
 	HeavyInflightBytes = 24 << 20
 	// LightInflightBytes bounds the others: two of the largest, or dozens
 	// of typical ones, at a time.
@@ -39,12 +41,17 @@ const (
 
 // A validating review weighs validatingTokenWeight bytes a JSON token of
 // its body besides (mostTokens): what the decoded tree, the typed values
-// and the errors of the densest objects allocate, at most 187 bytes a
-// token (unknown keys in spec), in the parts validation walks and in
-// those it never reads alike (validate_weight_test.go). A review of more
-// than HeavyInflightBytes/2/validatingTokenWeight tokens (49,152) is cut
-// short as they arrive, undecoded.
-const validatingTokenWeight = 256
+// and the errors of the densest objects allocate beside 16 bytes a byte,
+// up to about 300 bytes a token (bad label selector values), in the parts
+// validation walks and in those it never reads alike
+// (validate_weight_test.go). A review of more than
+// HeavyInflightBytes/2/validatingTokenWeight tokens (32,768) is cut short
+// as they arrive, undecoded.
+const validatingTokenWeight = 384
+
+// validatingBytesWeight is what each byte of a validating review may take
+// (see newInflight).
+const validatingBytesWeight = 16
 
 // maxRequestBytes bounds an admission request: controller-runtime refuses
 // one of this size or more.
@@ -145,11 +152,13 @@ func newInflight(limits render.Limits) *inflight {
 		capped:      true,
 		maxWait:     maxWait,
 	}
-	// The body and the copies decoding makes (the AdmissionReview's raw
-	// object, the decoded map and the typed object), and the parse tree of
-	// its largest template, which is at most n bytes of source. Templates
-	// are parsed one at a time, so one tree is live at once.
-	l.weigh = func(n int64) int64 { return 4*n + int64(limits.MaxParsedBytes(int(n))) }
+	// The body and the copies of its strings that decoding and validation
+	// make (the AdmissionReview's raw object, the decoded map, the typed
+	// objects, a key's section name: a long key is copied about 14 times),
+	// and the parse tree of its largest template, which is at most n bytes
+	// of source. Templates are parsed one at a time, so one tree is live at
+	// once.
+	l.weigh = func(n int64) int64 { return validatingBytesWeight*n + int64(limits.MaxParsedBytes(int(n))) }
 	return l
 }
 
@@ -232,6 +241,12 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 			status = http.StatusRequestTimeout
 		}
 		refuse(w, status, "read the admission request: %v", err)
+		return
+	}
+	if !utf8.Valid(body) {
+		// JSON is UTF-8, and the API server's encoder writes nothing else;
+		// decoding turns each invalid byte into three, past the weight.
+		refuse(w, http.StatusBadRequest, "the admission request is not valid UTF-8")
 		return
 	}
 	need := weight

@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -52,4 +56,22 @@ func TestRefusalOfManyErrorsIsBounded(t *testing.T) {
 		t.Errorf("refusing %d bytes took %v and answered %d bytes; want under 1 s and 64 KiB", len(obj), took, len(answer))
 	}
 	t.Logf("an object of %d bytes refused in %v with an answer of %d bytes", len(obj), took, len(answer))
+}
+
+// TestRefusalReadsAsTheAPIServersInvalidError: joined in one pass, the
+// refusal is word for word the Invalid error apimachinery makes of the
+// same errors, a repeated one said once.
+func TestRefusalReadsAsTheAPIServersInvalidError(t *testing.T) {
+	gk := schema.GroupKind{Group: "prompts.persona-operator.dev", Kind: "Persona"}
+	p := field.NewPath("spec")
+	for _, errs := range []field.ErrorList{
+		{field.Required(p.Child("prompt"), "a prompt")},
+		{field.Required(p.Child("prompt"), "a prompt"), field.Invalid(p.Child("model"), "x", "too short"), field.Required(p.Child("prompt"), "a prompt")},
+	} {
+		want := apierrors.NewInvalid(gk, "p", errs).Status()
+		got := refusal(gk, "p", errs).Result
+		if !reflect.DeepEqual(*got, want) {
+			t.Errorf("refusal:\n%+v\nwant the API server's:\n%+v", *got, want)
+		}
+	}
 }

@@ -27,11 +27,18 @@ import (
 // allocation counts.
 func TestValidationWeightCoversWhatAReviewAllocates(t *testing.T) {
 	const n = 256 << 10
-	var keys, vars, labels strings.Builder
+	var keys, vars, labels, badLabels, overrideKeys strings.Builder
 	for i := 0; keys.Len() < n; i++ {
 		fmt.Fprintf(&keys, `,"k%d":0`, i)
 		fmt.Fprintf(&vars, `,"k%d":""`, i)
 		fmt.Fprintf(&labels, `,"k%d":"v"`, i)
+		fmt.Fprintf(&badLabels, `,"not a key %d":"v"`, i)
+	}
+	for i := range 150 {
+		fmt.Fprintf(&overrideKeys, `,"u%d":1`, i)
+	}
+	guardrail := func(selector string) string {
+		return `{"apiVersion":"prompts.persona-operator.dev/v1alpha1","kind":"ClusterPromptLayer","metadata":{"name":"g"},"spec":{"template":"x","namespaceSelector":{` + selector + `}}}`
 	}
 	persona := func(metadata, spec, status string) string {
 		return `{"apiVersion":"prompts.persona-operator.dev/v1alpha1","kind":"Persona","metadata":{"name":"p","namespace":"ns"` + metadata + `},"spec":{"prompt":"x"` + spec + `}` + status + `}`
@@ -50,7 +57,12 @@ func TestValidationWeightCoversWhatAReviewAllocates(t *testing.T) {
 		"zeros in status":            persona("", "", `,"status":{"x":[`+repeat("0", n)+`]}`),
 		"many labels":                persona(`,"labels":{"a":"b"`+labels.String()+`}`, "", ""),
 		"empty managed fields":       persona(`,"managedFields":[`+repeat("{}", n)+`]`, "", ""),
-		"empty selector expressions": `{"apiVersion":"prompts.persona-operator.dev/v1alpha1","kind":"ClusterPromptLayer","metadata":{"name":"g"},"spec":{"template":"x","selector":{"matchExpressions":[` + repeat("{}", n) + `]}}}`,
+		"empty selector expressions": guardrail(`"matchExpressions":[` + repeat("{}", n) + `]`),
+		"bad selector values":        guardrail(`"matchExpressions":[{"key":"team","operator":"In","values":[` + repeat(`"not a value!"`, n) + `]}]`),
+		"bad selector label keys":    guardrail(`"matchLabels":{"a":"b"` + badLabels.String() + `}`),
+		// One key of n bytes in the path of every error under it (an
+		// override's unknown keys).
+		"a long key in every path": persona("", `,"systemPrompt":{"platform":{"`+strings.Repeat("k", n)+`":{"replace":"x"`+overrideKeys.String()+`}}}`, ""),
 	}
 	limits := render.Default().Limits()
 	inflight := newInflight(limits)
@@ -159,6 +171,34 @@ func TestJSONTokensBoundTheDecodersTokens(t *testing.T) {
 			if c.tokens != counted {
 				t.Errorf("%s split at %d: counted %d tokens, %d whole", doc, i, c.tokens, counted)
 			}
+		}
+	}
+}
+
+// TestReviewsThatAreNotUTF8AreRefused: JSON is UTF-8 and the API server
+// writes nothing else, while decoding turns each invalid byte into three:
+// both webhooks refuse such a body before decoding it.
+func TestReviewsThatAreNotUTF8AreRefused(t *testing.T) {
+	object := `{"apiVersion":"prompts.persona-operator.dev/v1alpha1","kind":"Persona","metadata":{"name":"p","namespace":"ns"},"spec":{"prompt":"` +
+		strings.Repeat("\xff", 256<<10) + `"}}`
+	body := bytes.Replace(objectReview(t, "u", []byte(`{"kind":"Persona"}`)), []byte(`{"kind":"Persona"}`), []byte(object), 1)
+	for _, c := range []struct {
+		name string
+		srv  http.Handler
+	}{
+		{"validating", newInflight(render.Default().Limits()).wrap(&webhook.Admission{Handler: &Validator{}})},
+		{"injecting", (&Injector{Personas: failing{}, ConfigMaps: failing{}}).Handler()},
+	} {
+		srv := httptest.NewServer(c.srv)
+		resp, err := http.Post(srv.URL+"/mutate--v1-pod?timeout=10s", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(answer), "not valid UTF-8") {
+			t.Errorf("%s: a review of 256 KiB of invalid UTF-8: %d %s; want 400", c.name, resp.StatusCode, answer)
 		}
 	}
 }
