@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -94,18 +93,22 @@ func validateSelector(p *field.Path, v any) field.ErrorList {
 	if !ok {
 		return nil
 	}
-	// The selector is decoded for apimachinery's checks with its lists cut
-	// to their bounds: the rest is refused for its length, unchecked.
 	var errs listedErrors
-	bounded := maps.Clone(m)
+	// The selector apimachinery checks is built of the values of the right
+	// types, its lists cut to their bounds: any other value is the shape
+	// walk's to report, and the rest is refused for its length, unchecked.
 	lp := p.Child("matchLabels")
-	if labels, ok := m["matchLabels"].(map[string]any); ok && len(labels) > maxSelectorLabels {
-		errs.add(func() *field.Error { return field.TooMany(lp, len(labels), maxSelectorLabels) })
-		kept := make(map[string]any, maxSelectorLabels)
-		for _, k := range slices.Sorted(maps.Keys(labels))[:maxSelectorLabels] {
-			kept[k] = labels[k]
+	if labels, ok := m["matchLabels"].(map[string]any); ok {
+		keys := slices.Sorted(maps.Keys(labels))
+		if len(keys) > maxSelectorLabels {
+			errs.add(func() *field.Error { return field.TooMany(lp, len(keys), maxSelectorLabels) })
+			keys = keys[:maxSelectorLabels]
 		}
-		bounded["matchLabels"] = kept
+		for _, k := range keys {
+			if v, ok := labels[k].(string); ok {
+				errs.addAll(metav1validation.ValidateLabels(map[string]string{k: v}, KeyPath(lp, k)))
+			}
+		}
 	}
 	ep := p.Child("matchExpressions")
 	if expressions, ok := m["matchExpressions"].([]any); ok {
@@ -113,12 +116,14 @@ func validateSelector(p *field.Path, v any) field.ErrorList {
 			errs.add(func() *field.Error { return field.TooMany(ep, len(expressions), maxSelectorExpressions) })
 			expressions = expressions[:maxSelectorExpressions]
 		}
-		kept := make([]any, 0, len(expressions))
 		left := maxSelectorValues
 		for i, e := range expressions {
 			expr, ok := e.(map[string]any)
+			if !ok {
+				continue
+			}
 			values, _ := expr["values"].([]any)
-			if ok && len(values) > left {
+			if len(values) > left {
 				errs.add(func() *field.Error {
 					return field.Forbidden(ep.Index(i).Child("values"), fmt.Sprintf(
 						"a selector's expressions may have at most %d values in all; these and the rest are not checked", maxSelectorValues))
@@ -126,25 +131,19 @@ func validateSelector(p *field.Path, v any) field.ErrorList {
 				if left == 0 {
 					break
 				}
-				expr = maps.Clone(expr)
-				expr["values"] = values[:left]
 				values = values[:left]
 			}
 			left -= len(values)
-			kept = append(kept, expr)
+			key, _ := expr["key"].(string)
+			operator, _ := expr["operator"].(string)
+			req := metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOperator(operator)}
+			for _, v := range values {
+				if s, ok := v.(string); ok {
+					req.Values = append(req.Values, s)
+				}
+			}
+			errs.addAll(metav1validation.ValidateLabelSelectorRequirement(req, metav1validation.LabelSelectorValidationOptions{}, ep.Index(i)))
 		}
-		bounded["matchExpressions"] = kept
-	}
-	var sel metav1.LabelSelector
-	raw, err := json.Marshal(bounded)
-	if err != nil || json.Unmarshal(raw, &sel) != nil {
-		return errs.list(p)
-	}
-	for _, k := range slices.Sorted(maps.Keys(sel.MatchLabels)) {
-		errs.addAll(metav1validation.ValidateLabels(map[string]string{k: sel.MatchLabels[k]}, KeyPath(lp, k)))
-	}
-	for i, expr := range sel.MatchExpressions {
-		errs.addAll(metav1validation.ValidateLabelSelectorRequirement(expr, metav1validation.LabelSelectorValidationOptions{}, ep.Index(i)))
 	}
 	return errs.list(p)
 }

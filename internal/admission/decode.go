@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,9 +24,14 @@ func Decode(p *field.Path, raw any, out any, unknownKeys bool) field.ErrorList {
 	if errs := w.errs.list(p); len(errs) > 0 {
 		return errs
 	}
-	j, err := json.Marshal(raw)
+	// Encoded again without escaping <, > and &, which would take six
+	// bytes each.
+	var j bytes.Buffer
+	enc := json.NewEncoder(&j)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(raw)
 	if err == nil {
-		err = sigsjson.UnmarshalCaseSensitivePreserveInts(j, out)
+		err = sigsjson.UnmarshalCaseSensitivePreserveInts(j.Bytes(), out)
 	}
 	if err != nil {
 		// Only a type that reads its own JSON gets here (a metav1.Time that

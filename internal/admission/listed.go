@@ -28,6 +28,10 @@ func (l *listedErrors) add(build func() *field.Error) {
 	l.errs = append(l.errs, build())
 }
 
+// full reports whether the list holds MaxListedErrors errors: past it,
+// a check that is costly to make for an error only counted may be skipped.
+func (l *listedErrors) full() bool { return len(l.errs) >= MaxListedErrors }
+
 // addAll adds errs, built already, or only counts those past the bound.
 func (l *listedErrors) addAll(errs field.ErrorList) {
 	for _, err := range errs {
@@ -82,9 +86,9 @@ func shortened(err *field.Error) *field.Error {
 	short := *err
 	short.Field = cut(short.Field, maxFieldBytes)
 	short.Detail = cut(short.Detail, maxDetailBytes)
-	if s, ok := short.BadValue.(string); ok {
-		short.BadValue = truncate(s)
-	}
+	// Only a scalar is quoted, cut: a list or an object would be written
+	// whole, twice, each < escaped to six bytes.
+	short.BadValue = shortValue(short.BadValue)
 	return &short
 }
 

@@ -151,3 +151,60 @@ func TestLongListsBuildFewErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPlatformEntriesBuildFewErrors: every error of a platform's entries,
+// not only its unknown keys, is listed up to MaxListedErrors and counted
+// past it, and no template is parsed once the list is full.
+func TestPlatformEntriesBuildFewErrors(t *testing.T) {
+	const items = 20_000
+	sections := map[string]any{}
+	for i := range items {
+		sections[fmt.Sprintf("nosection%d", i)] = map[string]any{"replace": "{{ .Harness }}", "remove": true}
+	}
+	errs := ValidatePromptPlatform(map[string]any{"apiVersion": "prompts.persona-operator.dev/v1alpha1", "kind": "PromptPlatform",
+		"metadata": map[string]any{"name": "default"}, "spec": map[string]any{"sections": sections}})
+	if most := 2 * (MaxListedErrors + 1); len(errs) > most || len(errs) == 0 {
+		t.Errorf("%d errors for %d sections of two errors each, want 1 to %d", len(errs), items, most)
+	}
+}
+
+// TestTemplatesShareABudgetOfActionBytes: an object's templates together
+// have at most MaxActionBytes inside actions checked; past it, each is
+// refused unparsed, so a Persona of many templates of the densest actions
+// costs a bounded parse.
+func TestTemplatesShareABudgetOfActionBytes(t *testing.T) {
+	for src, want := range map[string]int{"": 0, "prose": 0, "a {{ b }} c": 7, "{{x": 3, "{{a}}{{b}}": 10,
+		// Strings, character constants and comments may hold }}: the
+		// action goes on past them, as the lexer reads it.
+		`{{ "}}" }}`: 10, "{{ `}}` }}": 10, `{{ '}' }}`: 9, `{{ "\"}}" }}`: 12, `{{/* }} */}}`: 12, `{{- /* }} */ -}} x`: 16,
+		`{{ "}} unended`: 14, "{{ `}} unended": 14,
+	} {
+		if got := actionBytes(src); got != want {
+			t.Errorf("actionBytes(%q) = %d, want %d", src, got, want)
+		}
+	}
+	// A string of }} first does not hide the rest of the action.
+	hidden := `{{print "}}" ` + strings.Repeat("((((1))))", 1000) + `}}`
+	if got := actionBytes(hidden); got != len(hidden) {
+		t.Errorf("an action that opens with a string of }}: %d of its %d bytes counted", got, len(hidden))
+	}
+	dense := strings.Repeat("{{.Harness}}", (64<<10)/len("{{.Harness}}"))
+	extensions := make([]any, 10)
+	for i := range extensions {
+		extensions[i] = map[string]any{"id": fmt.Sprintf("ext_%d", i), "template": dense}
+	}
+	start := time.Now()
+	errs := ValidatePersona(map[string]any{"apiVersion": "prompts.persona-operator.dev/v1alpha1", "kind": "Persona",
+		"metadata": map[string]any{"name": "p"}, "spec": map[string]any{"prompt": "x", "systemPrompt": map[string]any{"extensions": extensions}}})
+	took := time.Since(start)
+	checked := MaxActionBytes / len(dense)
+	if len(errs) != len(extensions)-checked {
+		t.Errorf("%d errors for %d templates of %d bytes of actions, want one for each past the first %d: %v", len(errs), len(extensions), len(dense), checked, errs)
+	}
+	for _, err := range errs {
+		if !strings.Contains(err.Detail, "not checked") {
+			t.Errorf("%s: %s, want it refused unchecked", err.Field, err.Detail)
+		}
+	}
+	t.Logf("%d templates of %d KiB of actions checked in %v", checked, len(dense)>>10, took)
+}

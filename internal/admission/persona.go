@@ -55,8 +55,10 @@ func ValidatePersona(obj map[string]any) field.ErrorList {
 	if sp, state := getMap(spec, "systemPrompt"); state == present {
 		p := specPath.Child("systemPrompt")
 		platform, _ := getMap(sp, "platform")
-		errs = append(errs, validatePlatform(p.Child("platform"), platform)...)
-		errs = append(errs, validateExtensions(p.Child("extensions"), sp)...)
+		// The object's templates share one budget of action bytes.
+		budget := newTemplateBudget()
+		errs = append(errs, validatePlatform(p.Child("platform"), platform, budget)...)
+		errs = append(errs, validateExtensions(p.Child("extensions"), sp, budget)...)
 	}
 	errs = append(errs, validateVariants(specPath.Child("variants"), spec)...)
 	errs = append(errs, validateHistoryLimit(specPath.Child("revisionHistoryLimit"), spec)...)
@@ -136,9 +138,8 @@ func validateLayerRefs(p *field.Path, spec map[string]any) field.ErrorList {
 // validatePlatform checks platform overrides (a Persona's systemPrompt.platform,
 // a PromptPlatform's sections): keys from the catalog, and each entry setting
 // exactly one of replace and remove (personas.md#platform-sections).
-func validatePlatform(p *field.Path, platform map[string]any) field.ErrorList {
-	var errs field.ErrorList
-	var unknown listedErrors
+func validatePlatform(p *field.Path, platform map[string]any, budget *templateBudget) field.ErrorList {
+	var errs, unknown listedErrors
 	for _, key := range slices.Sorted(maps.Keys(platform)) {
 		kp := KeyPath(p, key)
 		if !render.IsPlatformKey(key) {
@@ -160,23 +161,29 @@ func validatePlatform(p *field.Path, platform map[string]any) field.ErrorList {
 		remove, removeState := getBool(entry, "remove")
 		switch {
 		case replaceState == absent && removeState == absent:
-			errs = append(errs, field.Required(kp, "set exactly one of replace (the section's template) and remove: true"))
+			errs.add(func() *field.Error {
+				return field.Required(kp, "set exactly one of replace (the section's template) and remove: true")
+			})
 		case replaceState != absent && removeState != absent:
-			errs = append(errs, field.Forbidden(kp.Child("remove"), "may not be set together with replace; set exactly one of replace and remove"))
+			errs.add(func() *field.Error {
+				return field.Forbidden(kp.Child("remove"), "may not be set together with replace; set exactly one of replace and remove")
+			})
 		}
 		if removeState == present && !remove {
-			errs = append(errs, field.Invalid(kp.Child("remove"), false, "remove: false is not allowed; leave the key unset to inherit the section"))
+			errs.add(func() *field.Error {
+				return field.Invalid(kp.Child("remove"), false, "remove: false is not allowed; leave the key unset to inherit the section")
+			})
 		}
-		if replaceState == present {
+		if replaceState == present && !errs.full() {
 			// An empty replace is allowed: it renders the section to nothing.
-			errs = append(errs, checkTemplate(kp.Child("replace"), render.KindPlatform, key, replace)...)
+			errs.addAll(checkTemplate(kp.Child("replace"), render.KindPlatform, key, replace, budget))
 		}
 	}
-	return append(unknown.list(p), errs...)
+	return append(unknown.list(p), errs.list(p)...)
 }
 
 // validateExtensions checks systemPrompt.extensions (personas.md#extensions).
-func validateExtensions(p *field.Path, sp map[string]any) field.ErrorList {
+func validateExtensions(p *field.Path, sp map[string]any, budget *templateBudget) field.ErrorList {
 	list := getList(sp, "extensions")
 	// Extensions have no maximum: past MaxListedErrors, the errors of the
 	// items are counted, not built.
@@ -206,8 +213,8 @@ func validateExtensions(p *field.Path, sp map[string]any) field.ErrorList {
 			errs.add(func() *field.Error { return field.Required(ip.Child("template"), "the extension's Go template") })
 		case state == present && tmpl == "":
 			errs.add(func() *field.Error { return field.Required(ip.Child("template"), "must not be empty") })
-		case state == present:
-			errs.addAll(checkTemplate(ip.Child("template"), render.KindExtension, id, tmpl))
+		case state == present && !errs.full():
+			errs.addAll(checkTemplate(ip.Child("template"), render.KindExtension, id, tmpl, budget))
 		}
 	}
 	return errs.list(p)
@@ -295,7 +302,7 @@ func validatePin(obj map[string]any) field.ErrorList {
 	p := field.NewPath("metadata", "annotations").Key(v1alpha1.PinRevisionAnnotation)
 	text, isString := v.(string)
 	if !isString {
-		return field.ErrorList{field.Invalid(p, v, "must be a positive integer, as a string")}
+		return field.ErrorList{field.Invalid(p, shortValue(v), "must be a positive integer, as a string")}
 	}
 	if _, _, err := v1alpha1.PinnedRevisionOf(map[string]string{v1alpha1.PinRevisionAnnotation: text}); err != nil {
 		return field.ErrorList{field.Invalid(p, text, "must be a positive integer: the revision to deliver")}

@@ -49,7 +49,7 @@ func ValidatePromptLayer(obj map[string]any) field.ErrorList {
 	}
 
 	if tmpl, state := getString(spec, "template"); state == present {
-		errs = append(errs, checkTemplate(specPath.Child("template"), render.KindLayer, name, tmpl)...)
+		errs = append(errs, checkTemplate(specPath.Child("template"), render.KindLayer, name, tmpl, nil)...)
 	}
 	if from, state := getMap(spec, "templateFrom"); state == present {
 		errs = append(errs, validateTemplateFrom(specPath.Child("templateFrom"), from)...)

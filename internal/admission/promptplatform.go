@@ -26,7 +26,7 @@ func ValidatePromptPlatform(obj map[string]any) field.ErrorList {
 		errs = append(errs, field.TooLong(specPath.Child("description"), nil, maxDescriptionBytes))
 	}
 	sections, _ := getMap(spec, "sections")
-	return append(errs, validatePlatform(specPath.Child("sections"), sections)...)
+	return append(errs, validatePlatform(specPath.Child("sections"), sections, newTemplateBudget())...)
 }
 
 // validatePromptPlatformName repeats the CRD's rule, so that the CLI refuses

@@ -114,6 +114,10 @@ type inflight struct {
 	// tokenWeight is what each JSON token of a body may take besides, once
 	// it is read and before it is decoded (see mostTokens); 0 counts none.
 	tokenWeight int64
+	// escapeWeight is what each byte encoding/json escapes to six may take
+	// besides: five more bytes in each of the encodings the weight of a
+	// byte counts.
+	escapeWeight int64
 	// maxBytes bounds a request's body.
 	maxBytes int64
 	// capped lets in a request heavier than its lane at the lane's weight
@@ -145,12 +149,13 @@ func newLane(limit, receivingLimit int64, doing, what string) *lane {
 // newInflight is the bound of the validating webhooks.
 func newInflight(limits render.Limits) *inflight {
 	l := &inflight{
-		light:       newLane(LightInflightBytes, lightReceivingBytes, "validating", fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
-		heavy:       newLane(HeavyInflightBytes, heavyReceivingBytes, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
-		tokenWeight: validatingTokenWeight,
-		maxBytes:    maxRequestBytes,
-		capped:      true,
-		maxWait:     maxWait,
+		light:        newLane(LightInflightBytes, lightReceivingBytes, "validating", fmt.Sprintf("requests of at most %d KiB", lightRequestBytes>>10)),
+		heavy:        newLane(HeavyInflightBytes, heavyReceivingBytes, "validating", fmt.Sprintf("requests over %d KiB", lightRequestBytes>>10)),
+		tokenWeight:  validatingTokenWeight,
+		escapeWeight: 5 * validatingBytesWeight,
+		maxBytes:     maxRequestBytes,
+		capped:       true,
+		maxWait:      maxWait,
 	}
 	// The body and the copies of its strings that decoding and validation
 	// make (the AdmissionReview's raw object, the decoded map, the typed
@@ -165,12 +170,13 @@ func newInflight(limits render.Limits) *inflight {
 // newPodInflight is the bound of the pod injection.
 func newPodInflight(light, heavy int64) *inflight {
 	return &inflight{
-		light:       newLane(light, lightReceivingBytes, "injecting", fmt.Sprintf("pod reviews of at most %d KiB", lightRequestBytes>>10)),
-		heavy:       newLane(heavy, heavyReceivingBytes, "injecting", fmt.Sprintf("pod reviews over %d KiB", lightRequestBytes>>10)),
-		weigh:       func(n int64) int64 { return podBytesWeight * n },
-		tokenWeight: podTokenWeight,
-		maxBytes:    maxPodRequestBytes,
-		maxWait:     maxWait,
+		light:        newLane(light, lightReceivingBytes, "injecting", fmt.Sprintf("pod reviews of at most %d KiB", lightRequestBytes>>10)),
+		heavy:        newLane(heavy, heavyReceivingBytes, "injecting", fmt.Sprintf("pod reviews over %d KiB", lightRequestBytes>>10)),
+		weigh:        func(n int64) int64 { return podBytesWeight * n },
+		tokenWeight:  podTokenWeight,
+		escapeWeight: 5 * podBytesWeight,
+		maxBytes:     maxPodRequestBytes,
+		maxWait:      maxWait,
 	}
 }
 
@@ -251,8 +257,17 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	}
 	need := weight
 	if most >= 0 {
-		need = min(l.requestWeight(n)+l.tokenWeight*tokens, in.limit)
+		need = l.requestWeight(n) + l.tokenWeight*tokens
 	}
+	if escaped := escapedBytes(body); escaped > 0 {
+		need += l.escapeWeight * escaped
+		if need > in.limit && !l.capped {
+			refuse(w, http.StatusRequestEntityTooLarge, "the admission request of %d bytes has %d bytes that are written as six (<, > and &) each time it is encoded again, which weigh %d MiB, over the webhook's bound of %d MiB for %s",
+				n, escaped, need>>20, in.limit>>20, in.what)
+			return
+		}
+	}
+	need = min(need, in.limit)
 	if !in.acquire(r.Context(), waitUntil, client, need) {
 		in.deny(w, bytes.NewReader(body), false)
 		return
@@ -340,6 +355,13 @@ func (c *tokenCount) add(b []byte) {
 			c.tokens++
 		}
 	}
+}
+
+// escapedBytes counts the bytes of body that encoding/json writes as six
+// (\u003c for <, and > and & alike) each time the webhook encodes what it
+// decoded again: the injection's two documents, the checks' typed values.
+func escapedBytes(body []byte) int64 {
+	return int64(bytes.Count(body, []byte("<")) + bytes.Count(body, []byte(">")) + bytes.Count(body, []byte("&")))
 }
 
 // jsonTokens is the tokenCount of a whole document.

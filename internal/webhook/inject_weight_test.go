@@ -13,6 +13,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
+// allocatedDuring is what f allocates, run with the garbage collector off,
+// so that every allocation counts.
+func allocatedDuring(f func()) int64 {
+	runtime.GC()
+	gc := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(gc)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return int64(after.TotalAlloc - before.TotalAlloc)
+}
+
+// allocatedServing serves a POST of body to path by handler, and returns
+// the answer and what serving it allocated.
+func allocatedServing(handler http.Handler, path string, body []byte) (*httptest.ResponseRecorder, int64) {
+	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	return rec, allocatedDuring(func() { handler.ServeHTTP(rec, req) })
+}
+
 // repeat is n bytes of item, comma-separated.
 func repeat(item string, n int) string {
 	return strings.TrimSuffix(strings.Repeat(item+",", n/(len(item)+1)), ",")
@@ -50,6 +72,7 @@ func TestPodWeightCoversWhatAnInjectionAllocates(t *testing.T) {
 		"empty init containers":    `{"metadata":{` + labels + `},"spec":{"containers":[` + container + `}],"initContainers":[` + repeat("{}", n) + `]}}`,
 		"empty scheduling gates":   `{"metadata":{` + labels + `},"spec":{"schedulingGates":[` + repeat("{}", n) + `],"containers":[` + container + `}]}}`,
 		"empty readiness gates":    `{"metadata":{` + labels + `},"spec":{"readinessGates":[` + repeat("{}", n) + `],"containers":[` + container + `}]}}`,
+		"escaped annotation":       `{"metadata":{` + labels + `,"annotations":{"a":"` + strings.Repeat("<", n) + `"}},"spec":{"containers":[` + container + `}]}}`,
 		"empty image pull secrets": `{"metadata":{` + labels + `},"spec":{"imagePullSecrets":[` + repeat("{}", n) + `],"containers":[` + container + `}]}}`,
 	}
 	handler := &webhook.Admission{Handler: &Injector{Personas: failing{}, ConfigMaps: failing{}}}
@@ -57,18 +80,8 @@ func TestPodWeightCoversWhatAnInjectionAllocates(t *testing.T) {
 		body := podReview("u", "", 0)
 		body = bytes.Replace(body, body[bytes.Index(body, []byte(`"object":`))+len(`"object":`):len(body)-2], []byte(object), 1)
 		tokens := jsonTokens(body)
-		weight := int64(podBytesWeight*len(body)) + podTokenWeight*tokens
-		runtime.GC()
-		gc := debug.SetGCPercent(-1)
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		req := httptest.NewRequest(http.MethodPost, InjectPath, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		handler.ServeHTTP(rec, req)
-		runtime.ReadMemStats(&after)
-		debug.SetGCPercent(gc)
-		allocated := int64(after.TotalAlloc - before.TotalAlloc)
+		weight := int64(podBytesWeight*len(body)) + podTokenWeight*tokens + 5*podBytesWeight*escapedBytes(body)
+		rec, allocated := allocatedServing(handler, InjectPath, body)
 		t.Logf("%-24s %7d bytes, %6d tokens: allocated %5.1f MiB, weighs %5.1f MiB", name, len(body), tokens, float64(allocated)/(1<<20), float64(weight)/(1<<20))
 		if rec.Code != http.StatusOK {
 			t.Errorf("%s: %d %s", name, rec.Code, rec.Body)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	personaadmission "github.com/persona-operator/persona-operator/internal/admission"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
@@ -43,7 +44,9 @@ func densestTemplate(tag string, size int) string {
 // maximalPersona is the largest Persona the API admits: every count and
 // size of the CRD at its maximum, every platform section replaced, and as
 // many extensions as fit the API server's request limit, every template
-// the largest and densest allowed and distinct by tag.
+// the largest allowed and distinct by tag, the densest as long as the
+// object's budget of action bytes lasts (admission.MaxActionBytes), prose
+// past it.
 func maximalPersona(ns, name, tag string) *v1alpha1.Persona {
 	spec := personaSchema()
 	sp := spec.Properties["systemPrompt"].Properties
@@ -69,8 +72,16 @@ func maximalPersona(ns, name, tag string) *v1alpha1.Persona {
 	for i := range *spec.Properties["variants"].MaxItems {
 		p.Spec.Variants = append(p.Spec.Variants, v1alpha1.Variant{Name: fmt.Sprintf("variant-%02d", i)})
 	}
+	actionsLeft := personaadmission.MaxActionBytes
+	template := func(tag string) string {
+		if actionsLeft >= templateBytes {
+			actionsLeft -= templateBytes
+			return densestTemplate(tag, templateBytes)
+		}
+		return tag + "\n" + strings.Repeat("x", templateBytes-len(tag)-1)
+	}
 	for _, key := range render.Catalog {
-		tmpl := densestTemplate(tag+" "+key, templateBytes)
+		tmpl := template(tag + " " + key)
 		p.Spec.SystemPrompt.Platform[key] = v1alpha1.PlatformOverride{Replace: &tmpl}
 	}
 	for i := 0; ; i++ {
@@ -80,7 +91,7 @@ func maximalPersona(ns, name, tag string) *v1alpha1.Persona {
 			break
 		}
 		p.Spec.SystemPrompt.Extensions = append(p.Spec.SystemPrompt.Extensions, v1alpha1.Extension{
-			ID: fmt.Sprintf("ext_%02d", i), Template: densestTemplate(fmt.Sprintf("%s ext %d", tag, i), templateBytes),
+			ID: fmt.Sprintf("ext_%02d", i), Template: template(fmt.Sprintf("%s ext %d", tag, i)),
 		})
 	}
 	return p

@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +61,12 @@ func TestValidationWeightCoversWhatAReviewAllocates(t *testing.T) {
 		// One key of n bytes in the path of every error under it (an
 		// override's unknown keys).
 		"a long key in every path": persona("", `,"systemPrompt":{"platform":{"`+strings.Repeat("k", n)+`":{"replace":"x"`+overrideKeys.String()+`}}}`, ""),
+		// A value of the wrong type in an error, of the bytes encoding/json
+		// writes as six.
+		"a list for the pin":           persona(`,"annotations":{"prompts.persona-operator.dev/pin-revision":["`+strings.Repeat("<", n)+`"]}`, "", ""),
+		"escaped bytes in status":      persona("", "", `,"status":{"x":"`+strings.Repeat("&", n)+`"}`),
+		"escaped selector label value": guardrail(`"matchLabels":{"team":"` + strings.Repeat("<", n) + `"}`),
+		"escaped bytes in a template":  persona("", `,"systemPrompt":{"platform":{"waiver":{"replace":"`+strings.Repeat("<", 60<<10)+`"}}}`, ""),
 	}
 	limits := render.Default().Limits()
 	inflight := newInflight(limits)
@@ -70,18 +74,9 @@ func TestValidationWeightCoversWhatAReviewAllocates(t *testing.T) {
 	for name, object := range shapes {
 		body := objectReview(t, "u", []byte(object))
 		tokens := jsonTokens(body)
-		weight := inflight.requestWeight(int64(len(body))) - int64(limits.MaxParsedBytes(len(body))) + inflight.tokenWeight*tokens
-		runtime.GC()
-		gc := debug.SetGCPercent(-1)
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		req := httptest.NewRequest(http.MethodPost, PersonaPath, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		handler.ServeHTTP(rec, req)
-		runtime.ReadMemStats(&after)
-		debug.SetGCPercent(gc)
-		allocated := int64(after.TotalAlloc - before.TotalAlloc)
+		weight := inflight.requestWeight(int64(len(body))) - int64(limits.MaxParsedBytes(len(body))) + inflight.tokenWeight*tokens +
+			inflight.escapeWeight*escapedBytes(body)
+		rec, allocated := allocatedServing(handler, PersonaPath, body)
 		t.Logf("%-27s %7d bytes, %6d tokens: allocated %5.1f MiB (%4.0f a token), weighs %5.1f MiB", name, len(body), tokens, float64(allocated)/(1<<20), float64(allocated)/float64(tokens), float64(weight)/(1<<20))
 		if rec.Code != http.StatusOK {
 			t.Errorf("%s: %d %s", name, rec.Code, rec.Body)
@@ -95,9 +90,10 @@ func TestValidationWeightCoversWhatAReviewAllocates(t *testing.T) {
 // TestDenseReviewsAreRefusedBeforeDecoding: a review of just under the
 // 7 MiB limit, sent by anyone who reaches the port, whose object is
 // millions of empty objects, names or zeros, in spec or where validation
-// never walks, is refused for its tokens as soon as it has arrived,
-// before any of it is decoded: it allocates little more than its body,
-// where decoded it took the heap 36 to 193 MiB past the lane's bound.
+// never walks, is cut short for its tokens as soon as those arrived are
+// more than its lane could let in, unread past them and undecoded: it
+// allocates little, where decoded it took the heap 36 to 193 MiB past the
+// lane's bound.
 func TestDenseReviewsAreRefusedBeforeDecoding(t *testing.T) {
 	srv := httptest.NewServer(newInflight(render.Default().Limits()).wrap(&webhook.Admission{Handler: &Validator{}}))
 	defer srv.Close()
@@ -111,30 +107,28 @@ func TestDenseReviewsAreRefusedBeforeDecoding(t *testing.T) {
 		head := `{"apiVersion":"prompts.persona-operator.dev/v1alpha1","kind":"Persona","metadata":{"name":"p","namespace":"ns"},"spec":` + shape.spec
 		object := head + repeat(shape.elem, maxRequestBytes-(16<<10)-len(head)) + shape.tail + `}`
 		body := objectReview(t, "u", []byte(object))
-		runtime.GC()
-		gc := debug.SetGCPercent(-1)
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		start := time.Now()
-		resp, err := http.Post(srv.URL+"/?timeout=10s", "application/json", bytes.NewReader(body))
-		took := time.Since(start)
+		var resp *http.Response
+		var err error
 		var answer []byte
-		if err == nil {
-			answer, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-		}
-		runtime.ReadMemStats(&after)
-		debug.SetGCPercent(gc)
+		start := time.Now()
+		var took time.Duration
+		allocated := allocatedDuring(func() {
+			resp, err = http.Post(srv.URL+"/?timeout=10s", "application/json", bytes.NewReader(body))
+			took = time.Since(start)
+			if err == nil {
+				answer, _ = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+		})
 		if err != nil {
 			t.Fatalf("%s: %v", shape.name, err)
 		}
-		allocated := after.TotalAlloc - before.TotalAlloc
 		t.Logf("%-24s %.2f MiB: %d after %v, allocated %.1f MiB: %s", shape.name, float64(len(body))/(1<<20), resp.StatusCode, took.Round(time.Millisecond), float64(allocated)/(1<<20), bytes.TrimSpace(answer))
 		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(answer), "JSON tokens") {
 			t.Errorf("%s: %d %s; want 413 for its JSON tokens", shape.name, resp.StatusCode, answer)
 		}
 		// What arrived of the body before its tokens were too many.
-		if most := uint64(1 << 20); allocated > most {
+		if most := int64(1 << 20); allocated > most {
 			t.Errorf("%s: refusing a review of %d bytes allocated %d bytes, more than %d", shape.name, len(body), allocated, most)
 		}
 	}

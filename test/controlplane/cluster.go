@@ -63,6 +63,10 @@ func StartCluster(address string) (*Plane, *Cluster, error) {
 		Set("service-account-signing-key-file", cluster.ServiceAccountKeyFile)
 	env := &envtest.Environment{}
 	env.ControlPlane.APIServer = api
+	if err := chooseWebhookPort(env); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = os.RemoveAll(dir)

@@ -65,6 +65,9 @@ func Start(root string) (*Plane, error) {
 	// the largest etcd recommends.
 	env.ControlPlane.Etcd = &envtest.Etcd{}
 	env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.Itoa(etcdQuotaBytes))
+	if err := chooseWebhookPort(env); err != nil {
+		return nil, err
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start the control plane (is KUBEBUILDER_ASSETS set? run hack/envtest-binaries.sh): %w", err)
@@ -81,6 +84,19 @@ func Start(root string) (*Plane, error) {
 		return fail(err)
 	}
 	return p, nil
+}
+
+// chooseWebhookPort sets the address the manager's webhook serves on, whose
+// port envtest would otherwise take from the kernel's ephemeral range, where
+// a connection may hold it by the time the manager binds (see FreePort).
+func chooseWebhookPort(env *envtest.Environment) error {
+	port, err := FreePort()
+	if err != nil {
+		return fmt.Errorf("webhook port: %w", err)
+	}
+	env.WebhookInstallOptions.LocalServingHost = "127.0.0.1"
+	env.WebhookInstallOptions.LocalServingPort = port
+	return nil
 }
 
 // writeAdminKubeconfig makes Dir and an administrator's kubeconfig in it.

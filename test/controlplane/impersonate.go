@@ -20,6 +20,9 @@ import (
 // before it starts.
 func StartEmpty(configure ...func(*envtest.Environment)) (*Plane, error) {
 	env := &envtest.Environment{}
+	if err := chooseWebhookPort(env); err != nil {
+		return nil, err
+	}
 	for _, c := range configure {
 		c(env)
 	}

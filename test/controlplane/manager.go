@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -25,7 +27,10 @@ type Manager struct {
 	// that it makes its own certificate in its Secret and injects the CA.
 	ManageCertificate bool
 	cmd               *exec.Cmd
-	done              chan error
+	// done is closed when the process has exited, with its status in
+	// exitErr, so that Start and Stop may both wait for it.
+	done    chan struct{}
+	exitErr error
 }
 
 // ManagerUser is the user the manager runs as: it has the ClusterRole of
@@ -60,8 +65,8 @@ func (m *Manager) Start(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case err := <-m.done:
-			return fmt.Errorf("the manager exited before serving its webhook: %v", err)
+		case <-m.done:
+			return fmt.Errorf("the manager exited before serving its webhook: %v", m.exitErr)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
@@ -93,8 +98,8 @@ func (m *Manager) Launch() error {
 	if err := m.cmd.Start(); err != nil {
 		return fmt.Errorf("start the manager: %w", err)
 	}
-	m.done = make(chan error, 1)
-	go func() { m.done <- m.cmd.Wait() }()
+	m.done = make(chan struct{})
+	go func() { m.exitErr = m.cmd.Wait(); close(m.done) }()
 	return nil
 }
 
@@ -118,7 +123,10 @@ func (m *Manager) Kill() error {
 }
 
 // exited waits for the manager's process to exit, and is how it did.
-func (m *Manager) exited() error { return <-m.done }
+func (m *Manager) exited() error {
+	<-m.done
+	return m.exitErr
+}
 
 // Stop stops the manager gracefully.
 func (m *Manager) Stop() error {
@@ -141,12 +149,44 @@ func (m *Manager) Stop() error {
 	return nil
 }
 
-// FreePort is a free local TCP port, e.g. for the manager's metrics.
+// FreePort is a free local TCP port for a server a test starts later, e.g.
+// the manager's webhook or metrics. It lies below the kernel's ephemeral
+// range: a port the kernel hands out (to any outgoing connection, or to a
+// listener on port 0) could be taken between this check and the server's
+// bind, and a busy test run makes thousands of connections.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	low := ephemeralPortsFrom()
+	for range 200 {
+		port := testPortsFrom + rand.IntN(low-testPortsFrom)
+		l, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port)))
+		if err != nil {
+			continue // in use
+		}
+		_ = l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port in [%d, %d)", testPortsFrom, low)
+}
+
+// testPortsFrom is the first port FreePort chooses, above the well-known and
+// most registered services' ports.
+const testPortsFrom = 10000
+
+// ephemeralPortsFrom is the first port of the kernel's ephemeral range,
+// Linux's default when it cannot be read.
+func ephemeralPortsFrom() int {
+	const linuxDefault = 32768
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return linuxDefault
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) != 2 {
+		return linuxDefault
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil || low <= testPortsFrom+1000 {
+		return linuxDefault
+	}
+	return low
 }
