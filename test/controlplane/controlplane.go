@@ -50,8 +50,9 @@ const etcdQuotaBytes = 8 << 30
 // Start starts kube-apiserver and etcd from KUBEBUILDER_ASSETS (see
 // hack/envtest-binaries.sh) with the CRDs and the webhook configuration of
 // the repository at root. The webhook points at a local port the manager
-// serves, with a certificate envtest makes.
-func Start(root string) (*Plane, error) {
+// serves, with a certificate envtest makes. Each configure may set the
+// API server's flags (e.g. WithAuditLog) before it starts.
+func Start(root string, configure ...func(*envtest.Environment)) (*Plane, error) {
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
@@ -67,6 +68,9 @@ func Start(root string) (*Plane, error) {
 	env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.Itoa(etcdQuotaBytes))
 	if err := chooseWebhookPort(env); err != nil {
 		return nil, err
+	}
+	for _, c := range configure {
+		c(env)
 	}
 	cfg, err := env.Start()
 	if err != nil {

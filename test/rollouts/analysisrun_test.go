@@ -43,18 +43,28 @@ spec:
         timeoutSeconds: 5
 `
 
-// scoreStub answers {"score": S} at /S and counts the requests of each path.
+// scoreStub answers {"score": S} at /S, and at /slow/S after slowAnswer,
+// and counts the requests of each path.
 type scoreStub struct {
 	mu   sync.Mutex
 	hits map[string]int
 }
 
+// slowAnswer keeps an AnalysisRun running for a while, within the web
+// metric's timeout of 5 seconds.
+const slowAnswer = 4 * time.Second
+
 func (s *scoreStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.hits[r.URL.Path]++
 	s.mu.Unlock()
+	score := strings.TrimPrefix(r.URL.Path, "/")
+	if slow, ok := strings.CutPrefix(score, "slow/"); ok {
+		score = slow
+		time.Sleep(slowAnswer)
+	}
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"score": %s, "model": "stub"}`, strings.TrimPrefix(r.URL.Path, "/"))
+	fmt.Fprintf(w, `{"score": %s, "model": "stub"}`, score)
 }
 
 func (s *scoreStub) requests(path string) int {

@@ -3,9 +3,11 @@ package rollouts_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,8 +45,11 @@ func analysedPersona(ns, prompt, url string) *v1alpha1.Persona {
 // policy of config/components/release-analysis, beside Argo Rollouts' own
 // controller: a canary whose analysis passes (a web metric answered by a
 // stub on 127.0.0.1) is promoted; one whose analysis fails is aborted,
-// naming the AnalysisRun's message. Each run is the Persona's, named by
-// its canary revision and step, with the template's args.
+// naming the AnalysisRun's message; a canary replaced while its analysis
+// runs has its run stopped. Each run is the Persona's, named by its canary
+// revision and step, with the template's args. The manager's requests on
+// Argo Rollouts' kinds, in the API server's audit log, use exactly the
+// rights of the component's role.
 func TestAnalysisStepsPromoteAndAbort(t *testing.T) {
 	controlplane.RequireEnvtest(t)
 	dir := rollouts.Require(t)
@@ -57,7 +62,11 @@ func TestAnalysisStepsPromoteAndAbort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plane, err := controlplane.Start(root)
+	audit, auditLog, err := controlplane.WithAuditLog(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plane, err := controlplane.Start(root, audit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +154,62 @@ func TestAnalysisStepsPromoteAndAbort(t *testing.T) {
 		t.Errorf("after the failed analysis: current revision %d, canary %+v; want 2, and the message naming %q",
 			aborted.Status.CurrentRevision, aborted.Status.Canary, runMessage)
 	}
+
+	// Revision 4's analysis is still waiting for its answer when revision 5
+	// replaces it: its run is stopped, and revision 5's passes.
+	edit("Four", server.URL+"/slow/0.93")
+	superseded := release.RunName("reviewer", 4, 1)
+	waitPersona(t, c, ns, "revision 4's AnalysisRun made", func(p *v1alpha1.Persona) bool {
+		return p.Status.Canary != nil && p.Status.Canary.AnalysisRun == superseded
+	})
+	edit("Five", server.URL+"/0.93")
+	waitRun(t, c, ns, release.RunName("reviewer", 5, 1))
+	waitPersona(t, c, ns, "revision 5 promoted", func(p *v1alpha1.Persona) bool { return p.Status.CurrentRevision == 5 && p.Status.Canary == nil })
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: superseded}, run); err != nil {
+		t.Fatal(err)
+	}
+	if stopped, _, _ := unstructured.NestedBool(run.Object, "spec", "terminate"); !stopped {
+		t.Errorf("the AnalysisRun %s of the replaced canary was not stopped (spec.terminate unset)", superseded)
+	}
+
+	if err := manager.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	granted := componentRights(t, root)
+	audited, err := controlplane.AuditedRequests(auditLog, controlplane.ManagerUser, granted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range audited.Refused {
+		t.Errorf("the manager was refused: %s", r)
+	}
+	used := map[string]bool{}
+	for right := range audited.Used {
+		if strings.HasPrefix(right, `"argoproj.io" `) {
+			used[right] = true
+		}
+	}
+	if !maps.Equal(used, granted) {
+		t.Errorf("the manager's requests on Argo Rollouts' kinds used\n  %s\nthe component's role grants\n  %s",
+			strings.Join(slices.Sorted(maps.Keys(used)), "\n  "), strings.Join(slices.Sorted(maps.Keys(granted)), "\n  "))
+	}
+}
+
+// componentRights are the rights the role of
+// config/components/release-analysis grants, in RuleRights' form.
+func componentRights(t *testing.T, root string) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "config", "components", "release-analysis", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role struct {
+		Rules []any `json:"rules"`
+	}
+	if err := yaml.Unmarshal(raw, &role); err != nil {
+		t.Fatal(err)
+	}
+	return controlplane.RuleRights(role.Rules)
 }
 
 // installAnalysisComponent grants the manager's test identity the role of

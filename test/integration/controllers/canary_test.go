@@ -3,6 +3,7 @@ package controllers
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -130,6 +131,41 @@ var _ = Describe("Prompt releases", func() {
 		guardNamespace(ns, v1alpha1.ClusterLayerLast, "Guard.")
 		Eventually(prompt(ns, "p")).Should(Equal("One\n\nGuard.\n"))
 		Consistently(canary(ns, "p"), "2s").Should(BeEmpty())
+	})
+
+	It("reads as Current to Flux's wait throughout a canary, and as Argo CD's health script says of each phase", func() {
+		ns := newNamespace()
+		const steps = "rollout: {steps: [{setWeight: 50}, {pause: {duration: 5s}}, {pause: {}}]}"
+		flux := fluxManager()
+		applyFlux := func(text string) {
+			GinkgoHelper()
+			// A Kustomization's wait: it must not wait for the canary's pauses.
+			Expect(applyAndWait(flux, objects(ns, barePersona("p", text, steps)), 4*time.Second)).To(Succeed())
+		}
+		applyFlux("One")
+		Expect(currentRevision(ns, "p")()).To(Equal(int64(1)))
+		Expect(liveHealth(ns, "Persona", "p")()).To(HavePrefix("Current Healthy: "))
+
+		By("an edit: the wait succeeds while the canary pauses for a while, which Argo CD reads as Progressing")
+		applyFlux("Two")
+		Expect(canary(ns, "p")()).To(HavePrefix("2 50% step 1 "))
+		Expect(liveHealth(ns, "Persona", "p")()).To(HavePrefix("Current Progressing: "))
+
+		By("paused until a promote: Suspended")
+		Eventually(canary(ns, "p"), "15s").Should(Equal("2 50% step 2 Paused"))
+		Expect(liveHealth(ns, "Persona", "p")()).To(HavePrefix("Current Suspended: "))
+		Expect(applyAndWait(flux, objects(ns, barePersona("p", "Two", steps)), 4*time.Second)).To(Succeed(), "a reconcile of the same source")
+
+		By("aborted: Degraded, and still Current to Flux")
+		annotate(ns, "p", v1alpha1.AbortAnnotation, "2")
+		Eventually(canary(ns, "p")).Should(Equal("2 0% step 2 Aborted"))
+		Expect(liveHealth(ns, "Persona", "p")()).To(HavePrefix("Current Degraded: "))
+
+		By("a newer revision, promoted in full: Healthy")
+		applyFlux("Three")
+		annotate(ns, "p", v1alpha1.PromoteAnnotation, "3:full")
+		Eventually(currentRevision(ns, "p")).Should(Equal(int64(3)))
+		Eventually(liveHealth(ns, "Persona", "p")).Should(HavePrefix("Current Healthy: "))
 	})
 
 	It("ends a canary with a pin", func() {

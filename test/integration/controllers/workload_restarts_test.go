@@ -76,6 +76,33 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 		Expect(getPersona(ns, "agent").Status.CurrentRevision).To(Equal(int64(2)))
 	})
 
+	It("follows the stable revision through a canary, and restarts on its promotion only", func() {
+		ns := newNamespace()
+		apply(ns, barePersona("agent", "One", twoSteps))
+		Eventually(currentRevision(ns, "agent")).Should(Equal(int64(1)))
+		createWorkload(ns, "agent-a", "agent")
+		Eventually(templateRevision(ns, "agent-a")).Should(Equal("1"))
+
+		By("a canary of revision 2 restarts nothing: the workload stays on stable revision 1")
+		apply(ns, barePersona("agent", "Two", twoSteps))
+		Eventually(canary(ns, "agent")).Should(Equal("2 50% step 1 Paused"))
+		generation := deployment(ns, "agent-a").Generation
+		Consistently(templateRevision(ns, "agent-a"), 3*time.Second).Should(Equal("1"))
+		Expect(deployment(ns, "agent-a").Generation).To(Equal(generation))
+
+		By("its promotion restarts the workload onto revision 2")
+		annotate(ns, "agent", v1alpha1.PromoteAnnotation, "2:1")
+		Eventually(templateRevision(ns, "agent-a")).Should(Equal("2"))
+		Expect(appliedRevisionOf(ns, "agent-a")).To(Equal("2"))
+
+		By("an aborted canary restarts nothing")
+		apply(ns, barePersona("agent", "Three", twoSteps))
+		Eventually(canary(ns, "agent")).Should(Equal("3 50% step 1 Paused"))
+		annotate(ns, "agent", v1alpha1.AbortAnnotation, "3")
+		Eventually(canary(ns, "agent")).Should(Equal("3 0% step 1 Aborted"))
+		Consistently(templateRevision(ns, "agent-a"), 3*time.Second).Should(Equal("2"))
+	})
+
 	It("tells a restart label on another kind once, and not on an object a controller made", func() {
 		ns := newNamespace()
 		restart := map[string]string{v1alpha1.RestartOnChangeLabel: "true"}
