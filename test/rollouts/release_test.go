@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -212,44 +210,12 @@ func componentRights(t *testing.T, root string) map[string]bool {
 	return controlplane.RuleRights(role.Rules)
 }
 
-// installAnalysisComponent grants the manager's test identity the role of
-// config/components/release-analysis, and installs its policy and
-// parameter for that identity and the test's namespace of the operator.
+// installAnalysisComponent installs config/components/release-analysis
+// for the manager's test identity.
 func installAnalysisComponent(t *testing.T, ctx context.Context, plane *controlplane.Plane, root string) {
 	t.Helper()
-	dir := filepath.Join(root, "config", "components", "release-analysis")
-	read := func(name string, into any) {
-		raw, err := os.ReadFile(filepath.Join(dir, name))
-		if err == nil {
-			err = yaml.Unmarshal(raw, into)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
-	var role rbacv1.ClusterRole
-	read("role.yaml", &role)
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: controlplane.ManagerUser}},
-	}
-	var policy admissionv1.ValidatingAdmissionPolicy
-	read("policy.yaml", &policy)
-	const shipped = "system:serviceaccount:persona-operator-system:persona-operator-controller-manager"
-	if !strings.Contains(policy.Spec.MatchConditions[0].Expression, shipped) {
-		t.Fatalf("the policy's match condition %q does not name %s", policy.Spec.MatchConditions[0].Expression, shipped)
-	}
-	policy.Spec.MatchConditions[0].Expression = strings.ReplaceAll(policy.Spec.MatchConditions[0].Expression, shipped, controlplane.ManagerUser)
-	var params corev1.ConfigMap
-	read("policy_params.yaml", &params)
-	var policyBinding admissionv1.ValidatingAdmissionPolicyBinding
-	read("policy_binding.yaml", &policyBinding)
-	system := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: params.Namespace}}
-	for _, obj := range []client.Object{system, &role, binding, &params, &policy, &policyBinding} {
-		if err := plane.Client.Create(ctx, obj); err != nil {
-			t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
-		}
+	if err := plane.InstallComponent(ctx, filepath.Join(root, "config", "components", "release-analysis"), controlplane.ManagerUser); err != nil {
+		t.Fatal(err)
 	}
 }
 

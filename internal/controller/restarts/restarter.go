@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -55,14 +55,9 @@ type Options struct {
 	MaxConcurrent int
 	// Deadline is how long a rollout may take before it counts as failed.
 	Deadline time.Duration
+	// Rollouts restarts Argo Rollouts' Rollouts too (RolloutsRestartable).
+	Rollouts bool
 }
-
-// Workload kinds, as the restarts name them.
-const (
-	deploymentKind  = "Deployment"
-	statefulSetKind = "StatefulSet"
-	daemonSetKind   = "DaemonSet"
-)
 
 // workloadRestarter restarts opted-in workloads onto their Persona's
 // delivered revision, in the waves of its scheduler. It reconciles one
@@ -75,6 +70,8 @@ type workloadRestarter struct {
 	waves     *waves.Scheduler
 	limit     int
 	deadline  time.Duration
+	// kinds are the workload kinds it restarts.
+	kinds []string
 
 	// primed: the first reconcile has seen every opted-in workload, so
 	// rollouts a previous leader started count before anything is admitted.
@@ -98,7 +95,7 @@ func newWorkloadRestarter(c client.Client, apiReader client.Reader, recorder eve
 		deadline = DefaultDeadline
 	}
 	return &workloadRestarter{client: c, apiReader: apiReader, recorder: recorder, waves: waves.New(limit),
-		limit: limit, deadline: deadline, halted: map[types.NamespacedName]waves.Cause{}, halts: halts}
+		limit: limit, deadline: deadline, kinds: opts.kinds(), halted: map[types.NamespacedName]waves.Cause{}, halts: halts}
 }
 
 // The workloads' RBAC is opt-in: config/components/restart-workloads.
@@ -138,8 +135,8 @@ func (r *workloadRestarter) Reconcile(ctx context.Context, w waves.Workload) (re
 // a new leader counts the rollouts its predecessor started against the
 // limit, and reads the applied-revision annotations for what is done.
 func (r *workloadRestarter) prime(ctx context.Context, now time.Time) error {
-	for _, kind := range []string{deploymentKind, statefulSetKind, daemonSetKind} {
-		objs, err := r.list(ctx, kind, "")
+	for _, kind := range r.kinds {
+		objs, err := listWorkloads(ctx, r.client, kind)
 		if err != nil {
 			return err
 		}
@@ -173,6 +170,11 @@ func (r *workloadRestarter) observe(ctx context.Context, w waves.Workload, obj c
 		r.forget(w)
 		return 0, nil
 	}
+	if why := templateElsewhere(obj); why != "" {
+		r.warn(w, obj, "TemplateNotOwn", why)
+		r.forget(w)
+		return 0, nil
+	}
 	r.warned.Delete(w)
 	desired := p.Status.CurrentRevision
 	if desired == 0 {
@@ -190,7 +192,7 @@ func (r *workloadRestarter) observe(ctx context.Context, w waves.Workload, obj c
 		case roll.done():
 			r.finish(ctx, w, obj, &p)
 		case roll == rolloutFailed:
-			r.fail(ctx, w, obj, "ProgressDeadlineExceeded")
+			r.fail(ctx, w, obj, failureOf(obj))
 		case now.Sub(since) >= r.deadline:
 			r.fail(ctx, w, obj, fmt.Sprintf("not complete within %s", r.deadline))
 		default:
@@ -294,6 +296,15 @@ func (r *workloadRestarter) apply(ctx context.Context, rs waves.Restart) error {
 	case daemonSetKind:
 		ac = appsv1ac.DaemonSet(rs.Workload.Name, rs.Workload.Namespace).WithAnnotations(applied).
 			WithSpec(appsv1ac.DaemonSetSpec().WithTemplate(template))
+	case rolloutKind:
+		u := newWorkload(rolloutKind).(*unstructured.Unstructured)
+		u.SetName(rs.Workload.Name)
+		u.SetNamespace(rs.Workload.Namespace)
+		u.SetAnnotations(applied)
+		if err := unstructured.SetNestedStringMap(u.Object, map[string]string{delivery.RevisionAnnotation: n}, "spec", "template", "metadata", "annotations"); err != nil {
+			return err
+		}
+		ac = client.ApplyConfigurationFromUnstructured(u)
 	default:
 		return fmt.Errorf("unknown kind %s", rs.Workload.Kind)
 	}
@@ -436,48 +447,4 @@ func (r *workloadRestarter) get(ctx context.Context, w waves.Workload) (client.O
 	}
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Name}, obj)
 	return obj, err
-}
-
-// list reads the opted-in workloads of kind, in namespace (empty: all).
-func (r *workloadRestarter) list(ctx context.Context, kind, namespace string) ([]client.Object, error) {
-	var out []client.Object
-	switch kind {
-	case deploymentKind:
-		var l appsv1.DeploymentList
-		if err := r.client.List(ctx, &l, client.InNamespace(namespace)); err != nil {
-			return nil, err
-		}
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case statefulSetKind:
-		var l appsv1.StatefulSetList
-		if err := r.client.List(ctx, &l, client.InNamespace(namespace)); err != nil {
-			return nil, err
-		}
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case daemonSetKind:
-		var l appsv1.DaemonSetList
-		if err := r.client.List(ctx, &l, client.InNamespace(namespace)); err != nil {
-			return nil, err
-		}
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	}
-	return out, nil
-}
-
-func newWorkload(kind string) client.Object {
-	switch kind {
-	case deploymentKind:
-		return &appsv1.Deployment{}
-	case statefulSetKind:
-		return &appsv1.StatefulSet{}
-	case daemonSetKind:
-		return &appsv1.DaemonSet{}
-	}
-	return nil
 }

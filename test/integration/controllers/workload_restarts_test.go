@@ -3,8 +3,6 @@ package controllers
 import (
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -16,14 +14,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
@@ -395,26 +390,11 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 	})
 })
 
-// installRestartComponent grants the manager's test identity the role of
-// config/components/restart-workloads, and installs its policy for that
-// identity, so that every write of these specs passes it.
+// installRestartComponent installs config/components/restart-workloads for
+// the manager's test identity, so that every write of these specs passes
+// its policy.
 func installRestartComponent() {
-	dir := inRepo("config", "components", "restart-workloads")
-	var role rbacv1.ClusterRole
-	readYAML(filepath.Join(dir, "role.yaml"), &role)
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: controlplane.ManagerUser}},
-	}
-	policy := restartPolicy(controlplane.ManagerUser)
-	var policyBinding admissionv1.ValidatingAdmissionPolicyBinding
-	readYAML(filepath.Join(dir, "policy_binding.yaml"), &policyBinding)
-	for _, obj := range []client.Object{&role, binding, policy, &policyBinding} {
-		if err := k8s.Create(ctx, obj); !apierrors.IsAlreadyExists(err) {
-			Expect(err).NotTo(HaveOccurred())
-		}
-	}
+	Expect(plane.InstallComponent(ctx, inRepo("config", "components", "restart-workloads"), controlplane.ManagerUser)).To(Succeed())
 }
 
 // unwritableWorkloads installs a policy that refuses every update of a
@@ -441,22 +421,6 @@ func unwritableWorkloads(ns string) []client.Object {
 	// The API server applies a new policy within a second or so.
 	time.Sleep(2 * time.Second)
 	return []client.Object{binding, policy}
-}
-
-// restartPolicy is the component's policy, matching user's requests.
-func restartPolicy(user string) *admissionv1.ValidatingAdmissionPolicy {
-	var policy admissionv1.ValidatingAdmissionPolicy
-	readYAML(inRepo("config", "components", "restart-workloads", "policy.yaml"), &policy)
-	const shipped = "system:serviceaccount:persona-operator-system:persona-operator-controller-manager"
-	Expect(policy.Spec.MatchConditions[0].Expression).To(ContainSubstring(shipped))
-	policy.Spec.MatchConditions[0].Expression = strings.ReplaceAll(policy.Spec.MatchConditions[0].Expression, shipped, user)
-	return &policy
-}
-
-func readYAML(path string, into any) {
-	raw, err := os.ReadFile(path)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(yaml.UnmarshalStrict(raw, into)).To(Succeed(), path)
 }
 
 func labelledNamespace(key, value string) string {
