@@ -162,6 +162,20 @@ func TestRolloutsAreRestartedByTheirOwnStrategy(t *testing.T) {
 	waitEvent(t, c, ns, "agent", corev1.EventTypeNormal, "Restarted", "revision 2 of Persona reviewer")
 	t.Logf("edit -> the Rollout restarted onto revision 2 and paused at its canary step, Restarted, after %v", time.Since(edited).Round(time.Millisecond))
 
+	// The component's policy holds the manager's identity to the restart's
+	// two annotations on Rollouts too.
+	asManager, err := client.New(plane.Impersonating(controlplane.ManagerUser), client.Options{Scheme: controlplane.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaled := rollout.DeepCopy()
+	if err := unstructured.SetNestedField(scaled.Object, int64(3), "spec", "replicas"); err != nil {
+		t.Fatal(err)
+	}
+	if err := asManager.Update(ctx, scaled); err == nil || !strings.Contains(err.Error(), "may not change a workload's spec") {
+		t.Errorf("the manager's identity scaling the Rollout: %v, want the policy's refusal", err)
+	}
+
 	waitEvent(t, c, ns, "referencing", corev1.EventTypeWarning, "TemplateNotOwn", "Deployment agent-template")
 	referencing := &unstructured.Unstructured{}
 	referencing.SetGroupVersionKind(rolloutGVK)
