@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -168,11 +169,18 @@ func TestRolloutsAreRestartedByTheirOwnStrategy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scaled := rollout.DeepCopy()
-	if err := unstructured.SetNestedField(scaled.Object, int64(3), "spec", "replicas"); err != nil {
-		t.Fatal(err)
-	}
-	if err := asManager.Update(ctx, scaled); err == nil || !strings.Contains(err.Error(), "may not change a workload's spec") {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		scaled := &unstructured.Unstructured{}
+		scaled.SetGroupVersionKind(rolloutGVK)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(rollout), scaled); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(scaled.Object, int64(3), "spec", "replicas"); err != nil {
+			return err
+		}
+		return asManager.Update(ctx, scaled)
+	})
+	if err == nil || !strings.Contains(err.Error(), "may not change a workload's spec") {
 		t.Errorf("the manager's identity scaling the Rollout: %v, want the policy's refusal", err)
 	}
 
