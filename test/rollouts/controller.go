@@ -93,7 +93,8 @@ func Start(t TB, plane *controlplane.Plane, dir string, extra ...string) (*Contr
 		return nil, err
 	}
 	installed := time.Now()
-	if err := grantRole(plane, dir); err != nil {
+	// The controller needs no more than Argo's install gives it.
+	if err := plane.GrantClusterRole(filepath.Join(dir, "clusterrole.yaml"), ControllerUser); err != nil {
 		return nil, err
 	}
 	kubeconfig, err := plane.Kubeconfig(ControllerUser)

@@ -1,7 +1,6 @@
 package rollouts_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,10 +25,7 @@ import (
 func TestAnalysisPolicyRefusesWhatTheManagerMustNotMake(t *testing.T) {
 	controlplane.RequireEnvtest(t)
 	dir := rollouts.Require(t)
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	plane, err := controlplane.Start(root)
 	if err != nil {
 		t.Fatal(err)

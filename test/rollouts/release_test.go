@@ -51,15 +51,8 @@ func analysedPersona(ns, prompt, url string) *v1alpha1.Persona {
 func TestAnalysisStepsPromoteAndAbort(t *testing.T) {
 	controlplane.RequireEnvtest(t)
 	dir := rollouts.Require(t)
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	ctx := t.Context()
-	binary, err := controlplane.BuildManager(ctx, root, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	audit, auditLog, err := controlplane.WithAuditLog(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -69,20 +62,7 @@ func TestAnalysisStepsPromoteAndAbort(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = plane.Stop() })
-	var logs controlplane.LogBuffer
-	manager, err := plane.NewManager(binary, &logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := manager.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = manager.Stop()
-		if t.Failed() {
-			t.Logf("manager log:\n%s", logs.Tail(16<<10))
-		}
-	})
+	manager := runManager(t, plane, root)
 	if _, err := rollouts.Start(t, plane, dir); err != nil {
 		t.Fatal(err)
 	}
@@ -208,6 +188,42 @@ func componentRights(t *testing.T, root string) map[string]bool {
 		t.Fatal(err)
 	}
 	return controlplane.RuleRights(role.Rules)
+}
+
+// repoRoot is the repository's root.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// runManager builds the manager of the repository at root and runs it
+// against plane with the flags extra, until the test's cleanup stops it
+// (printing the tail of its log when the test failed).
+func runManager(t *testing.T, plane *controlplane.Plane, root string, extra ...string) *controlplane.Manager {
+	t.Helper()
+	binary, err := controlplane.BuildManager(t.Context(), root, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs controlplane.LogBuffer
+	manager, err := plane.NewManager(binary, &logs, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := manager.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = manager.Stop()
+		if t.Failed() {
+			t.Logf("manager log:\n%s", logs.Tail(16<<10))
+		}
+	})
+	return manager
 }
 
 // installAnalysisComponent installs config/components/release-analysis

@@ -73,15 +73,8 @@ spec:
 func TestRolloutsAreRestartedByTheirOwnStrategy(t *testing.T) {
 	controlplane.RequireEnvtest(t)
 	dir := rollouts.Require(t)
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	ctx := t.Context()
-	binary, err := controlplane.BuildManager(ctx, root, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	plane, err := controlplane.Start(root)
 	if err != nil {
 		t.Fatal(err)
@@ -95,20 +88,7 @@ func TestRolloutsAreRestartedByTheirOwnStrategy(t *testing.T) {
 	if err := plane.InstallComponent(ctx, filepath.Join(root, "config", "components", "restart-workloads"), controlplane.ManagerUser); err != nil {
 		t.Fatal(err)
 	}
-	var logs controlplane.LogBuffer
-	manager, err := plane.NewManager(binary, &logs, "--restart-workloads", "--restart-deadline=30s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := manager.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = manager.Stop()
-		if t.Failed() {
-			t.Logf("manager log:\n%s", logs.Tail(16<<10))
-		}
-	})
+	runManager(t, plane, root, "--restart-workloads", "--restart-deadline=30s")
 
 	c := plane.Client
 	const ns = "team"
