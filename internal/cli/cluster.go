@@ -72,6 +72,20 @@ func connect(kube *genericclioptions.ConfigFlags) (*cluster, error) {
 		configMapMetadata: meta.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace(ns)}, nil
 }
 
+// connectTo connects to the cluster of kube and reads the Persona name
+// there.
+func connectTo(ctx context.Context, kube *genericclioptions.ConfigFlags, name string) (*cluster, *v1alpha1.Persona, error) {
+	c, err := connect(kube)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := c.persona(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, p, nil
+}
+
 // persona reads the Persona name.
 func (c *cluster) persona(ctx context.Context, name string) (*v1alpha1.Persona, error) {
 	u, err := c.personas.Get(ctx, name, metav1.GetOptions{})

@@ -111,11 +111,7 @@ func (o *historyOptions) run(ctx context.Context, s *Streams, name string) error
 		}
 		return nil
 	}
-	c, err := connect(o.kube)
-	if err != nil {
-		return fail("%v", err)
-	}
-	p, err := c.persona(ctx, name)
+	c, p, err := connectTo(ctx, o.kube, name)
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -99,28 +99,25 @@ func (o *releaseOptions) check(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// runningCanary is p's canary, or the error that says none runs.
-func runningCanary(c *cluster, p *v1alpha1.Persona) (v1alpha1.CanaryStatus, error) {
+// runningCanary reads the Persona name and its canary, or the error that
+// says none runs.
+func (o *releaseOptions) runningCanary(ctx context.Context, name string) (*cluster, *v1alpha1.Persona, v1alpha1.CanaryStatus, error) {
+	c, p, err := connectTo(ctx, o.kube, name)
+	if err != nil {
+		return nil, nil, v1alpha1.CanaryStatus{}, failed("%v", err)
+	}
 	switch canary := p.Status.Canary; {
 	case canary == nil:
-		return v1alpha1.CanaryStatus{}, failed("persona %s/%s has no canary: its revision %d is delivered to every new pod", c.namespace, p.Name, p.Status.CurrentRevision)
+		return nil, nil, v1alpha1.CanaryStatus{}, failed("persona %s/%s has no canary: its revision %d is delivered to every new pod", c.namespace, p.Name, p.Status.CurrentRevision)
 	case canary.Phase == v1alpha1.CanaryAborted:
-		return v1alpha1.CanaryStatus{}, failed("persona %s/%s: the canary of revision %d was aborted (%s); a newer revision starts another", c.namespace, p.Name, canary.Revision, canary.Message)
+		return nil, nil, v1alpha1.CanaryStatus{}, failed("persona %s/%s: the canary of revision %d was aborted (%s); a newer revision starts another", c.namespace, p.Name, canary.Revision, canary.Message)
 	default:
-		return *canary, nil
+		return c, p, *canary, nil
 	}
 }
 
 func (o *releaseOptions) promote(ctx context.Context, s *Streams, name string) error {
-	c, err := connect(o.kube)
-	if err != nil {
-		return failed("%v", err)
-	}
-	p, err := c.persona(ctx, name)
-	if err != nil {
-		return failed("%v", err)
-	}
-	canary, err := runningCanary(c, p)
+	c, p, canary, err := o.runningCanary(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -155,15 +152,7 @@ func (o *releaseOptions) promote(ctx context.Context, s *Streams, name string) e
 }
 
 func (o *releaseOptions) abort(ctx context.Context, s *Streams, name string) error {
-	c, err := connect(o.kube)
-	if err != nil {
-		return failed("%v", err)
-	}
-	p, err := c.persona(ctx, name)
-	if err != nil {
-		return failed("%v", err)
-	}
-	canary, err := runningCanary(c, p)
+	c, p, canary, err := o.runningCanary(ctx, name)
 	if err != nil {
 		return err
 	}

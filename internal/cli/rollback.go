@@ -77,11 +77,7 @@ Persona's Pinned condition then says why. Status 2 is a usage error.`,
 }
 
 func (o *rollbackOptions) run(ctx context.Context, s *Streams, name string) error {
-	c, err := connect(o.kube)
-	if err != nil {
-		return failed("%v", err)
-	}
-	p, err := c.persona(ctx, name)
+	c, p, err := connectTo(ctx, o.kube, name)
 	if err != nil {
 		return failed("%v", err)
 	}
