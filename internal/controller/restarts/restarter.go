@@ -66,6 +66,10 @@ type Options struct {
 type workloadRestarter struct {
 	client    client.Client
 	apiReader client.Reader
+	// workloads reads the opted-in workloads from the manager's cache:
+	// Rollouts, as unstructured objects, too (the manager's client reads
+	// those from the API server).
+	workloads client.Reader
 	recorder  events.EventRecorder
 	waves     *waves.Scheduler
 	limit     int
@@ -85,7 +89,7 @@ type workloadRestarter struct {
 	halts Halts
 }
 
-func newWorkloadRestarter(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts Options, halts Halts) *workloadRestarter {
+func newWorkloadRestarter(c client.Client, workloads, apiReader client.Reader, recorder events.EventRecorder, opts Options, halts Halts) *workloadRestarter {
 	limit := opts.MaxConcurrent
 	if limit <= 0 {
 		limit = DefaultMaxConcurrent
@@ -94,7 +98,7 @@ func newWorkloadRestarter(c client.Client, apiReader client.Reader, recorder eve
 	if deadline <= 0 {
 		deadline = DefaultDeadline
 	}
-	return &workloadRestarter{client: c, apiReader: apiReader, recorder: recorder, waves: waves.New(limit),
+	return &workloadRestarter{client: c, workloads: workloads, apiReader: apiReader, recorder: recorder, waves: waves.New(limit),
 		limit: limit, deadline: deadline, kinds: opts.kinds(), halted: map[types.NamespacedName]waves.Cause{}, halts: halts}
 }
 
@@ -136,7 +140,7 @@ func (r *workloadRestarter) Reconcile(ctx context.Context, w waves.Workload) (re
 // limit, and reads the applied-revision annotations for what is done.
 func (r *workloadRestarter) prime(ctx context.Context, now time.Time) error {
 	for _, kind := range r.kinds {
-		objs, err := listWorkloads(ctx, r.client, kind)
+		objs, err := listWorkloads(ctx, r.workloads, kind)
 		if err != nil {
 			return err
 		}
@@ -445,6 +449,6 @@ func (r *workloadRestarter) get(ctx context.Context, w waves.Workload) (client.O
 	if obj == nil {
 		return nil, fmt.Errorf("unknown kind %s", w.Kind)
 	}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Name}, obj)
+	err := r.workloads.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Name}, obj)
 	return obj, err
 }

@@ -47,7 +47,7 @@ const workloadPersonaIndex = "restart.persona"
 // Setup registers the restarts' controller: it watches the
 // opted-in workloads, and the Personas whose delivered revision changes.
 func Setup(ctx context.Context, mgr ctrl.Manager, recorder kube.CuttingRecorder, opts Options, halts Halts) error {
-	r := newWorkloadRestarter(mgr.GetClient(), mgr.GetAPIReader(), recorder, opts, halts)
+	r := newWorkloadRestarter(mgr.GetClient(), mgr.GetCache(), mgr.GetAPIReader(), recorder, opts, halts)
 	index := func(obj client.Object) []string {
 		if name := workloadPersona(obj); name != "" {
 			return []string{name}
@@ -91,7 +91,7 @@ func deliveredRevisionChanged() predicate.TypedPredicate[*v1alpha1.Persona] {
 func (r *workloadRestarter) workloadsOf(ctx context.Context, p *v1alpha1.Persona) []waves.Workload {
 	var out []waves.Workload
 	for _, kind := range r.kinds {
-		objs, err := listWorkloads(ctx, r.client, kind, client.InNamespace(p.Namespace), client.MatchingFields{workloadPersonaIndex: p.Name})
+		objs, err := listWorkloads(ctx, r.workloads, kind, client.InNamespace(p.Namespace), client.MatchingFields{workloadPersonaIndex: p.Name})
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "list the workloads naming a Persona", "kind", kind, "persona", client.ObjectKeyFromObject(p))
 			continue
