@@ -18,19 +18,24 @@ import (
 // ServiceAccount, which config/components' policies name.
 const ShippedManagerUser = "system:serviceaccount:persona-operator-system:persona-operator-controller-manager"
 
-// InstallComponent installs the objects of a kustomize component of
+// InstallComponent installs the resources of a kustomize component of
 // config/components (dir) for a manager that runs as user: its bindings
 // bind user instead of the shipped ServiceAccount, and its policies match
 // user's requests instead. Objects already there are left as they are.
+// Its patches of the manager are the test's to pass as flags.
 func (p *Plane) InstallComponent(ctx context.Context, dir, user string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	raw, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
 		return err
 	}
-	for _, file := range files {
-		if filepath.Base(file) == "kustomization.yaml" {
-			continue
-		}
+	var kustomization struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(raw, &kustomization); err != nil {
+		return fmt.Errorf("%s/kustomization.yaml: %w", dir, err)
+	}
+	for _, resource := range kustomization.Resources {
+		file := filepath.Join(dir, resource)
 		raw, err := os.ReadFile(file)
 		if err != nil {
 			return err
