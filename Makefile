@@ -74,6 +74,12 @@ test-agents: ## Run Claude Code, Codex and opencode (pinned, from the npm regist
 	clis="$$(hack/agent-clis.sh)" && \
 	PERSONA_AGENT_CLIS="$$clis" PERSONA_REQUIRE_AGENTS=1 go test -count=1 -v -timeout 20m ./test/agents
 
+.PHONY: test-rollouts
+test-rollouts: ## Run AnalysisRuns through Argo Rollouts' own controller (built once from the Go module proxy by hack/argo-rollouts.sh) on a local control plane.
+	assets="$$(hack/envtest-binaries.sh)" && rollouts="$$(hack/argo-rollouts.sh)" && \
+	KUBEBUILDER_ASSETS="$$assets" ARGO_ROLLOUTS_DIR="$$rollouts" PERSONA_REQUIRE_ENVTEST=1 PERSONA_REQUIRE_ROLLOUTS=1 \
+		go test -count=1 -v -timeout 10m ./test/rollouts
+
 # E2E_EDITS is how many prompt edits the e2e suite measures edit -> pod over
 # (empty: 21), and edit -> Codex's model request (at most 10).
 E2E_EDITS ?=
@@ -94,6 +100,10 @@ e2e-fast: ## The e2e suite with 3 prompt edits instead of 21, for iteration.
 .PHONY: envtest
 envtest: ## Build kube-apiserver and etcd from the Go module proxy into the envtest cache (idempotent).
 	hack/envtest-binaries.sh
+
+.PHONY: argo-rollouts
+argo-rollouts: ## Build Argo Rollouts' controller from the Go module proxy, with its CRDs and ClusterRole, into its cache (idempotent).
+	hack/argo-rollouts.sh
 
 .PHONY: demo
 demo: ## Run the operator on a local control plane, apply config/samples and print every persona's prompt, persona.md and provenance, and one refused object (manager log in bin/demo/).

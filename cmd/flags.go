@@ -105,7 +105,7 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 			}
 			return nil
 		})
-	fs.BoolVar(&f.restartWorkloads, "restart-workloads", false, `Restart the Deployments, StatefulSets and DaemonSets labelled prompts.persona-operator.dev/restart-on-change: "true" onto each revision their Persona delivers, in paced waves; needs the opt-in RBAC of the restart-workloads component or the chart's restartWorkloads.enabled.`)
+	fs.BoolVar(&f.restartWorkloads, "restart-workloads", false, `Restart the Deployments, StatefulSets, DaemonSets and Argo Rollouts labelled prompts.persona-operator.dev/restart-on-change: "true" onto each revision their Persona delivers, in paced waves; needs the opt-in RBAC of the restart-workloads component or the chart's restartWorkloads.enabled.`)
 	fs.IntVar(&f.maxConcurrentRestarts, "max-concurrent-restarts", controller.DefaultMaxConcurrentRestarts, "With --restart-workloads: how many workloads may be rolling out onto a new revision at once, shared round-robin between namespaces.")
 	fs.DurationVar(&f.restartDeadline, "restart-deadline", controller.DefaultRestartDeadline, "With --restart-workloads: how long a workload's rollout may take before it counts as failed and halts its namespace's waiting restarts of the same cause.")
 	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")

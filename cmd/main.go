@@ -33,7 +33,8 @@ func main() {
 	if err != nil {
 		fail(err, "the webhook certificate")
 	}
-	mgr, err := newManager(flags, shutdown, certs)
+	restarts := flags.restartOptions()
+	mgr, err := newManager(flags, restarts, shutdown, certs)
 	if err != nil {
 		fail(err, "create the manager")
 	}
@@ -44,7 +45,7 @@ func main() {
 		PersonaWorkers: flags.personaWorkers, ReferenceGracePeriod: flags.referenceGracePeriod, GuardrailDeadline: flags.guardrailDeadline,
 		WatchNamespaces: flags.watchNamespaces, ReadUnlabelledSources: flags.readUnlabelledSources,
 		SnapshotBytesPerNamespace: flags.snapshotBytesPerNamespace, AgentsInterval: flags.agentsInterval,
-		Restarts: flags.restartOptions(),
+		Restarts: restarts,
 	})
 	if err != nil {
 		fail(err, "set up the controllers")

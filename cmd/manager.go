@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"os"
@@ -20,8 +21,9 @@ import (
 
 // newManager creates the manager: its API client, cache, metrics and
 // webhook servers, serving certs (certs.go), which it runs. The webhook's
-// handlers are behind shutdown's (shutdown.go).
-func newManager(f *managerFlags, shutdown *drain, certs certificateSource) (ctrl.Manager, error) {
+// handlers are behind shutdown's (shutdown.go). With restarts, it decides
+// whether Argo Rollouts' Rollouts are restart targets too.
+func newManager(f *managerFlags, restarts *controller.RestartOptions, shutdown *drain, certs certificateSource) (ctrl.Manager, error) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
@@ -35,11 +37,20 @@ func newManager(f *managerFlags, shutdown *drain, certs certificateSource) (ctrl
 	if f.secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
+	cfg := restConfig(f)
 	cacheOpts := controller.CacheOptions(f.watchNamespaces)
-	if f.restartWorkloads {
-		cacheOpts.ByObject = controller.RestartCacheObjects()
+	if restarts != nil {
+		rollouts, why, err := controller.RolloutsRestartable(context.Background(), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("tell whether Argo Rollouts' Rollouts can be restarted: %w", err)
+		}
+		restarts.Rollouts = rollouts
+		if !rollouts {
+			ctrl.Log.WithName("restarts").Info("Argo Rollouts' Rollouts are not restarted on change", "why", why)
+		}
+		cacheOpts.ByObject = controller.RestartCacheObjects(*restarts)
 	}
-	mgr, err := ctrl.NewManager(restConfig(f), ctrl.Options{
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
 		NewCache:               controller.NewCache,

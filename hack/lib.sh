@@ -42,7 +42,8 @@ kube_layout() {
 }
 
 # prepare_build NAME CHECK: when the function CHECK passes, print $DEST and
-# exit: the binaries are there. Otherwise take the lock NAME under $ROOT,
+# exit: the binaries are there. Otherwise take the lock NAME under $ROOT (one
+# per NAME and directory DEST of $ROOT),
 # waiting for a concurrent build, and check again (that build may have made
 # them); then make DEST, a throw-away directory TMP (removed on exit, with
 # the files listed in PARTIALS), and the environment of the throw-away
@@ -60,7 +61,7 @@ prepare_build() {
     trap 'exit 130' INT
     trap 'exit 143' TERM
     # Serialize concurrent invocations (e.g. `make test` in two clones).
-    lock="$ROOT/.${name}-${K8S_VERSION}-${GOOS_}-${GOARCH_}.lock"
+    lock="$ROOT/.${name}-${DEST##*/}.lock"
     if command -v flock >/dev/null 2>&1; then
         exec 9>"$lock"
         if ! flock -n 9; then

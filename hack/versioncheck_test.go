@@ -182,3 +182,59 @@ func TestFakeBinaryBreaksAnEarlyClosingPipe(t *testing.T) {
 		t.Fatal("the pipe into grep -q never failed: the fake binary does not exercise the early close")
 	}
 }
+
+// TestArgoRolloutsFastPath: argo-rollouts.sh takes a cache whose controller
+// reports the version and whose CRDs and ClusterRole are there for done, and
+// builds again when the controller reports another version (1.10.10 is not
+// 1.10.1) or a CRD is missing.
+func TestArgoRolloutsFastPath(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not found")
+	}
+	crds := []string{"analysis-run-crd.yaml", "analysis-template-crd.yaml", "cluster-analysis-template-crd.yaml", "experiment-crd.yaml", "rollout-crd.yaml"}
+	for _, tc := range []struct {
+		name, version, missing string
+		wantBuild              bool
+	}{
+		{name: "cached", version: "v1.10.1+unknown"},
+		{name: "other version", version: "v1.10.10+unknown", wantBuild: true},
+		{name: "CRD missing", version: "v1.10.1+unknown", missing: "crds/rollout-crd.yaml", wantBuild: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			dest := filepath.Join(root, fmt.Sprintf("v1.10.1-%s-%s", runtime.GOOS, runtime.GOARCH))
+			if err := os.MkdirAll(filepath.Join(dest, "crds"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range append([]string{"clusterrole.yaml"}, crds...) {
+				if f != "clusterrole.yaml" {
+					f = "crds/" + f
+				}
+				if f != tc.missing {
+					if err := os.WriteFile(filepath.Join(dest, f), []byte("kind: Fake\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			fakeVersion(t, filepath.Join(dest, "rollouts-controller"), tc.version)
+			bin := t.TempDir()
+			fakeGo(t, bin)
+			cmd := exec.Command("bash", "argo-rollouts.sh")
+			cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "ARGO_ROLLOUTS_CACHE="+root, "ARGO_ROLLOUTS_VERSION=1.10.1")
+			out, err := cmd.Output()
+			builds, _ := os.ReadFile(filepath.Join(bin, "builds"))
+			if tc.wantBuild {
+				if err == nil || len(builds) == 0 {
+					t.Errorf("took the cache for done (%v, go commands tried: %q)", err, builds)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v (go commands tried: %q)", err, builds)
+			}
+			if got := strings.TrimSpace(string(out)); got != dest {
+				t.Errorf("printed %q, want %q", got, dest)
+			}
+		})
+	}
+}

@@ -2,8 +2,8 @@
 // plane (controlplane), the envtest suites' shared setup (suite),
 // fixtures, metric scraping (scrape), the scale
 // harness (scale), the controllers' envtest suite (integration), the Argo CD
-// health check runner (argocd) and the agent CLIs' suite with its model stub
-// (agents). No production binary may depend on it; this package's test
+// health check runner (argocd), Argo Rollouts' controller runner (rollouts)
+// and the agent CLIs' suite with its model stub (agents). No production binary may depend on it; this package's test
 // checks that, and that the packages under internal/controller import one
 // another one way.
 package test

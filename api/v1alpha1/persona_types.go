@@ -109,6 +109,12 @@ type PersonaSpec struct {
 	// +kubebuilder:default=3
 	// +optional
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
+	// Rollout releases each new revision as a canary on a share of new
+	// pods, promoted step by step (personas.md#prompt-releases). Without
+	// it, each new revision is delivered at once.
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
 }
 
 // The lengths of what a tenant sets outside its templates, which the
@@ -291,6 +297,10 @@ type PersonaStatus struct {
 	// not counted, their revision changes under them.
 	// +optional
 	Agents *AgentsStatus `json:"agents,omitempty"`
+	// Canary is the canary of spec.rollout while it runs, and after an
+	// abort until a newer revision.
+	// +optional
+	Canary *CanaryStatus `json:"canary,omitempty"`
 }
 
 // AgentsStatus is how many injected pods run each revision of a Persona.
@@ -330,6 +340,22 @@ type RevisionHistoryEntry struct {
 	Time metav1.Time `json:"time"`
 	// Cause is the object whose change made it.
 	Cause RevisionInput `json:"cause"`
+	// Release is what became of it as a canary of spec.rollout; unset for
+	// a revision delivered at once.
+	// +optional
+	Release *RevisionRelease `json:"release,omitempty"`
+}
+
+// RevisionRelease is what became of a revision released as a canary.
+type RevisionRelease struct {
+	// Outcome is Canary while it runs, then Promoted or Aborted.
+	// +kubebuilder:validation:Enum=Canary;Promoted;Aborted
+	Outcome string `json:"outcome"`
+	// Message says why: the step or command that promoted it, the
+	// AnalysisRun's message or the command that aborted it.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // RevisionInput is an object a render read, at its version: one counted by

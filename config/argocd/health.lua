@@ -1,7 +1,9 @@
 -- Argo CD health of every kind of prompts.persona-operator.dev, read from
 -- the kstatus conditions Ready, Reconciling and Stalled; a Persona whose
 -- pin is honoured (Pinned=True) is Suspended: it delivers an earlier
--- revision on purpose.
+-- revision on purpose. A Persona's canary (Canary) is read before
+-- Reconciling: Progressing while its steps run, Suspended while it waits
+-- for a promote, Degraded once aborted, until a newer revision.
 local hs = {}
 
 local generation = obj.metadata.generation
@@ -20,6 +22,7 @@ local ready = conditions["Ready"]
 local reconciling = conditions["Reconciling"]
 local stalled = conditions["Stalled"]
 local pinned = conditions["Pinned"]
+local canary = conditions["Canary"]
 
 local function waitForGeneration()
   hs.status = "Progressing"
@@ -41,6 +44,20 @@ if stalled ~= nil and stalled.status == "True" then
     hs.message = stalled.reason .. ": " .. hs.message
   end
   return hs
+end
+
+if canary ~= nil and canary.observedGeneration == generation then
+  if canary.status == "True" and canary.reason == "Paused" then
+    hs.status = "Suspended"
+  elseif canary.status == "True" then
+    hs.status = "Progressing"
+  elseif canary.reason == "Aborted" then
+    hs.status = "Degraded"
+  end
+  if hs.status ~= nil then
+    hs.message = canary.message or ""
+    return hs
+  end
 end
 
 if reconciling ~= nil and reconciling.status == "True" then

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -34,7 +35,8 @@ func ValidatePersona(obj map[string]any) field.ErrorList {
 	_, errs := validateEnvelope(obj, validatePersonaName)
 	errs = append(errs, validatePin(obj)...)
 	specPath := field.NewPath("spec")
-	errs = append(errs, checkShape(specPath, obj["spec"], personaSpecType)...)
+	shapeErrs := checkShape(specPath, obj["spec"], personaSpecType)
+	errs = append(errs, shapeErrs...)
 	spec, _ := obj["spec"].(map[string]any)
 	if spec == nil {
 		return errs
@@ -60,8 +62,18 @@ func ValidatePersona(obj map[string]any) field.ErrorList {
 	}
 	errs = append(errs, validateVariants(specPath.Child("variants"), spec)...)
 	errs = append(errs, validateHistoryLimit(specPath.Child("revisionHistoryLimit"), spec)...)
+	rolloutPath := specPath.Child("rollout")
+	errs = append(errs, validateRollout(rolloutPath, spec, reportedUnder(shapeErrs, rolloutPath))...)
 	// vars and context have no rules beyond their shape, checked above.
 	return errs
+}
+
+// reportedUnder reports whether errs has an error at p or under it.
+func reportedUnder(errs field.ErrorList, p *field.Path) bool {
+	at := p.String()
+	return slices.ContainsFunc(errs, func(err *field.Error) bool {
+		return err.Field == at || strings.HasPrefix(err.Field, at+".") || strings.HasPrefix(err.Field, at+"[")
+	})
 }
 
 func checkHarness(p *field.Path, h string) field.ErrorList {

@@ -14,7 +14,7 @@ import (
 func TestStructKeysFollowJSONTags(t *testing.T) {
 	got := structOf(reflect.TypeFor[v1alpha1.PersonaSpec]()).names
 	want := []string{"description", "model", "harness", "reasoningEffort", "harnessPrompt", "streaming", "prompt",
-		"inherit", "layers", "systemPrompt", "vars", "context", "variants", "revisionHistoryLimit"}
+		"inherit", "layers", "systemPrompt", "vars", "context", "variants", "revisionHistoryLimit", "rollout"}
 	if !slices.Equal(got, want) {
 		t.Errorf("PersonaSpec keys = %v, want %v", got, want)
 	}

@@ -140,7 +140,7 @@ pod with the persona mounted there: its prompt, model and reasoning effort.`,
 		return usageError("%v", err)
 	})
 	root.AddCommand(newRenderCommand(s), newValidateCommand(s), newDiffCommand(s), newImportCommand(s),
-		newHistoryCommand(s), newRollbackCommand(s), newLaunchCommand(s), newCompletionCommand(s), newVersionCommand(s))
+		newHistoryCommand(s), newRollbackCommand(s), newPromoteCommand(s), newAbortCommand(s), newLaunchCommand(s), newCompletionCommand(s), newVersionCommand(s))
 	return root
 }
 

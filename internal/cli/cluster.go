@@ -72,6 +72,20 @@ func connect(kube *genericclioptions.ConfigFlags) (*cluster, error) {
 		configMapMetadata: meta.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace(ns)}, nil
 }
 
+// connectTo connects to the cluster of kube and reads the Persona name
+// there.
+func connectTo(ctx context.Context, kube *genericclioptions.ConfigFlags, name string) (*cluster, *v1alpha1.Persona, error) {
+	c, err := connect(kube)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := c.persona(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, p, nil
+}
+
 // persona reads the Persona name.
 func (c *cluster) persona(ctx context.Context, name string) (*v1alpha1.Persona, error) {
 	u, err := c.personas.Get(ctx, name, metav1.GetOptions{})
@@ -152,15 +166,15 @@ func (c *cluster) live(ctx context.Context, name string) (*corev1.ConfigMap, err
 	return cm, nil
 }
 
-// setPin sets the pin-revision annotation of the Persona name to value, or
+// annotate sets the annotation key of the Persona name to value, or
 // removes it when value is "", by a merge patch that touches nothing else,
 // and returns the resourceVersion it wrote.
-func (c *cluster) setPin(ctx context.Context, name, value string) (string, error) {
+func (c *cluster) annotate(ctx context.Context, name, key, value string) (string, error) {
 	v := any(value)
 	if value == "" {
 		v = nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{v1alpha1.PinRevisionAnnotation: v}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: v}}})
 	if err != nil {
 		return "", err
 	}

@@ -111,11 +111,7 @@ func (o *historyOptions) run(ctx context.Context, s *Streams, name string) error
 		}
 		return nil
 	}
-	c, err := connect(o.kube)
-	if err != nil {
-		return fail("%v", err)
-	}
-	p, err := c.persona(ctx, name)
+	c, p, err := connectTo(ctx, o.kube, name)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -208,6 +204,8 @@ type historyRevision struct {
 	Delivered bool   `json:"delivered,omitempty"`
 	Latest    bool   `json:"latest,omitempty"`
 	Pinned    bool   `json:"pinned,omitempty"`
+	// Release is what became of it as a canary of spec.rollout.
+	Release *v1alpha1.RevisionRelease `json:"release,omitempty"`
 }
 
 // history is p's revisions, read from the snapshots' metadata, and the
@@ -241,7 +239,7 @@ func (c *cluster) history(ctx context.Context, p *v1alpha1.Persona) (history, er
 func historyOf(p *v1alpha1.Persona, snapshots map[int64]*metav1.PartialObjectMetadata, records map[int64]*delivery.Record) history {
 	byNumber := map[int64]*historyRevision{}
 	for _, e := range p.Status.History {
-		byNumber[e.Revision] = &historyRevision{Revision: e.Revision, ContentHash: e.ContentHash, Time: e.Time, Cause: e.Cause}
+		byNumber[e.Revision] = &historyRevision{Revision: e.Revision, ContentHash: e.ContentHash, Time: e.Time, Cause: e.Cause, Release: e.Release}
 	}
 	for n, cm := range snapshots {
 		r, ok := byNumber[n]
@@ -269,7 +267,14 @@ func historyOf(p *v1alpha1.Persona, snapshots map[int64]*metav1.PartialObjectMet
 // writeTable prints h as kubectl prints a table, ages counted to now.
 func (h history) writeTable(w io.Writer, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "REVISION\tHASH\tAGE\tCAUSE\tBYTES\tSTATUS")
+	// RELEASE only when a revision was released as a canary: a Persona
+	// without spec.rollout keeps the table it always had.
+	released := slices.ContainsFunc(h.Revisions, func(r historyRevision) bool { return r.Release != nil })
+	header := "REVISION\tHASH\tAGE\tCAUSE\tBYTES\tSTATUS"
+	if released {
+		header += "\tRELEASE"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range h.Revisions {
 		bytes := "-"
 		if r.Snapshot != "" {
@@ -279,7 +284,11 @@ func (h history) writeTable(w io.Writer, now time.Time) error {
 		if !r.Time.IsZero() {
 			age = duration.HumanDuration(now.Sub(r.Time.Time))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Revision, shortHash(r.ContentHash), age, causeText(r.Cause, h.Namespace), bytes, r.marks())
+		row := fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s", r.Revision, shortHash(r.ContentHash), age, causeText(r.Cause, h.Namespace), bytes, r.marks())
+		if released {
+			row += "\t" + r.releaseText()
+		}
+		fmt.Fprintln(tw, row)
 	}
 	return tw.Flush()
 }
@@ -297,6 +306,18 @@ func (r historyRevision) marks() string {
 		out = append(out, "pinned")
 	}
 	return strings.Join(out, ",")
+}
+
+// releaseText is what became of the revision as a canary, and why, "-"
+// for a revision delivered at once.
+func (r historyRevision) releaseText() string {
+	if r.Release == nil {
+		return "-"
+	}
+	if r.Release.Message == "" {
+		return r.Release.Outcome
+	}
+	return r.Release.Outcome + ": " + r.Release.Message
 }
 
 // shortHash is sha256: and the first 12 hex digits of hash, as short as a

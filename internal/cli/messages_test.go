@@ -55,7 +55,7 @@ func TestUnknownCommand(t *testing.T) {
 		t.Errorf("stderr\n%s\nwant\n%s", r.stderr, want)
 	}
 	r = run(t, "", "frobnicate")
-	want = `error: unknown command "frobnicate" for "kubectl-persona"; the commands are: completion, diff, history, import, launch, render, rollback, validate, version` + "\n" +
+	want = `error: unknown command "frobnicate" for "kubectl-persona"; the commands are: abort, completion, diff, history, import, launch, promote, render, rollback, validate, version` + "\n" +
 		"See 'kubectl-persona --help' for usage.\n"
 	if r.stderr != want {
 		t.Errorf("stderr\n%s\nwant\n%s", r.stderr, want)

@@ -77,11 +77,7 @@ Persona's Pinned condition then says why. Status 2 is a usage error.`,
 }
 
 func (o *rollbackOptions) run(ctx context.Context, s *Streams, name string) error {
-	c, err := connect(o.kube)
-	if err != nil {
-		return failed("%v", err)
-	}
-	p, err := c.persona(ctx, name)
+	c, p, err := connectTo(ctx, o.kube, name)
 	if err != nil {
 		return failed("%v", err)
 	}
@@ -103,7 +99,7 @@ func (o *rollbackOptions) run(ctx context.Context, s *Streams, name string) erro
 	if !o.clear {
 		value = strconv.FormatInt(o.revision, 10)
 	}
-	patched, err := c.setPin(ctx, name, value)
+	patched, err := c.annotate(ctx, name, v1alpha1.PinRevisionAnnotation, value)
 	if err != nil {
 		return failed("%v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,8 +40,16 @@ const (
 type RestartOptions = restarts.Options
 
 // RestartCacheObjects are the manager's cache options for the workloads
-// with --restart-workloads: those that opt in, alone.
-func RestartCacheObjects() map[client.Object]cache.ByObject { return restarts.CacheObjects() }
+// with --restart-workloads: those of opts' kinds that opt in, alone.
+func RestartCacheObjects(opts RestartOptions) map[client.Object]cache.ByObject {
+	return restarts.CacheObjects(opts)
+}
+
+// RolloutsRestartable reports whether Argo Rollouts' Rollouts can be
+// restart targets (RestartOptions.Rollouts), and if not, why.
+func RolloutsRestartable(ctx context.Context, cfg *rest.Config) (bool, string, error) {
+	return restarts.RolloutsRestartable(ctx, cfg)
+}
 
 // Options tune the controllers.
 type Options struct {

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
@@ -39,6 +40,9 @@ const (
 	// template the revision asked for, on an injected pod the one it got.
 	RevisionAnnotation = delivery.RevisionAnnotation
 	RevisionLabel      = delivery.RevisionLabel
+	// TrackLabel says whether the pod's revision is a canary's or the
+	// stable one, so that its metrics can be split by it.
+	TrackLabel = v1alpha1.TrackLabel
 )
 
 // The values of DeliveryAnnotation.
@@ -104,6 +108,12 @@ type Persona struct {
 	// the identity of the guardrails each was rendered with (§14.5's
 	// sameness: the prompts.persona-operator.dev/guardrails annotation).
 	Snapshots map[int64]string
+	// Canary is the revision of the canary that runs (status.canary), 0
+	// without one; ToCanary is set when the pod, unless it names a
+	// revision, gets it rather than the current one (the webhook's choice,
+	// by the canary's weight).
+	Canary   int64
+	ToCanary bool
 }
 
 // Result is what Pod did.
@@ -228,6 +238,7 @@ func Pod(pod *corev1.Pod, persona *Persona) (Result, field.ErrorList) {
 	if revision > 0 {
 		n := strconv.FormatInt(revision, 10)
 		pod.Labels[RevisionLabel] = n
+		pod.Labels[TrackLabel] = track(persona, revision)
 		if pod.Annotations == nil {
 			pod.Annotations = map[string]string{}
 		}
@@ -235,6 +246,7 @@ func Pod(pod *corev1.Pod, persona *Persona) (Result, field.ErrorList) {
 	} else {
 		// A live mount's revision changes under it: no label counts it.
 		delete(pod.Labels, RevisionLabel)
+		delete(pod.Labels, TrackLabel)
 		delete(pod.Annotations, RevisionAnnotation)
 	}
 	return Result{Changed: true, Revision: revision, Variant: opts.variant, targets: targets,
@@ -453,9 +465,10 @@ func otherSource(s corev1.VolumeSource) string {
 }
 
 // chooseRevision is delivery.md#which-revision: the template's revision if
-// its snapshot exists with the current guardrails, else the current one;
-// 0, the live ConfigMap, when asked for, or with no Persona, no revision yet
-// or no snapshot of it in the cache.
+// its snapshot exists with the current guardrails, else the canary's when
+// the pod was chosen for it and its snapshot is there with them, else the
+// current one; 0, the live ConfigMap, when asked for, or with no Persona,
+// no revision yet or no snapshot of it in the cache.
 func chooseRevision(p *Persona, opts options) int64 {
 	if opts.live || p == nil || p.CurrentRevision <= 0 {
 		return 0
@@ -466,7 +479,19 @@ func chooseRevision(p *Persona, opts options) int64 {
 	if opts.revision > 0 && allowed(p, opts.revision) {
 		return opts.revision
 	}
+	if p.ToCanary && p.Canary > 0 && allowed(p, p.Canary) {
+		return p.Canary
+	}
 	return p.CurrentRevision
+}
+
+// track is the TrackLabel of a pod that mounts revision n: canary for the
+// revision of the canary that runs, stable for any other.
+func track(p *Persona, n int64) string {
+	if p != nil && p.Canary > 0 && n == p.Canary {
+		return v1alpha1.TrackCanary
+	}
+	return v1alpha1.TrackStable
 }
 
 // allowed reports whether a pod may mount revision n: its snapshot is in

@@ -25,6 +25,7 @@ import (
 	personaadmission "github.com/persona-operator/persona-operator/internal/admission"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/inject"
+	"github.com/persona-operator/persona-operator/internal/release"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
@@ -111,6 +112,10 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	defer cancel()
 	known, lookupErr := i.persona(ctx, req.Namespace, name)
 	persona := known.facts
+	if persona != nil {
+		// Once a pod, decided by its review: the pod keeps what it got.
+		persona.ToCanary = release.IsCanary(req.UID, known.canaryWeight)
+	}
 	var warnings []string
 	if err := lookupErr; err != nil {
 		warnings = append(warnings, fmt.Sprintf("the live ConfigMap %s is mounted: %v", delivery.ConfigMapName(name), err))
@@ -197,6 +202,9 @@ type known struct {
 	controlled map[string]bool
 	// snapshots are the UIDs of the Persona's snapshots, by revision.
 	snapshots map[int64]types.UID
+	// canaryWeight is the share of new pods, in percent, that get the
+	// revision of the canary that runs.
+	canaryWeight int32
 }
 
 // persona is what the caches know of the Persona name of namespace, with
@@ -214,6 +222,9 @@ func (i *Injector) persona(ctx context.Context, namespace, name string) (known, 
 	}
 	facts := &inject.Persona{CurrentRevision: p.Status.CurrentRevision, Snapshots: map[int64]string{}}
 	out := known{facts: facts, uid: p.UID, controlled: map[string]bool{}, snapshots: map[int64]types.UID{}}
+	if c := p.Status.Canary; c != nil && c.Phase != v1alpha1.CanaryAborted {
+		facts.Canary, out.canaryWeight = c.Revision, c.Weight
+	}
 	for _, v := range p.Spec.Variants {
 		facts.Variants = append(facts.Variants, v.Name)
 	}

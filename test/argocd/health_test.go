@@ -108,6 +108,39 @@ conditions:
 - {type: Pinned, status: "False", observedGeneration: 3, reason: RevisionNotFound, message: revision 9 has no snapshot}`,
 		wantStatus: "Healthy", wantMsg: "ConfigMap persona-assistant holds the render",
 	}, {
+		name: "a canary at a step",
+		status: `
+observedGeneration: 3
+conditions:
+- {type: Ready, status: "True", observedGeneration: 3, reason: Rendered, message: ConfigMap persona-assistant holds stable revision 2}
+- {type: Canary, status: "True", observedGeneration: 3, reason: Progressing, message: "canary revision 3 at 10% of new pods, step 1 of 3"}
+- {type: Reconciling, status: "False", observedGeneration: 3, reason: Rendered, message: ""}`,
+		wantStatus: "Progressing", wantMsg: "canary revision 3 at 10% of new pods, step 1 of 3",
+	}, {
+		name: "a canary paused for a promote",
+		status: `
+observedGeneration: 3
+conditions:
+- {type: Ready, status: "True", observedGeneration: 3, reason: Rendered, message: ConfigMap persona-assistant holds stable revision 2}
+- {type: Canary, status: "True", observedGeneration: 3, reason: Paused, message: "canary revision 3 at 10% of new pods, step 1 of 3: paused at step 1 until kubectl persona promote"}`,
+		wantStatus: "Suspended", wantMsg: "canary revision 3 at 10% of new pods, step 1 of 3: paused at step 1 until kubectl persona promote",
+	}, {
+		name: "a canary aborted",
+		status: `
+observedGeneration: 3
+conditions:
+- {type: Ready, status: "True", observedGeneration: 3, reason: Rendered, message: ConfigMap persona-assistant holds stable revision 2}
+- {type: Canary, status: "False", observedGeneration: 3, reason: Aborted, message: "the canary of revision 3 was aborted: AnalysisRun assistant-r3-s2 is Failed"}`,
+		wantStatus: "Degraded", wantMsg: "the canary of revision 3 was aborted: AnalysisRun assistant-r3-s2 is Failed",
+	}, {
+		name: "a canary stalled",
+		status: `
+observedGeneration: 3
+conditions:
+- {type: Canary, status: "True", observedGeneration: 3, reason: Progressing, message: "canary revision 3"}
+- {type: Stalled, status: "True", observedGeneration: 3, reason: InheritanceCycle, message: a inherits a}`,
+		wantStatus: "Degraded", wantMsg: "InheritanceCycle: a inherits a",
+	}, {
 		name: "ready for a stale generation",
 		status: `
 conditions:

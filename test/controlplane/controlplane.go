@@ -50,8 +50,9 @@ const etcdQuotaBytes = 8 << 30
 // Start starts kube-apiserver and etcd from KUBEBUILDER_ASSETS (see
 // hack/envtest-binaries.sh) with the CRDs and the webhook configuration of
 // the repository at root. The webhook points at a local port the manager
-// serves, with a certificate envtest makes.
-func Start(root string) (*Plane, error) {
+// serves, with a certificate envtest makes. Each configure may set the
+// API server's flags (e.g. WithAuditLog) before it starts.
+func Start(root string, configure ...func(*envtest.Environment)) (*Plane, error) {
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
@@ -67,6 +68,9 @@ func Start(root string) (*Plane, error) {
 	env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.Itoa(etcdQuotaBytes))
 	if err := chooseWebhookPort(env); err != nil {
 		return nil, err
+	}
+	for _, c := range configure {
+		c(env)
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -105,12 +109,13 @@ func (p *Plane) writeAdminKubeconfig() error {
 	if p.Dir, err = os.MkdirTemp("", "persona-controlplane-"); err != nil {
 		return err
 	}
-	p.AdminKubeconfig, err = p.kubeconfig("admin", "system:masters")
+	p.AdminKubeconfig, err = p.Kubeconfig("admin", "system:masters")
 	return err
 }
 
-// kubeconfig writes a kubeconfig of a new user in groups.
-func (p *Plane) kubeconfig(name string, groups ...string) (string, error) {
+// Kubeconfig writes into Dir a kubeconfig of a new user name in groups, who
+// has the rights RBAC gives them, and returns its path.
+func (p *Plane) Kubeconfig(name string, groups ...string) (string, error) {
 	user, err := p.Env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
 	if err != nil {
 		return "", fmt.Errorf("add user %s: %w", name, err)

@@ -43,7 +43,7 @@ func (p *Plane) NewManager(binary string, log io.Writer, extra ...string) (*Mana
 	if err := p.grantManagerRole(); err != nil {
 		return nil, err
 	}
-	kubeconfig, err := p.kubeconfig(ManagerUser)
+	kubeconfig, err := p.Kubeconfig(ManagerUser)
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,7 @@ func TestHelm(t *testing.T) {
 		{"RestartRollsOutTheNewPrompt", s.restartRollsOutTheNewPrompt},
 		{"FailedRolloutHaltsTheRestarts", s.failedRolloutHaltsTheRestarts},
 		{"RestartWavesOfTwenty", s.restartWavesOfTwenty},
+		{"CanaryTasksRunBothRevisions", s.canaryTasksRunBothRevisions},
 		{"HelmUninstallKeepsPersonas", s.helmUninstallKeepsPersonas},
 	} {
 		leaveTimeForCleanup(t, 5*time.Minute)

@@ -96,14 +96,14 @@ func startNode(ctx context.Context, n *node, root string, plane *controlplane.Pl
 		return err
 	}
 	// The controllers the suite needs: the garbage collector; Deployments,
-	// ReplicaSets and PodDisruptionBudgets; node lifecycle, which lifts the
+	// ReplicaSets and PodDisruptionBudgets; Jobs (a release's tasks); node lifecycle, which lifts the
 	// not-ready taint the kubelet registers the node with; EndpointSlices,
 	// for kube-proxy's Service rules; and ServiceAccounts, their tokens'
 	// signing and the CA every namespace gets as kube-root-ca.crt.
 	if n.controllerManager, err = startProcess("kube-controller-manager", filepath.Join(n.dir, "kube-controller-manager.log"), filepath.Join(n.binaries, "kube-controller-manager"),
 		"--kubeconfig", plane.AdminKubeconfig, "--leader-elect=false", "--secure-port=0",
 		"--service-account-private-key-file", cluster.ServiceAccountKeyFile, "--root-ca-file", cluster.CAFile,
-		"--controllers=garbage-collector-controller,deployment-controller,replicaset-controller,disruption-controller,"+
+		"--controllers=garbage-collector-controller,deployment-controller,replicaset-controller,disruption-controller,job-controller,"+
 			"node-lifecycle-controller,endpointslice-controller,serviceaccount-controller,serviceaccount-token-controller,"+
 			"root-ca-certificate-publisher-controller,namespace-controller"); err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/persona-operator/persona-operator/test/controlplane"
 )
 
 // diff lists where two decoded YAML values differ, one line per path:
@@ -70,46 +72,9 @@ func show(v any) string {
 	return strings.TrimSpace(string(out))
 }
 
-// ruleAtoms expands RBAC rules into one string per right they grant
-// (apiGroup, resource, resourceName, verb; or nonResourceURL, verb), so
+// ruleAtoms expands RBAC rules into one string per right they grant, so
 // that rules written differently but granting the same compare equal.
-func ruleAtoms(rules []any) map[string]bool {
-	out := map[string]bool{}
-	strs := func(rule map[string]any, f string) []string {
-		var s []string
-		for _, v := range asList(rule[f]) {
-			s = append(s, fmt.Sprint(v))
-		}
-		return s
-	}
-	for _, r := range rules {
-		rule, _ := r.(map[string]any)
-		verbs := strs(rule, "verbs")
-		for _, url := range strs(rule, "nonResourceURLs") {
-			for _, verb := range verbs {
-				out[fmt.Sprintf("nonResourceURL %s: %s", url, verb)] = true
-			}
-		}
-		names := strs(rule, "resourceNames")
-		if len(names) == 0 {
-			names = []string{""}
-		}
-		for _, group := range strs(rule, "apiGroups") {
-			for _, res := range strs(rule, "resources") {
-				for _, name := range names {
-					for _, verb := range verbs {
-						what := fmt.Sprintf("%q %s", group, res)
-						if name != "" {
-							what += " " + name
-						}
-						out[what+": "+verb] = true
-					}
-				}
-			}
-		}
-	}
-	return out
-}
+func ruleAtoms(rules []any) map[string]bool { return controlplane.RuleRights(rules) }
 
 func asList(v any) []any {
 	l, _ := v.([]any)

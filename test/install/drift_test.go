@@ -22,6 +22,7 @@ var mirrors = []struct {
 	{"default", "config/default", nil},
 	{"cert-manager", "config/default-certmanager", []string{"--set", "certManager.enabled=true"}},
 	{"restart-workloads", "config/default-restart-workloads", []string{"--set", "restartWorkloads.enabled=true"}},
+	{"release-analysis", "config/default-release-analysis", []string{"--set", "releaseAnalysis.enabled=true"}},
 }
 
 // onlyInConfig are the objects config/ installs and the chart, on purpose,

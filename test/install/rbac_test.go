@@ -1,11 +1,9 @@
 package install
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -29,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/persona-operator/persona-operator/test/controlplane"
-	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // notRequested are the rights the manager holds that it never asks for in a
@@ -52,15 +49,12 @@ var notRequested = map[string]string{
 // rights of its requests must equal the set its roles grant.
 func TestManagerRBACIsWhatItUses(t *testing.T) {
 	binary := buildManager(t)
-	dir := t.TempDir()
-	auditLog := filepath.Join(dir, "audit.log")
-	policy := fixtures.WriteFile(t, dir, "audit-policy.yaml", "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n")
-	p, err := controlplane.StartEmpty(func(env *envtest.Environment) {
-		env.ControlPlane.APIServer = &envtest.APIServer{}
-		env.ControlPlane.APIServer.Configure().
-			Set("audit-policy-file", policy).
-			Set("audit-log-path", auditLog).
-			Set("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
+	audit, auditLog, err := controlplane.WithAuditLog(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := controlplane.StartEmpty(audit, func(env *envtest.Environment) {
+		env.ControlPlane.APIServer.Configure().Set("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -421,70 +415,16 @@ func scrapeMetrics(ctx context.Context, t *testing.T, p *controlplane.Plane, por
 	}
 }
 
-// auditEvent is what requestsOf reads of an audit.k8s.io/v1 Event.
-type auditEvent struct {
-	Verb             string            `json:"verb"`
-	RequestURI       string            `json:"requestURI"`
-	User             auditUser         `json:"user"`
-	ImpersonatedUser *auditUser        `json:"impersonatedUser"`
-	Annotations      map[string]string `json:"annotations"`
-	ObjectRef        *struct {
-		Resource, Subresource, Name string
-		APIGroup                    string `json:"apiGroup"`
-	} `json:"objectRef"`
-}
-
-type auditUser struct {
-	Username string `json:"username"`
-}
-
 // requestsOf reads the audit log: the rights user's resource requests used,
 // in ruleAtoms' form (with the resourceName when a rule of granted names it),
 // the paths of its other requests, and its refused requests.
 func requestsOf(t *testing.T, path, user string, granted map[string]bool) (used map[string]bool, nonResource, refused []string) {
 	t.Helper()
-	f, err := os.Open(path)
+	audited, err := controlplane.AuditedRequests(path, user, granted)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	used = map[string]bool{}
-	lines := bufio.NewScanner(f)
-	lines.Buffer(make([]byte, 1<<20), 16<<20)
-	for lines.Scan() {
-		var e auditEvent
-		if err := json.Unmarshal(lines.Bytes(), &e); err != nil {
-			t.Fatalf("audit log: %v", err)
-		}
-		as := e.User.Username
-		if e.ImpersonatedUser != nil {
-			as = e.ImpersonatedUser.Username
-		}
-		if as != user {
-			continue
-		}
-		if e.Annotations["authorization.k8s.io/decision"] == "forbid" {
-			refused = append(refused, e.Verb+" "+e.RequestURI)
-		}
-		if e.ObjectRef == nil || e.ObjectRef.Resource == "" {
-			nonResource = append(nonResource, e.RequestURI)
-			continue
-		}
-		resource := e.ObjectRef.Resource
-		if e.ObjectRef.Subresource != "" {
-			resource += "/" + e.ObjectRef.Subresource
-		}
-		what := fmt.Sprintf("%q %s", e.ObjectRef.APIGroup, resource)
-		if named := what + " " + e.ObjectRef.Name + ": " + e.Verb; e.ObjectRef.Name != "" && granted[named] {
-			used[named] = true
-			continue
-		}
-		used[what+": "+e.Verb] = true
-	}
-	if err := lines.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return used, nonResource, refused
+	return audited.Used, audited.NonResource, audited.Refused
 }
 
 // grantedTo is what the bundle's roles grant the ServiceAccount sa of the

@@ -45,9 +45,9 @@ func TestChartRestartWorkloads(t *testing.T) {
 	}
 	rights := ruleAtoms(asList(on.get(t, "ClusterRole", "", "persona-operator-restart-workloads-role").Object["rules"]))
 	want := map[string]bool{}
-	for _, res := range []string{"deployments", "statefulsets", "daemonsets"} {
+	for _, res := range []string{`"apps" deployments`, `"apps" statefulsets`, `"apps" daemonsets`, `"argoproj.io" rollouts`} {
 		for _, verb := range []string{"get", "list", "watch", "patch"} {
-			want[`"apps" `+res+": "+verb] = true
+			want[res+": "+verb] = true
 		}
 	}
 	// The kinds a restart label is told on (RestartLabelIgnored), read only.
@@ -57,7 +57,7 @@ func TestChartRestartWorkloads(t *testing.T) {
 		}
 	}
 	if d := append(setDiff(rights, want), setDiff(want, rights)...); len(d) > 0 {
-		t.Errorf("the restarts' role differs from get, list, watch and patch on the three kinds and list and watch on the misplaced ones:\n  %s", strings.Join(d, "\n  "))
+		t.Errorf("the restarts' role differs from get, list, watch and patch on the four kinds and list and watch on the misplaced ones:\n  %s", strings.Join(d, "\n  "))
 	}
 	binding := on.get(t, "ClusterRoleBinding", "", "persona-operator-restart-workloads-rolebinding")
 	if s := subjects(binding); len(s) != 1 || !s["ServiceAccount "+ns+"/"+deploymentName] {

@@ -22,6 +22,8 @@ import (
 const (
 	injectNamespace = "scale-inject"
 	injectPersona   = "agent"
+	// canaryPersona has a canary in flight while the latencies are taken.
+	canaryPersona = "agent-canary"
 	// labelledPods are the pods created for the memory figure.
 	labelledPods = 2000
 	// injectRSSLimit is what labelledPods may add to the manager's RSS.
@@ -32,18 +34,22 @@ const (
 // without it, in alternating blocks, then the manager's RSS before and
 // after labelledPods more labelled pods.
 func (h *harness) measureInjection(ctx context.Context) error {
-	step("injection: %d sequential pod creates with the pod injection and %d without, in %d alternating blocks; then %d labelled pods", h.o.webhookSamples, h.o.webhookSamples, webhookBlocks, labelledPods)
+	step("injection: %d sequential pod creates with the pod injection, %d of a Persona with a canary in flight and %d without the injection, in %d alternating blocks; then %d labelled pods",
+		h.o.webhookSamples, h.o.webhookSamples, h.o.webhookSamples, webhookBlocks, labelledPods)
 	if err := h.createNamespace(ctx, injectNamespace, nil); err != nil {
 		return err
 	}
 	if err := h.c.Create(ctx, smallPersona(injectNamespace, injectPersona)); err != nil {
 		return fmt.Errorf("create Persona %s: %w", injectPersona, err)
 	}
-	if err := waitCurrentRevision(ctx, h.c); err != nil {
+	if err := waitCurrentRevision(ctx, h.c, injectPersona); err != nil {
+		return err
+	}
+	if err := startCanary(ctx, h.c); err != nil {
 		return err
 	}
 	var err error
-	if h.r.injectOn, h.r.injectOff, err = h.injectionLatency(ctx); err != nil {
+	if h.r.injectOn, h.r.injectCanary, h.r.injectOff, err = h.injectionLatency(ctx); err != nil {
 		return err
 	}
 	before, err := procStatusBytes(h.manager.PID(), "VmRSS")
@@ -70,18 +76,47 @@ func (h *harness) measureInjection(ctx context.Context) error {
 	return nil
 }
 
-func agentPod(name string) *corev1.Pod {
+func agentPod(name string) *corev1.Pod { return podOf(injectPersona, name) }
+
+// podOf is a pod of persona named name.
+func podOf(persona, name string) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: injectNamespace, Labels: map[string]string{inject.PersonaLabel: injectPersona}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: injectNamespace, Labels: map[string]string{inject.PersonaLabel: persona}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "busybox"}}},
 	}
 }
 
-func waitCurrentRevision(ctx context.Context, c client.Client) error {
+func waitCurrentRevision(ctx context.Context, c client.Client, persona string) error {
 	return poll(ctx, 60*time.Second, func() (bool, error) {
 		var p v1alpha1.Persona
-		err := c.Get(ctx, client.ObjectKey{Namespace: injectNamespace, Name: injectPersona}, &p)
+		err := c.Get(ctx, client.ObjectKey{Namespace: injectNamespace, Name: persona}, &p)
 		return err == nil && p.Status.CurrentRevision > 0, nil
+	})
+}
+
+// startCanary creates canaryPersona with a release of 10% of new pods that
+// pauses until promoted, and edits it: its revision 2 is a canary beside
+// stable revision 1, so each of its pods' injection decides which it gets.
+func startCanary(ctx context.Context, c client.Client) error {
+	p := smallPersona(injectNamespace, canaryPersona)
+	weight := int32(10)
+	p.Spec.Rollout = &v1alpha1.Rollout{Steps: []v1alpha1.RolloutStep{{SetWeight: &weight}, {Pause: &v1alpha1.RolloutPause{}}}}
+	if err := c.Create(ctx, p); err != nil {
+		return fmt.Errorf("create Persona %s: %w", canaryPersona, err)
+	}
+	if err := waitCurrentRevision(ctx, c, canaryPersona); err != nil {
+		return err
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+		return err
+	}
+	p.Spec.Prompt += " Edited."
+	if err := c.Update(ctx, p); err != nil {
+		return fmt.Errorf("edit Persona %s: %w", canaryPersona, err)
+	}
+	return poll(ctx, 60*time.Second, func() (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(p), p)
+		return err == nil && p.Status.Canary != nil && p.Status.Canary.Phase == v1alpha1.CanaryPaused, nil
 	})
 }
 
@@ -114,10 +149,10 @@ func poll(ctx context.Context, timeout time.Duration, done func() (bool, error))
 // podCreateLatencies times samples sequential creates of labelled pods,
 // after warm creates that are not counted; injected tells whether each must
 // have got the prompt's volume.
-func podCreateLatencies(ctx context.Context, c client.Client, prefix string, samples, warm int, injected bool) (latencies, error) {
+func podCreateLatencies(ctx context.Context, c client.Client, persona, prefix string, samples, warm int, injected bool) (latencies, error) {
 	var out latencies
 	for i := range warm + samples {
-		pod := agentPod(fmt.Sprintf("%s-%04d", prefix, i))
+		pod := podOf(persona, fmt.Sprintf("%s-%04d", prefix, i))
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		start := time.Now()
 		err := c.Create(cctx, pod)
@@ -138,51 +173,57 @@ func podCreateLatencies(ctx context.Context, c client.Client, prefix string, sam
 }
 
 // injectionLatency is webhookLatency for pods: the MutatingWebhookConfigurations
-// are removed for the blocks without, and restored.
-func (h *harness) injectionLatency(ctx context.Context) (on, off latencies, err error) {
+// are removed for the blocks without, and restored. Pods of canaryPersona,
+// whose canary is in flight, are timed in blocks of their own.
+func (h *harness) injectionLatency(ctx context.Context) (on, canary, off latencies, err error) {
 	samples := h.o.webhookSamples
 	blocks := min(webhookBlocks, samples)
 	for b := range blocks {
 		size := samples/blocks + map[bool]int{true: 1}[b < samples%blocks]
-		l, err := podCreateLatencies(ctx, h.c, fmt.Sprintf("with-%d", b), size, webhookWarmCreates, true)
+		l, err := podCreateLatencies(ctx, h.c, injectPersona, fmt.Sprintf("with-%d", b), size, webhookWarmCreates, true)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		on = append(on, l...)
+		if l, err = podCreateLatencies(ctx, h.c, canaryPersona, fmt.Sprintf("canary-%d", b), size, webhookWarmCreates, true); err != nil {
+			return nil, nil, nil, err
+		}
+		canary = append(canary, l...)
 		var list admissionregistrationv1.MutatingWebhookConfigurationList
 		if err := h.c.List(ctx, &list); err != nil {
-			return nil, nil, fmt.Errorf("list the mutating webhook configurations: %w", err)
+			return nil, nil, nil, fmt.Errorf("list the mutating webhook configurations: %w", err)
 		}
 		if len(list.Items) == 0 {
-			return nil, nil, errors.New("no MutatingWebhookConfiguration is installed")
+			return nil, nil, nil, errors.New("no MutatingWebhookConfiguration is installed")
 		}
 		for _, mwc := range list.Items {
 			if err := h.c.Delete(ctx, &mwc); err != nil {
-				return nil, nil, fmt.Errorf("delete %s: %w", mwc.Name, err)
+				return nil, nil, nil, fmt.Errorf("delete %s: %w", mwc.Name, err)
 			}
 		}
 		if err := waitInjection(ctx, h.c, false); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		l, err = podCreateLatencies(ctx, h.c, fmt.Sprintf("without-%d", b), size, webhookWarmCreates, false)
+		l, err = podCreateLatencies(ctx, h.c, injectPersona, fmt.Sprintf("without-%d", b), size, webhookWarmCreates, false)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		off = append(off, l...)
 		for _, mwc := range list.Items {
 			restored := mwc.DeepCopy()
 			restored.ObjectMeta = metav1.ObjectMeta{Name: mwc.Name, Labels: mwc.Labels, Annotations: mwc.Annotations}
 			if err := h.c.Create(ctx, restored); err != nil {
-				return nil, nil, fmt.Errorf("restore %s: %w", mwc.Name, err)
+				return nil, nil, nil, fmt.Errorf("restore %s: %w", mwc.Name, err)
 			}
 		}
 		if err := waitInjection(ctx, h.c, true); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	slices.Sort(on)
+	slices.Sort(canary)
 	slices.Sort(off)
-	return on, off, nil
+	return on, canary, off, nil
 }
 
 // waitInjection waits until a dry-run pod create is injected (active) or not.

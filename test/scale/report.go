@@ -28,10 +28,11 @@ type report struct {
 	webhookOn      latencies
 	webhookOff     latencies
 	// injectOn and injectOff are the pod creates with the pod injection and
-	// without; injectRSSGrowth what labelledPods more labelled pods added
-	// to the manager's RSS.
-	injectOn, injectOff latencies
-	injectRSSGrowth     int64
+	// without, injectCanary with it for a Persona whose canary is in flight;
+	// injectRSSGrowth what labelledPods more labelled pods added to the
+	// manager's RSS.
+	injectOn, injectCanary, injectOff latencies
+	injectRSSGrowth                   int64
 	// peakRSS is the highest of the managers' (one per round);
 	// baselineRSS the highest of their RSS before any Persona existed.
 	peakRSS, baselineRSS int64

@@ -114,6 +114,7 @@ func (r *report) webhookRows() [][]string {
 	on, off := r.webhookOn, r.webhookOff
 	added99 := on.quantile(0.99) - off.quantile(0.99)
 	injectAdded99 := r.injectOn.quantile(0.99) - r.injectOff.quantile(0.99)
+	canaryAdded99 := r.injectCanary.quantile(0.99) - r.injectOff.quantile(0.99)
 	wh := r.webhookHandler
 	return [][]string{
 		{fmt.Sprintf("Persona create p50, webhook on vs off (%d + %d sequential)", len(on), len(off)), ms(on.quantile(0.5)), ms(off.quantile(0.5)),
@@ -125,6 +126,9 @@ func (r *report) webhookRows() [][]string {
 			signedMs(r.injectOn.quantile(0.5) - r.injectOff.quantile(0.5)), "—", "—"},
 		{"labelled pod create p99, injection on vs off", ms(r.injectOn.quantile(0.99)), ms(r.injectOff.quantile(0.99)),
 			signedMs(injectAdded99), "≤ +10 ms", yesNo(injectAdded99 <= webhookP99AddedLimit)},
+		{fmt.Sprintf("labelled pod create p99, a canary in flight vs injection off (%d + %d sequential)", len(r.injectCanary), len(r.injectOff)),
+			ms(r.injectCanary.quantile(0.99)), ms(r.injectOff.quantile(0.99)),
+			signedMs(canaryAdded99), "≤ +10 ms", yesNo(canaryAdded99 <= webhookP99AddedLimit)},
 		{fmt.Sprintf("manager RSS growth with %d more labelled pods", labelledPods), mib(r.injectRSSGrowth), "—", "—", "≤ 20 MiB", yesNo(r.injectRSSGrowth <= injectRSSLimit)},
 	}
 }

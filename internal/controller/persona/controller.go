@@ -3,8 +3,10 @@ package persona
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -262,15 +264,25 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	pn := pinOf(&p)
-	if pn.revision > 0 {
-		if budget := render.Default().Limits().MaxPersonaDuration; budget > 0 {
-			attempt.budgetEnd = renderStart.Add(budget)
-		}
+	if budget := render.Default().Limits().MaxPersonaDuration; budget > 0 {
+		attempt.budgetEnd = renderStart.Add(budget)
+	}
+	switch {
+	case pn.revision > 0:
 		if result, done, err := r.reconcilePinned(ctx, &p, before, &pn, attempt); done || err != nil {
+			r.endCanary(ctx, &p, fmt.Sprintf("pinned to revision %d", pn.revision))
 			return result, err
 		}
+	case p.Spec.Rollout != nil:
+		if result, done, err := r.reconcileCanary(ctx, &p, attempt); done || err != nil {
+			return result, err
+		}
+	default:
+		r.endCanary(ctx, &p, "spec.rollout was removed: the latest render is delivered")
 	}
-	own := ownChange(&p, before)
+	// A canary promoted or ended is the Persona's own news too: its status
+	// is never left to a deferred pass, which would not carry it.
+	own := ownChange(&p, before) || !equality.Semantic.DeepEqual(before.Canary, p.Status.Canary)
 	switch {
 	case attempt.reason != v1alpha1.RenderedReason:
 		if attempt, err = r.keepGuardrails(ctx, &p, attempt); err != nil {
@@ -348,7 +360,7 @@ func (r *reconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetadata cach
 	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	// A Persona's labels select ClusterPromptLayers; its pin annotation
 	// changes what is delivered.
-	specLabelsOrPinChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, pinChanged))
+	specLabelsOrPinChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, pinChanged, releaseCommanded))
 	// A ConfigMap event of the controller's own write needs no render; a
 	// deletion always does, even of a ConfigMap that held the last write.
 	// A snapshot is only created by the controller and never changes; its

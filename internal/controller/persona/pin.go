@@ -87,26 +87,47 @@ func (r *reconciler) pinnedSource(ctx context.Context, p *v1alpha1.Persona, n in
 // and a snapshot failure of the latest revision's. pn.failure is set
 // instead when the pinned revision cannot be delivered.
 func (r *reconciler) deliverPinned(ctx context.Context, p *v1alpha1.Persona, pn *pin, src *corev1.ConfigMap, attempt outcome) (outcome, *revisions.Failure, error) {
-	var latestFailure *revisions.Failure
-	if attempt.reason == v1alpha1.RenderedReason {
-		latest, failure, err := r.keepLatest(ctx, p, attempt)
-		if err != nil {
-			return outcome{}, nil, err
-		}
-		latestFailure = failure
-		addHistory(&p.Status, latest)
-		p.Status.LatestRevision = latest.Revision
+	latestFailure, err := r.numberLatest(ctx, p, attempt, nil)
+	if err != nil {
+		return outcome{}, nil, err
 	}
+	delivered, err := r.deliverHeld(ctx, p, pn, src, attempt)
+	return delivered, latestFailure, err
+}
+
+// numberLatest numbers the render attempt, when it rendered, as p's latest
+// revision without delivering it, and keeps its snapshot (keepLatest);
+// base, when set, is the revision it replaces, re-rendered with the current
+// guardrails. It returns the snapshot's failure.
+func (r *reconciler) numberLatest(ctx context.Context, p *v1alpha1.Persona, attempt outcome, base *rebase) (*revisions.Failure, error) {
+	if attempt.reason != v1alpha1.RenderedReason {
+		return nil, nil
+	}
+	attempt.base = base
+	latest, failure, err := r.keepLatest(ctx, p, attempt)
+	if err != nil {
+		return nil, err
+	}
+	addHistory(&p.Status, latest)
+	p.Status.LatestRevision = latest.Revision
+	return failure, nil
+}
+
+// deliverHeld delivers revision pn.revision, held by src, in the live
+// ConfigMap: as it is, or re-rendered with the current guardrails when they
+// changed since (a new revision based on it). pn.failure is set instead
+// when it cannot be.
+func (r *reconciler) deliverHeld(ctx context.Context, p *v1alpha1.Persona, pn *pin, src *corev1.ConfigMap, attempt outcome) (outcome, error) {
 	guardrails, err := resolve.Guardrails(ctx, kube.Lookup{Cached: r.Client, Sources: r.configMaps}, p)
 	if err != nil {
-		return outcome{}, nil, fmt.Errorf("resolve the guardrails of persona %s: %w", p.Name, err)
+		return outcome{}, fmt.Errorf("resolve the guardrails of persona %s: %w", p.Name, err)
 	}
 	identity := resolve.GuardrailsIdentity(guardrails)
 	data := withoutRevisionKey(src.Data)
 	rec, _ := decodeRecord(src.Data[render.RevisionKey])
 	if why := unfaithful(p, pn.revision, src, data, rec); why != "" {
 		pn.failure, pn.message = v1alpha1.RevisionNotFoundReason, fmt.Sprintf("revision %d: ConfigMap %s %s; the latest render is delivered", pn.revision, src.Name, why)
-		return outcome{}, latestFailure, nil
+		return outcome{}, nil
 	}
 	pinned := outcome{reason: v1alpha1.RenderedReason, read: attempt.read, guardrails: identity}
 	if live, ok := r.rebasedLive(ctx, p, pn.revision, identity); ok {
@@ -122,7 +143,7 @@ func (r *reconciler) deliverPinned(ctx context.Context, p *v1alpha1.Persona, pn 
 		bundle, err := render.UnmarshalBundle([]byte(data[render.BundleKey]))
 		if err != nil {
 			pn.failure, pn.message = v1alpha1.RevisionNotFoundReason, fmt.Sprintf("revision %d holds no bundle.json that reads: %v; the latest render is delivered", pn.revision, err)
-			return outcome{}, latestFailure, nil
+			return outcome{}, nil
 		}
 		bundle.ClusterLayers = resolve.Layers(guardrails)
 		// Charged to what the latest render left of the Persona's budget.
@@ -134,14 +155,13 @@ func (r *reconciler) deliverPinned(ctx context.Context, p *v1alpha1.Persona, pn 
 			if errors.As(err, &limit) && (limit.Limit == render.LimitTime || limit.Limit == render.LimitPersonaTime) {
 				pn.retryAfter = overrunRetry
 			}
-			return outcome{}, latestFailure, nil
+			return outcome{}, nil
 		}
 		pinned.output, pinned.render = out, status.RenderOf(out)
 		pinned.read = rebasedInputs(recordInputs(rec), attempt.read)
 		pinned.base = &rebase{revision: pn.revision, cause: guardrailChange(recordInputs(rec), attempt.read)}
 	}
-	delivered, err := r.deliver(ctx, p, pinned, false)
-	return delivered, latestFailure, err
+	return r.deliver(ctx, p, pinned, false)
 }
 
 // rebasedLive is the delivery of p's live ConfigMap when it holds the

@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -55,14 +55,9 @@ type Options struct {
 	MaxConcurrent int
 	// Deadline is how long a rollout may take before it counts as failed.
 	Deadline time.Duration
+	// Rollouts restarts Argo Rollouts' Rollouts too (RolloutsRestartable).
+	Rollouts bool
 }
-
-// Workload kinds, as the restarts name them.
-const (
-	deploymentKind  = "Deployment"
-	statefulSetKind = "StatefulSet"
-	daemonSetKind   = "DaemonSet"
-)
 
 // workloadRestarter restarts opted-in workloads onto their Persona's
 // delivered revision, in the waves of its scheduler. It reconciles one
@@ -71,10 +66,16 @@ const (
 type workloadRestarter struct {
 	client    client.Client
 	apiReader client.Reader
+	// workloads reads the opted-in workloads from the manager's cache:
+	// Rollouts, as unstructured objects, too (the manager's client reads
+	// those from the API server).
+	workloads client.Reader
 	recorder  events.EventRecorder
 	waves     *waves.Scheduler
 	limit     int
 	deadline  time.Duration
+	// kinds are the workload kinds it restarts.
+	kinds []string
 
 	// primed: the first reconcile has seen every opted-in workload, so
 	// rollouts a previous leader started count before anything is admitted.
@@ -88,7 +89,7 @@ type workloadRestarter struct {
 	halts Halts
 }
 
-func newWorkloadRestarter(c client.Client, apiReader client.Reader, recorder events.EventRecorder, opts Options, halts Halts) *workloadRestarter {
+func newWorkloadRestarter(c client.Client, workloads, apiReader client.Reader, recorder events.EventRecorder, opts Options, halts Halts) *workloadRestarter {
 	limit := opts.MaxConcurrent
 	if limit <= 0 {
 		limit = DefaultMaxConcurrent
@@ -97,8 +98,8 @@ func newWorkloadRestarter(c client.Client, apiReader client.Reader, recorder eve
 	if deadline <= 0 {
 		deadline = DefaultDeadline
 	}
-	return &workloadRestarter{client: c, apiReader: apiReader, recorder: recorder, waves: waves.New(limit),
-		limit: limit, deadline: deadline, halted: map[types.NamespacedName]waves.Cause{}, halts: halts}
+	return &workloadRestarter{client: c, workloads: workloads, apiReader: apiReader, recorder: recorder, waves: waves.New(limit),
+		limit: limit, deadline: deadline, kinds: opts.kinds(), halted: map[types.NamespacedName]waves.Cause{}, halts: halts}
 }
 
 // The workloads' RBAC is opt-in: config/components/restart-workloads.
@@ -138,8 +139,8 @@ func (r *workloadRestarter) Reconcile(ctx context.Context, w waves.Workload) (re
 // a new leader counts the rollouts its predecessor started against the
 // limit, and reads the applied-revision annotations for what is done.
 func (r *workloadRestarter) prime(ctx context.Context, now time.Time) error {
-	for _, kind := range []string{deploymentKind, statefulSetKind, daemonSetKind} {
-		objs, err := r.list(ctx, kind, "")
+	for _, kind := range r.kinds {
+		objs, err := listWorkloads(ctx, r.workloads, kind)
 		if err != nil {
 			return err
 		}
@@ -173,6 +174,11 @@ func (r *workloadRestarter) observe(ctx context.Context, w waves.Workload, obj c
 		r.forget(w)
 		return 0, nil
 	}
+	if why := templateElsewhere(obj); why != "" {
+		r.warn(w, obj, "TemplateNotOwn", why)
+		r.forget(w)
+		return 0, nil
+	}
 	r.warned.Delete(w)
 	desired := p.Status.CurrentRevision
 	if desired == 0 {
@@ -190,7 +196,7 @@ func (r *workloadRestarter) observe(ctx context.Context, w waves.Workload, obj c
 		case roll.done():
 			r.finish(ctx, w, obj, &p)
 		case roll == rolloutFailed:
-			r.fail(ctx, w, obj, "ProgressDeadlineExceeded")
+			r.fail(ctx, w, obj, failureOf(obj))
 		case now.Sub(since) >= r.deadline:
 			r.fail(ctx, w, obj, fmt.Sprintf("not complete within %s", r.deadline))
 		default:
@@ -294,6 +300,15 @@ func (r *workloadRestarter) apply(ctx context.Context, rs waves.Restart) error {
 	case daemonSetKind:
 		ac = appsv1ac.DaemonSet(rs.Workload.Name, rs.Workload.Namespace).WithAnnotations(applied).
 			WithSpec(appsv1ac.DaemonSetSpec().WithTemplate(template))
+	case rolloutKind:
+		u := newWorkload(rolloutKind).(*unstructured.Unstructured)
+		u.SetName(rs.Workload.Name)
+		u.SetNamespace(rs.Workload.Namespace)
+		u.SetAnnotations(applied)
+		if err := unstructured.SetNestedStringMap(u.Object, map[string]string{delivery.RevisionAnnotation: n}, "spec", "template", "metadata", "annotations"); err != nil {
+			return err
+		}
+		ac = client.ApplyConfigurationFromUnstructured(u)
 	default:
 		return fmt.Errorf("unknown kind %s", rs.Workload.Kind)
 	}
@@ -434,50 +449,6 @@ func (r *workloadRestarter) get(ctx context.Context, w waves.Workload) (client.O
 	if obj == nil {
 		return nil, fmt.Errorf("unknown kind %s", w.Kind)
 	}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Name}, obj)
+	err := r.workloads.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Name}, obj)
 	return obj, err
-}
-
-// list reads the opted-in workloads of kind, in namespace (empty: all).
-func (r *workloadRestarter) list(ctx context.Context, kind, namespace string) ([]client.Object, error) {
-	var out []client.Object
-	switch kind {
-	case deploymentKind:
-		var l appsv1.DeploymentList
-		if err := r.client.List(ctx, &l, client.InNamespace(namespace)); err != nil {
-			return nil, err
-		}
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case statefulSetKind:
-		var l appsv1.StatefulSetList
-		if err := r.client.List(ctx, &l, client.InNamespace(namespace)); err != nil {
-			return nil, err
-		}
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case daemonSetKind:
-		var l appsv1.DaemonSetList
-		if err := r.client.List(ctx, &l, client.InNamespace(namespace)); err != nil {
-			return nil, err
-		}
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	}
-	return out, nil
-}
-
-func newWorkload(kind string) client.Object {
-	switch kind {
-	case deploymentKind:
-		return &appsv1.Deployment{}
-	case statefulSetKind:
-		return &appsv1.StatefulSet{}
-	case daemonSetKind:
-		return &appsv1.DaemonSet{}
-	}
-	return nil
 }

@@ -1,10 +1,11 @@
 package restarts
 
 import (
+	"fmt"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,8 +39,19 @@ func rolloutOf(obj client.Object) rollout {
 		return statefulSetRollout(o)
 	case *appsv1.DaemonSet:
 		return daemonSetRollout(o)
+	case *unstructured.Unstructured:
+		return argoRollout(o)
 	}
 	return rolloutComplete
+}
+
+// failureOf says why obj's rollout failed.
+func failureOf(obj client.Object) string {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		message, _, _ := unstructured.NestedString(u.Object, "status", "message")
+		return "Degraded: " + message
+	}
+	return "ProgressDeadlineExceeded"
 }
 
 func deploymentRollout(d *appsv1.Deployment) rollout {
@@ -94,17 +106,60 @@ func daemonSetRollout(d *appsv1.DaemonSet) rollout {
 	return rolloutComplete
 }
 
-// podTemplate is obj's pod template.
-func podTemplate(obj client.Object) *corev1.PodTemplateSpec {
+// argoRollout reads an Argo Rollouts Rollout's status as its own `kubectl
+// argo rollouts status` does, by its phase, once the status is of its
+// generation. Paused (its strategy waits for a promotion, or spec.paused)
+// is held: what comes next is its strategy's, or someone's, to decide.
+func argoRollout(u *unstructured.Unstructured) rollout {
+	if paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused"); paused {
+		return rolloutHeld
+	}
+	// Argo Rollouts writes the generation it observed as a string.
+	observed, _, _ := unstructured.NestedString(u.Object, "status", "observedGeneration")
+	if observed != strconv.FormatInt(u.GetGeneration(), 10) {
+		return rolloutProgressing
+	}
+	switch phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase {
+	case "Healthy":
+		return rolloutComplete
+	case "Paused":
+		return rolloutHeld
+	case "Degraded":
+		return rolloutFailed
+	}
+	return rolloutProgressing
+}
+
+// templateLabels are the labels of obj's pod template.
+func templateLabels(obj client.Object) map[string]string {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
-		return &o.Spec.Template
+		return o.Spec.Template.Labels
 	case *appsv1.StatefulSet:
-		return &o.Spec.Template
+		return o.Spec.Template.Labels
 	case *appsv1.DaemonSet:
-		return &o.Spec.Template
+		return o.Spec.Template.Labels
+	case *unstructured.Unstructured:
+		labels, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "labels")
+		return labels
 	}
 	return nil
+}
+
+// templateElsewhere says why a restart cannot change obj's pod template,
+// "" when it can: a Rollout that takes its template from another workload
+// (spec.workloadRef).
+func templateElsewhere(obj client.Object) string {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return ""
+	}
+	ref, found, _ := unstructured.NestedMap(u.Object, "spec", "workloadRef")
+	if !found {
+		return ""
+	}
+	return fmt.Sprintf("the Rollout takes its pod template from %v %v (spec.workloadRef): label that workload %s instead, and the Rollout rolls out its restarts",
+		ref["kind"], ref["name"], v1alpha1.RestartOnChangeLabel)
 }
 
 // workloadPersona is the Persona a workload names: on its metadata, else
@@ -113,10 +168,7 @@ func workloadPersona(obj client.Object) string {
 	if name := obj.GetLabels()[delivery.PersonaLabel]; name != "" {
 		return name
 	}
-	if t := podTemplate(obj); t != nil {
-		return t.Labels[delivery.PersonaLabel]
-	}
-	return ""
+	return templateLabels(obj)[delivery.PersonaLabel]
 }
 
 // appliedRevision is the revision the operator last restarted obj onto, 0

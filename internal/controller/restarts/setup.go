@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -33,13 +32,13 @@ import (
 var restartSelector = labels.SelectorFromSet(labels.Set{v1alpha1.RestartOnChangeLabel: "true"})
 
 // CacheObjects are the cache's options for the workloads with
-// --restart-workloads: those that opt in, alone.
-func CacheObjects() map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{
-		&appsv1.Deployment{}:  {Label: restartSelector},
-		&appsv1.StatefulSet{}: {Label: restartSelector},
-		&appsv1.DaemonSet{}:   {Label: restartSelector},
+// --restart-workloads: those of opts' kinds that opt in, alone.
+func CacheObjects(opts Options) map[client.Object]cache.ByObject {
+	out := map[client.Object]cache.ByObject{}
+	for _, kind := range opts.kinds() {
+		out[newWorkload(kind)] = cache.ByObject{Label: restartSelector}
 	}
+	return out
 }
 
 // workloadPersonaIndex indexes the opted-in workloads by the Persona they name.
@@ -48,21 +47,21 @@ const workloadPersonaIndex = "restart.persona"
 // Setup registers the restarts' controller: it watches the
 // opted-in workloads, and the Personas whose delivered revision changes.
 func Setup(ctx context.Context, mgr ctrl.Manager, recorder kube.CuttingRecorder, opts Options, halts Halts) error {
-	r := newWorkloadRestarter(mgr.GetClient(), mgr.GetAPIReader(), recorder, opts, halts)
+	r := newWorkloadRestarter(mgr.GetClient(), mgr.GetCache(), mgr.GetAPIReader(), recorder, opts, halts)
 	index := func(obj client.Object) []string {
 		if name := workloadPersona(obj); name != "" {
 			return []string{name}
 		}
 		return nil
 	}
-	for _, kind := range []string{deploymentKind, statefulSetKind, daemonSetKind} {
+	for _, kind := range r.kinds {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, newWorkload(kind), workloadPersonaIndex, index); err != nil {
 			return fmt.Errorf("index %ss by Persona: %w", kind, err)
 		}
 	}
 	b := builder.TypedControllerManagedBy[waves.Workload](mgr).Named("workload-restart").
 		WithOptions(controller.TypedOptions[waves.Workload]{MaxConcurrentReconciles: 1})
-	for _, kind := range []string{deploymentKind, statefulSetKind, daemonSetKind} {
+	for _, kind := range r.kinds {
 		b = b.WatchesRawSource(source.TypedKind(mgr.GetCache(), newWorkload(kind),
 			handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []waves.Workload {
 				return []waves.Workload{{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}}
@@ -91,49 +90,17 @@ func deliveredRevisionChanged() predicate.TypedPredicate[*v1alpha1.Persona] {
 // workloadsOf are the opted-in workloads that name p.
 func (r *workloadRestarter) workloadsOf(ctx context.Context, p *v1alpha1.Persona) []waves.Workload {
 	var out []waves.Workload
-	for _, kind := range []string{deploymentKind, statefulSetKind, daemonSetKind} {
-		objs, err := r.listNaming(ctx, kind, p)
+	for _, kind := range r.kinds {
+		objs, err := listWorkloads(ctx, r.workloads, kind, client.InNamespace(p.Namespace), client.MatchingFields{workloadPersonaIndex: p.Name})
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "list the workloads naming a Persona", "kind", kind, "persona", client.ObjectKeyFromObject(p))
 			continue
 		}
-		for _, name := range objs {
-			out = append(out, waves.Workload{Kind: kind, Namespace: p.Namespace, Name: name})
+		for _, obj := range objs {
+			out = append(out, waves.Workload{Kind: kind, Namespace: p.Namespace, Name: obj.GetName()})
 		}
 	}
 	return out
-}
-
-func (r *workloadRestarter) listNaming(ctx context.Context, kind string, p *v1alpha1.Persona) ([]string, error) {
-	opts := []client.ListOption{client.InNamespace(p.Namespace), client.MatchingFields{workloadPersonaIndex: p.Name}}
-	var names []string
-	switch kind {
-	case deploymentKind:
-		var l appsv1.DeploymentList
-		if err := r.client.List(ctx, &l, opts...); err != nil {
-			return nil, err
-		}
-		for i := range l.Items {
-			names = append(names, l.Items[i].Name)
-		}
-	case statefulSetKind:
-		var l appsv1.StatefulSetList
-		if err := r.client.List(ctx, &l, opts...); err != nil {
-			return nil, err
-		}
-		for i := range l.Items {
-			names = append(names, l.Items[i].Name)
-		}
-	case daemonSetKind:
-		var l appsv1.DaemonSetList
-		if err := r.client.List(ctx, &l, opts...); err != nil {
-			return nil, err
-		}
-		for i := range l.Items {
-			names = append(names, l.Items[i].Name)
-		}
-	}
-	return names, nil
 }
 
 // restartGauges are the restarts' figures, as the scheduler last counted them.
@@ -191,10 +158,11 @@ func (OffCheck) NeedLeaderElection() bool { return true }
 // Start tells, once, of a workload that opts in.
 func (o OffCheck) Start(ctx context.Context) error {
 	log := ctrl.Log.WithName("restarts")
-	for _, kind := range []string{deploymentKind, statefulSetKind, daemonSetKind} {
+	for _, kind := range (Options{Rollouts: true}).kinds() {
+		gvk := gvkOf(kind)
 		resource := strings.ToLower(kind) + "s"
 		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: appsv1.GroupName, Resource: resource, Verb: "list"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: gvk.Group, Resource: resource, Verb: "list"},
 		}}
 		if err := o.client.Create(ctx, review); err != nil {
 			log.V(1).Info("cannot tell whether workloads opt in to restarts", "kind", kind, "error", err.Error())
@@ -205,7 +173,7 @@ func (o OffCheck) Start(ctx context.Context) error {
 			continue
 		}
 		var list metav1.PartialObjectMetadataList
-		list.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(kind + "List"))
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(kind + "List"))
 		if err := o.reader.List(ctx, &list, client.MatchingLabelsSelector{Selector: restartSelector}, client.Limit(1)); err != nil {
 			log.V(1).Info("cannot tell whether workloads opt in to restarts", "kind", kind, "error", err.Error())
 			continue

@@ -3,8 +3,6 @@ package controllers
 import (
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -16,14 +14,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
@@ -74,6 +69,33 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 		Expect(k8s.Update(ctx, p)).To(Succeed())
 		Consistently(func() int64 { return deployment(ns, "agent-a").Generation }, 3*time.Second).Should(Equal(generation))
 		Expect(getPersona(ns, "agent").Status.CurrentRevision).To(Equal(int64(2)))
+	})
+
+	It("follows the stable revision through a canary, and restarts on its promotion only", func() {
+		ns := newNamespace()
+		apply(ns, barePersona("agent", "One", twoSteps))
+		Eventually(currentRevision(ns, "agent")).Should(Equal(int64(1)))
+		createWorkload(ns, "agent-a", "agent")
+		Eventually(templateRevision(ns, "agent-a")).Should(Equal("1"))
+
+		By("a canary of revision 2 restarts nothing: the workload stays on stable revision 1")
+		apply(ns, barePersona("agent", "Two", twoSteps))
+		Eventually(canary(ns, "agent")).Should(Equal("2 50% step 1 Paused"))
+		generation := deployment(ns, "agent-a").Generation
+		Consistently(templateRevision(ns, "agent-a"), 3*time.Second).Should(Equal("1"))
+		Expect(deployment(ns, "agent-a").Generation).To(Equal(generation))
+
+		By("its promotion restarts the workload onto revision 2")
+		annotate(ns, "agent", v1alpha1.PromoteAnnotation, "2:1")
+		Eventually(templateRevision(ns, "agent-a")).Should(Equal("2"))
+		Expect(appliedRevisionOf(ns, "agent-a")).To(Equal("2"))
+
+		By("an aborted canary restarts nothing")
+		apply(ns, barePersona("agent", "Three", twoSteps))
+		Eventually(canary(ns, "agent")).Should(Equal("3 50% step 1 Paused"))
+		annotate(ns, "agent", v1alpha1.AbortAnnotation, "3")
+		Eventually(canary(ns, "agent")).Should(Equal("3 0% step 1 Aborted"))
+		Consistently(templateRevision(ns, "agent-a"), 3*time.Second).Should(Equal("2"))
 	})
 
 	It("tells a restart label on another kind once, and not on an object a controller made", func() {
@@ -368,26 +390,11 @@ var _ = Describe("Restarts on change", Ordered, Serial, func() {
 	})
 })
 
-// installRestartComponent grants the manager's test identity the role of
-// config/components/restart-workloads, and installs its policy for that
-// identity, so that every write of these specs passes it.
+// installRestartComponent installs config/components/restart-workloads for
+// the manager's test identity, so that every write of these specs passes
+// its policy.
 func installRestartComponent() {
-	dir := inRepo("config", "components", "restart-workloads")
-	var role rbacv1.ClusterRole
-	readYAML(filepath.Join(dir, "role.yaml"), &role)
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: controlplane.ManagerUser}},
-	}
-	policy := restartPolicy(controlplane.ManagerUser)
-	var policyBinding admissionv1.ValidatingAdmissionPolicyBinding
-	readYAML(filepath.Join(dir, "policy_binding.yaml"), &policyBinding)
-	for _, obj := range []client.Object{&role, binding, policy, &policyBinding} {
-		if err := k8s.Create(ctx, obj); !apierrors.IsAlreadyExists(err) {
-			Expect(err).NotTo(HaveOccurred())
-		}
-	}
+	Expect(plane.InstallComponent(ctx, inRepo("config", "components", "restart-workloads"), controlplane.ManagerUser)).To(Succeed())
 }
 
 // unwritableWorkloads installs a policy that refuses every update of a
@@ -414,22 +421,6 @@ func unwritableWorkloads(ns string) []client.Object {
 	// The API server applies a new policy within a second or so.
 	time.Sleep(2 * time.Second)
 	return []client.Object{binding, policy}
-}
-
-// restartPolicy is the component's policy, matching user's requests.
-func restartPolicy(user string) *admissionv1.ValidatingAdmissionPolicy {
-	var policy admissionv1.ValidatingAdmissionPolicy
-	readYAML(inRepo("config", "components", "restart-workloads", "policy.yaml"), &policy)
-	const shipped = "system:serviceaccount:persona-operator-system:persona-operator-controller-manager"
-	Expect(policy.Spec.MatchConditions[0].Expression).To(ContainSubstring(shipped))
-	policy.Spec.MatchConditions[0].Expression = strings.ReplaceAll(policy.Spec.MatchConditions[0].Expression, shipped, user)
-	return &policy
-}
-
-func readYAML(path string, into any) {
-	raw, err := os.ReadFile(path)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(yaml.UnmarshalStrict(raw, into)).To(Succeed(), path)
 }
 
 func labelledNamespace(key, value string) string {

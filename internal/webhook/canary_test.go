@@ -1,0 +1,101 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
+)
+
+// canaryInjector serves Persona reviewer, stable at revision 1, with a
+// canary at revision 2 of the given weight and phase.
+func canaryInjector(t *testing.T, weight int32, phase v1alpha1.CanaryPhase) *Injector {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	p := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Name: "reviewer", Namespace: "team", UID: "u1"},
+		Status: v1alpha1.PersonaStatus{CurrentRevision: 1, LatestRevision: 2,
+			Canary: &v1alpha1.CanaryStatus{Revision: 2, Weight: weight, Phase: phase}}}
+	objs := []runtime.Object{p}
+	for n := int64(1); n <= 2; n++ {
+		objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: delivery.SnapshotName("reviewer", n), Namespace: "team",
+			UID: types.UID(fmt.Sprint("s", n)), Labels: delivery.SnapshotLabels("reviewer", n),
+			Annotations:     map[string]string{delivery.GuardrailsAnnotation: "g"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "prompts.persona-operator.dev/v1alpha1", Kind: "Persona", Name: "reviewer", UID: "u1", Controller: new(true)}}}})
+	}
+	cached := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objs...).
+		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).Build()
+	return &Injector{Personas: cached, ConfigMaps: cached}
+}
+
+// injectedTrack is the revision and track labels the injection gave pod of
+// review req.
+func injectedTrack(t *testing.T, i *Injector, req admission.Request) (revision, track string) {
+	t.Helper()
+	resp := i.Handle(context.Background(), req)
+	if !resp.Allowed {
+		t.Fatalf("refused: %v", resp.Result)
+	}
+	for _, op := range resp.Patches {
+		if op.Path == "/metadata/labels/prompts.persona-operator.dev~1revision" {
+			revision, _ = op.Value.(string)
+		}
+		if op.Path == "/metadata/labels/prompts.persona-operator.dev~1track" {
+			track, _ = op.Value.(string)
+		}
+	}
+	return revision, track
+}
+
+// At weight 10, 1,000 pod creates give between 62 and 138 canary pods
+// (four standard deviations of a binomial of 1,000 and 0.1, about the mean
+// of 100), each labelled with its revision and track; the same review
+// always gets the same choice; an aborted canary gets no pod.
+func TestCanaryShareOfNewPods(t *testing.T) {
+	i := canaryInjector(t, 10, v1alpha1.CanaryProgressing)
+	canaries := 0
+	for range 1000 {
+		req := launchPod(t, nil)
+		req.UID = uuid.NewUUID()
+		revision, track := injectedTrack(t, i, req)
+		switch {
+		case revision == "2" && track == v1alpha1.TrackCanary:
+			canaries++
+			if again, _ := injectedTrack(t, i, req); again != "2" {
+				t.Fatal("the same review got the stable revision the second time")
+			}
+		case revision == "1" && track == v1alpha1.TrackStable:
+		default:
+			t.Fatalf("revision %q, track %q", revision, track)
+		}
+	}
+	t.Logf("%d canary pods of 1,000 at weight 10", canaries)
+	if canaries < 62 || canaries > 138 {
+		t.Errorf("%d canary pods of 1,000 at weight 10, want 62 to 138", canaries)
+	}
+
+	aborted := canaryInjector(t, 100, v1alpha1.CanaryAborted)
+	for range 50 {
+		req := launchPod(t, nil)
+		req.UID = uuid.NewUUID()
+		if revision, track := injectedTrack(t, aborted, req); revision != "1" || track != v1alpha1.TrackStable {
+			t.Fatalf("after an abort: revision %q, track %q", revision, track)
+		}
+	}
+}
