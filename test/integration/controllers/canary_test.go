@@ -1,15 +1,12 @@
 package controllers
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
@@ -17,15 +14,8 @@ import (
 // annotate sets (or, with value "", removes) the Persona's annotation key
 // by a merge patch, as kubectl annotate does.
 func annotate(ns, name, key, value string) {
-	v := any(value)
-	if value == "" {
-		v = nil
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: v}}})
-	Expect(err).NotTo(HaveOccurred())
-	p := &v1alpha1.Persona{}
-	p.Namespace, p.Name = ns, name
-	Expect(k8s.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	GinkgoHelper()
+	Expect(patchAnnotation(ns, name, key, value)).To(Succeed())
 }
 
 // canary is the Persona's status.canary as "<revision> <weight>% step <step> <phase>", "" without one.

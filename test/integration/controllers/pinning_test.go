@@ -18,12 +18,16 @@ const pinAnnotation = "prompts.persona-operator.dev/pin-revision"
 
 // setPin sets the Persona's pin-revision annotation to value, or removes
 // it when value is "", by a merge patch, as kubectl annotate does.
-func setPin(ns, name, value string) error {
+func setPin(ns, name, value string) error { return patchAnnotation(ns, name, pinAnnotation, value) }
+
+// patchAnnotation sets (or, with value "", removes) the Persona's
+// annotation key by a merge patch, as kubectl annotate does.
+func patchAnnotation(ns, name, key, value string) error {
 	v := any(value)
 	if value == "" {
 		v = nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{pinAnnotation: v}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: v}}})
 	Expect(err).NotTo(HaveOccurred())
 	p := &v1alpha1.Persona{}
 	p.Namespace, p.Name = ns, name
