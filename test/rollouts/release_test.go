@@ -123,10 +123,11 @@ func TestAnalysisStepsPromoteAndAbort(t *testing.T) {
 	// Revision 3 fails it: aborted, with the run's message; the stable
 	// revision stays 2.
 	edit("Three", server.URL+"/0.42")
-	waitRun(t, c, ns, release.RunName("reviewer", 3, 1))
+	completed = waitRun(t, c, ns, release.RunName("reviewer", 3, 1))
 	aborted := waitPersona(t, c, ns, "revision 3 aborted", func(p *v1alpha1.Persona) bool {
 		return p.Status.Canary != nil && p.Status.Canary.Phase == v1alpha1.CanaryAborted
 	})
+	t.Logf("revision 3: AnalysisRun %s completed Failed; the Persona aborted its canary %v later", release.RunName("reviewer", 3, 1), time.Since(completed).Round(time.Millisecond))
 	const runMessage = `Metric "score" assessed Failed due to failed (1) > failureLimit (0)`
 	if aborted.Status.CurrentRevision != 2 || !strings.Contains(aborted.Status.Canary.Message, runMessage) {
 		t.Errorf("after the failed analysis: current revision %d, canary %+v; want 2, and the message naming %q",
