@@ -62,7 +62,7 @@ func (h *harness) measureInjection(ctx context.Context) error {
 	// The metadata cache has them once the status counts every injected pod.
 	injected := &metav1.PartialObjectMetadataList{}
 	injected.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := h.c.List(ctx, injected, client.InNamespace(injectNamespace), client.HasLabels{inject.RevisionLabel}); err != nil {
+	if err := h.c.List(ctx, injected, client.InNamespace(injectNamespace), client.MatchingLabels{inject.PersonaLabel: injectPersona}, client.HasLabels{inject.RevisionLabel}); err != nil {
 		return fmt.Errorf("list the injected pods: %w", err)
 	}
 	if err := waitAgents(ctx, h.c, int32(len(injected.Items))); err != nil {
