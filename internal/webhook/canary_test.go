@@ -10,25 +10,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/test/controlplane"
 )
 
 // canaryInjector serves Persona reviewer, stable at revision 1, with a
 // canary at revision 2 of the given weight and phase.
 func canaryInjector(t *testing.T, weight int32, phase v1alpha1.CanaryPhase) *Injector {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	p := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Name: "reviewer", Namespace: "team", UID: "u1"},
 		Status: v1alpha1.PersonaStatus{CurrentRevision: 1, LatestRevision: 2,
 			Canary: &v1alpha1.CanaryStatus{Revision: 2, Weight: weight, Phase: phase}}}
@@ -39,7 +32,7 @@ func canaryInjector(t *testing.T, weight int32, phase v1alpha1.CanaryPhase) *Inj
 			Annotations:     map[string]string{delivery.GuardrailsAnnotation: "g"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "prompts.persona-operator.dev/v1alpha1", Kind: "Persona", Name: "reviewer", UID: "u1", Controller: new(true)}}}})
 	}
-	cached := fake.NewClientBuilder().WithScheme(scheme).WithRuntimeObjects(objs...).
+	cached := fake.NewClientBuilder().WithScheme(controlplane.Scheme).WithRuntimeObjects(objs...).
 		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).Build()
 	return &Injector{Personas: cached, ConfigMaps: cached}
 }

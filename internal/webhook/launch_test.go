@@ -17,13 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/test/controlplane"
 )
 
 // countingReader counts the reads of the API server, and fails them with
@@ -46,13 +46,6 @@ func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 // bundle, with the caches and the API server that hold it.
 func launchFixture(t *testing.T, bundle string) (cached client.Client, api *countingReader) {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	p := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Name: "reviewer", Namespace: "team", UID: "u1"},
 		Spec:   v1alpha1.PersonaSpec{Variants: []v1alpha1.Variant{{Name: "fast"}}},
 		Status: v1alpha1.PersonaStatus{CurrentRevision: 1}}
@@ -60,9 +53,9 @@ func launchFixture(t *testing.T, bundle string) (cached client.Client, api *coun
 		Labels:          delivery.SnapshotLabels("reviewer", 1),
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "prompts.persona-operator.dev/v1alpha1", Kind: "Persona", Name: "reviewer", UID: "u1", Controller: new(true)}}},
 		Data: map[string]string{"bundle.json": bundle}}
-	cached = fake.NewClientBuilder().WithScheme(scheme).WithObjects(p, snapshot).
+	cached = fake.NewClientBuilder().WithScheme(controlplane.Scheme).WithObjects(p, snapshot).
 		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).Build()
-	return cached, &countingReader{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(snapshot).Build()}
+	return cached, &countingReader{Reader: fake.NewClientBuilder().WithScheme(controlplane.Scheme).WithObjects(snapshot).Build()}
 }
 
 func launchPod(t *testing.T, annotations map[string]string) admission.Request {

@@ -1,7 +1,8 @@
 // Package restarts restarts the workloads that opt in onto each revision
 // their Persona delivers (--restart-workloads): a controller of one worker
-// over the opted-in Deployments, StatefulSets and DaemonSets and the
-// Personas' delivered revisions, which admits the restarts in the waves of
+// over the opted-in Deployments, StatefulSets, DaemonSets and (when Argo
+// Rollouts is installed at start) Rollouts, and the Personas' delivered
+// revisions, which admits the restarts in the waves of
 // internal/waves and writes them by server-side apply; and the checks that
 // tell of a restart label on another kind, or of workloads that opt in
 // while restarts are off.
