@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/persona-operator/persona-operator/internal/controller"
+	"github.com/persona-operator/persona-operator/internal/inject"
 	"github.com/persona-operator/persona-operator/internal/status"
 )
 
@@ -43,6 +45,8 @@ type managerFlags struct {
 	restartWorkloads      bool
 	maxConcurrentRestarts int
 	restartDeadline       time.Duration
+	// injection is the platform's part of the pod injection.
+	injection inject.Config
 }
 
 // restartOptions are the restarts' options, nil when they are off.
@@ -108,6 +112,19 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 	fs.BoolVar(&f.restartWorkloads, "restart-workloads", false, `Restart the Deployments, StatefulSets, DaemonSets and Argo Rollouts labelled prompts.persona-operator.dev/restart-on-change: "true" onto each revision their Persona delivers, in paced waves; needs the opt-in RBAC of the restart-workloads component or the chart's restartWorkloads.enabled.`)
 	fs.IntVar(&f.maxConcurrentRestarts, "max-concurrent-restarts", controller.DefaultMaxConcurrentRestarts, "With --restart-workloads: how many workloads may be rolling out onto a new revision at once, shared round-robin between namespaces.")
 	fs.DurationVar(&f.restartDeadline, "restart-deadline", controller.DefaultRestartDeadline, "With --restart-workloads: how long a workload's rollout may take before it counts as failed and halts its namespace's waiting restarts of the same cause.")
+	f.injection.MountPaths = []string{inject.DefaultMountPath}
+	fs.Func("mount-paths", "Comma-separated paths where the pod injection may mount the prompt: the first without the annotation "+inject.MountPathAnnotation+", which may choose another. The runtime resolves a path through the image's symlinks, so list only paths that no symlink of the agent images leads through. Default "+inject.DefaultMountPath+".",
+		func(v string) error {
+			cfg := inject.Config{MountPaths: splitList(v)}
+			if len(cfg.MountPaths) == 0 {
+				return errors.New("names no path")
+			}
+			if err := cfg.Check(); err != nil {
+				return err
+			}
+			f.injection = cfg
+			return nil
+		})
 	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
 	// --kubeconfig is registered by controller-runtime's config package.
 	logOpts := &zap.Options{}

@@ -32,7 +32,7 @@ func TestCanaryChoice(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pod := agentPod(c.annotations)
-			res, errs := Pod(pod, c.persona)
+			res, errs := Pod(pod, c.persona, Config{})
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}
@@ -50,7 +50,7 @@ func TestCanaryWithOtherGuardrailsIsNotMounted(t *testing.T) {
 	p := withCanary(true)
 	p.Snapshots[4] = "g1"
 	pod := agentPod(nil)
-	if res, errs := Pod(pod, p); len(errs) > 0 || res.Revision != 3 || pod.Labels[TrackLabel] != v1alpha1.TrackStable {
+	if res, errs := Pod(pod, p, Config{}); len(errs) > 0 || res.Revision != 3 || pod.Labels[TrackLabel] != v1alpha1.TrackStable {
 		t.Errorf("revision %d, labels %v, %v; want the stable revision 3", res.Revision, pod.Labels, errs)
 	}
 }
@@ -60,10 +60,10 @@ func TestCanaryWithOtherGuardrailsIsNotMounted(t *testing.T) {
 func TestCanaryChoiceKeptOnReinvocation(t *testing.T) {
 	pod := agentPod(nil)
 	pod.Labels[TrackLabel] = v1alpha1.TrackStable
-	if _, errs := Pod(pod, withCanary(true)); len(errs) > 0 || pod.Labels[TrackLabel] != v1alpha1.TrackCanary {
+	if _, errs := Pod(pod, withCanary(true), Config{}); len(errs) > 0 || pod.Labels[TrackLabel] != v1alpha1.TrackCanary {
 		t.Fatalf("labels %v, %v", pod.Labels, errs)
 	}
-	res, errs := Pod(pod, withCanary(false))
+	res, errs := Pod(pod, withCanary(false), Config{})
 	if len(errs) > 0 || res.Revision != 4 || pod.Labels[TrackLabel] != v1alpha1.TrackCanary {
 		t.Errorf("reinvoked: revision %d, labels %v, %v; want the canary 4 kept", res.Revision, pod.Labels, errs)
 	}

@@ -2,6 +2,7 @@ package inject
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,7 +11,9 @@ import (
 // FuzzPod feeds tenant-controlled annotations and mounts to Pod. Whatever
 // they are, a refused pod is unchanged; an injected one has exactly one
 // prompt volume, one read-only mount of it in each container that gets it,
-// nothing else at or under the mount path, and a second call changes nothing.
+// nothing that could shadow it, no variable of the webhook's set in another
+// container, and a second call changes nothing. The platform allows the
+// annotation's mount path when the flag would take it.
 func FuzzPod(f *testing.F) {
 	f.Add("", "", "", "", "", "", "")
 	f.Add("live", "/etc/persona", "agent", "short", "2", "/etc/persona/x", "p.md")
@@ -26,7 +29,11 @@ func FuzzPod(f *testing.F) {
 		pod := agentPod(annotations)
 		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cache", MountPath: otherMount, SubPath: subPath}}
 		before := pod.DeepCopy()
-		res, errs := Pod(pod, reviewer())
+		cfg := Config{MountPaths: []string{DefaultMountPath}}
+		if CheckMountPath(mountPath) == nil {
+			cfg.MountPaths = append(cfg.MountPaths, mountPath)
+		}
+		res, errs := Pod(pod, reviewer(), cfg)
 		if len(errs) > 0 {
 			if !reflect.DeepEqual(pod, before) {
 				t.Fatal("a refused pod was changed")
@@ -45,7 +52,7 @@ func FuzzPod(f *testing.F) {
 		if volumes != 1 {
 			t.Fatalf("%d prompt volumes", volumes)
 		}
-		opts, _ := readOptions(pod, "reviewer")
+		opts, _ := readOptions(pod, "reviewer", cfg)
 		targets, _ := targetContainers(pod, opts.containers)
 		for _, c := range targets {
 			own := 0
@@ -64,8 +71,15 @@ func FuzzPod(f *testing.F) {
 		if errs := shadows(pod, targets, opts.mountPath); len(errs) > 0 {
 			t.Fatalf("an injected pod has a shadowing mount: %v", errs)
 		}
+		for _, c := range otherContainers(pod, targets) {
+			for _, e := range c.Env {
+				if slices.Contains(envNames, e.Name) && (e.Value != "" || e.ValueFrom != nil) {
+					t.Fatalf("container %s, which does not get the prompt, sets %s", c.Name, e.Name)
+				}
+			}
+		}
 		once := pod.DeepCopy()
-		if _, errs := Pod(pod, reviewer()); len(errs) > 0 || !reflect.DeepEqual(pod, once) {
+		if _, errs := Pod(pod, reviewer(), cfg); len(errs) > 0 || !reflect.DeepEqual(pod, once) {
 			t.Fatalf("reinvocation: %v, changed %v", errs, !reflect.DeepEqual(pod, once))
 		}
 	})

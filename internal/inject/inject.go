@@ -29,7 +29,8 @@ const (
 	// DeliveryAnnotation is "live" for the mutable persona-<name>, or
 	// "snapshot" (the default) for the chosen revision's snapshot.
 	DeliveryAnnotation = "prompts.persona-operator.dev/delivery"
-	// MountPathAnnotation is where the prompt is mounted; DefaultMountPath without it.
+	// MountPathAnnotation is where the prompt is mounted, one of
+	// Config.MountPaths; the first of them without it.
 	MountPathAnnotation = "prompts.persona-operator.dev/mount-path"
 	// ContainersAnnotation lists, comma-separated, the containers (or init
 	// containers) that get the mount; every container without it.
@@ -51,7 +52,8 @@ const (
 	DeliverySnapshot = "snapshot"
 )
 
-// DefaultMountPath is where the prompt is mounted without MountPathAnnotation.
+// DefaultMountPath is Config.MountPaths without any: where the prompt is
+// mounted, and the only path MountPathAnnotation may name.
 const DefaultMountPath = "/etc/persona"
 
 // VolumeName is the name of the volume the webhook adds.
@@ -78,8 +80,8 @@ const (
 // envNames are the variables the webhook owns: any the pod sets itself go.
 var envNames = []string{EnvName, EnvPromptFile, EnvBundleFile, EnvRevision, EnvHarness, EnvModel, EnvReasoningEffort, EnvHarnessPrompt}
 
-// maxMountPath bounds the mount path annotation: the kubelet's own limit
-// on a path is the node's, far above any real mount point.
+// maxMountPath bounds a mount path of Config.MountPaths: the kubelet's own
+// limit on a path is the node's, far above any real mount point.
 const maxMountPath = 256
 
 // The bounds of what a pod may ask of the webhook, which sees a pod before
@@ -166,7 +168,7 @@ type Mount struct {
 // persona is nil when the Persona does not exist (or the cache does not
 // know it yet). The errors name the cause; the pod is then unchanged.
 // Called again on its own output (reinvocation) it changes nothing more.
-func Pod(pod *corev1.Pod, persona *Persona) (Result, field.ErrorList) {
+func Pod(pod *corev1.Pod, persona *Persona, cfg Config) (Result, field.ErrorList) {
 	name, labelled := pod.Labels[PersonaLabel]
 	if !labelled {
 		return Result{}, nil
@@ -192,7 +194,7 @@ func Pod(pod *corev1.Pod, persona *Persona) (Result, field.ErrorList) {
 	if len(hand) > 0 {
 		return Result{Mounts: hand}, nil
 	}
-	opts, errs := readOptions(pod, name)
+	opts, errs := readOptions(pod, name, cfg)
 	if len(errs) > 0 {
 		return Result{}, errs
 	}
@@ -212,6 +214,10 @@ func Pod(pod *corev1.Pod, persona *Persona) (Result, field.ErrorList) {
 		revision = chooseRevision(persona, opts)
 	}
 	if errs := shadows(pod, targets, opts.mountPath); len(errs) > 0 {
+		return Result{}, errs
+	}
+	others := otherContainers(pod, targets)
+	if errs := borrowedVariables(pod, others, opts); len(errs) > 0 {
 		return Result{}, errs
 	}
 	configMap := delivery.ConfigMapName(name)
@@ -235,6 +241,7 @@ func Pod(pod *corev1.Pod, persona *Persona) (Result, field.ErrorList) {
 		mountInto(c, opts.mountPath)
 		c.Env = append(slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return slices.Contains(envNames, e.Name) }), env...)
 	}
+	hideVariables(others)
 	if revision > 0 {
 		n := strconv.FormatInt(revision, 10)
 		pod.Labels[RevisionLabel] = n
@@ -262,14 +269,15 @@ type options struct {
 	revision   int64 // the revision the template names; 0: none
 }
 
-func readOptions(pod *corev1.Pod, name string) (options, field.ErrorList) {
+func readOptions(pod *corev1.Pod, name string, cfg Config) (options, field.ErrorList) {
 	var errs field.ErrorList
 	if !namePattern.MatchString(name) || strings.HasSuffix(name, "-") {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "labels").Key(PersonaLabel), truncate(name),
 			"must name a Persona: a lower-case letter, then up to 62 lower-case letters, digits or '-', not ending with '-'"))
 	}
 	a := pod.Annotations
-	opts := options{mountPath: DefaultMountPath}
+	mountPaths := cfg.mountPaths()
+	opts := options{mountPath: mountPaths[0]}
 	switch v, ok := a[DeliveryAnnotation]; {
 	case !ok || v == DeliverySnapshot:
 	case v == DeliveryLive:
@@ -278,9 +286,9 @@ func readOptions(pod *corev1.Pod, name string) (options, field.ErrorList) {
 		errs = append(errs, field.NotSupported(annotationPath(DeliveryAnnotation), truncate(v), []string{DeliveryLive, DeliverySnapshot}))
 	}
 	if v, ok := a[MountPathAnnotation]; ok {
-		if len(v) > maxMountPath || !path.IsAbs(v) || path.Clean(v) != v || v == "/" || strings.ContainsAny(v, ":\x00") {
-			errs = append(errs, field.Invalid(annotationPath(MountPathAnnotation), truncate(v),
-				fmt.Sprintf("must be a clean absolute path other than /, without ':', of at most %d bytes", maxMountPath)))
+		if !slices.Contains(mountPaths, v) {
+			// The platform's choice (Config.MountPaths): it knows its images' symlinks.
+			errs = append(errs, field.NotSupported(annotationPath(MountPathAnnotation), truncate(v), mountPaths))
 		} else {
 			opts.mountPath = v
 		}
@@ -540,65 +548,68 @@ func containerNamed(pod *corev1.Pod, name string) *corev1.Container {
 	return nil
 }
 
-// shadows refuses any mount but the webhook's own at or under the mount path
-// in a container that gets the mount: it would hide the prompt's files, or
-// (a subPath mount) pin one of them for the life of the container. It also
-// refuses mounts under the kernel's links to the container's own root
-// (kernelLinks), which reach the mount path by another name.
-func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string) field.ErrorList {
-	var errs field.ErrorList
-	for _, c := range targets {
-		for j, m := range c.VolumeMounts {
-			if ownMount(m, mountPath) {
-				continue
-			}
-			// The kubelet makes a relative mountPath absolute: judged as it mounts it.
-			p := path.Clean("/" + m.MountPath)
-			var why string
-			switch {
-			case p == mountPath || strings.HasPrefix(p, mountPath+"/"):
-				why = fmt.Sprintf("volume %s is mounted at %s, at or under %s where the prompt of persona %s is mounted: it would shadow the prompt (set %s to mount it elsewhere)",
-					m.Name, m.MountPath, mountPath, pod.Labels[PersonaLabel], MountPathAnnotation)
-			case underKernelLinks(p):
-				why = fmt.Sprintf("volume %s is mounted at %s, under the kernel's links to the container's own files (/proc/self/root is its root): the runtime follows them, so it could shadow the prompt of persona %s at %s",
-					m.Name, m.MountPath, pod.Labels[PersonaLabel], mountPath)
-			default:
-				continue
-			}
-			if len(errs) == maxRefusals {
-				return errs // the mounts are the tenant's, of any number: the first ones tell the cause
-			}
-			errs = append(errs, field.Forbidden(containerPath(pod, c).Child("volumeMounts").Index(j).Child("mountPath"), why))
-		}
-	}
-	return errs
-}
-
-// kernelLinks are the paths under which the kernel links back into the
-// container's own files: /proc/self/root (and every process's root under
-// /proc), /sys's links, and /dev's links into /proc/self/fd. The runtime
-// resolves a mount's path through them, so a mount at
-// /proc/self/root/etc/persona lands on /etc/persona, after the prompt.
-var kernelLinks = []string{"/proc", "/sys", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"}
-
-// underKernelLinks reports whether the clean path p is at or under one of
-// kernelLinks.
-func underKernelLinks(p string) bool {
-	return slices.ContainsFunc(kernelLinks, func(root string) bool { return p == root || strings.HasPrefix(p, root+"/") })
-}
-
-// ownMount reports whether m is the mount the webhook writes: its volume
-// whole, at the mount path.
-func ownMount(m corev1.VolumeMount, mountPath string) bool {
-	return m.Name == VolumeName && m.MountPath == mountPath && m.SubPath == "" && m.SubPathExpr == ""
-}
-
 // mountInto adds the read-only mount of the prompt to c, once.
 func mountInto(c *corev1.Container, mountPath string) {
 	if slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return ownMount(m, mountPath) }) {
 		return
 	}
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeName, MountPath: mountPath, ReadOnly: true})
+}
+
+// otherContainers are the pod's containers, init containers included, that
+// do not get the prompt.
+func otherContainers(pod *corev1.Pod, targets []*corev1.Container) []*corev1.Container {
+	var out []*corev1.Container
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if !slices.Contains(targets, &list[i]) {
+				out = append(out, &list[i])
+			}
+		}
+	}
+	return out
+}
+
+// borrowedVariables refuses a container that does not get the prompt but
+// sets a variable of the webhook's: a harness there would take the file it
+// names, the pod's own, for the operator's. An empty one is what the
+// webhook itself sets there (hideVariables).
+func borrowedVariables(pod *corev1.Pod, others []*corev1.Container, opts options) field.ErrorList {
+	var errs field.ErrorList
+	which := "the pod's containers get it, not its init containers"
+	if opts.containers != nil {
+		which = "only the containers that the annotation " + ContainersAnnotation + " names get it"
+	}
+	for _, c := range others {
+		for j, e := range c.Env {
+			if !slices.Contains(envNames, e.Name) || e.Value == "" && e.ValueFrom == nil {
+				continue
+			}
+			errs = append(errs, field.Forbidden(containerPath(pod, c).Child("env").Index(j).Child("name"),
+				fmt.Sprintf("container %s does not get the prompt of persona %s (%s), so it may not set %s: the webhook sets it where it mounts the prompt; drop it, or have the container get the prompt",
+					c.Name, pod.Labels[PersonaLabel], which, e.Name)))
+			if len(errs) == maxRefusals {
+				return errs // the containers are the tenant's, of any number
+			}
+		}
+	}
+	return errs
+}
+
+// hideVariables sets the webhook's variables empty in each container that
+// reads variables from a ConfigMap or Secret without getting the prompt:
+// an env entry wins over envFrom, so none of the pod's reaches a harness
+// there as if the webhook had set it.
+func hideVariables(others []*corev1.Container) {
+	for _, c := range others {
+		if len(c.EnvFrom) == 0 {
+			continue
+		}
+		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return slices.Contains(envNames, e.Name) })
+		for _, n := range envNames {
+			c.Env = append(c.Env, corev1.EnvVar{Name: n})
+		}
+	}
 }
 
 // environment is the variables each target container gets.

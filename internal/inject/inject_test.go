@@ -24,6 +24,9 @@ func agentPod(annotations map[string]string) *corev1.Pod {
 	}
 }
 
+// platform lets pods choose other mount paths than the default.
+var platform = Config{MountPaths: []string{DefaultMountPath, "/prompt", "/var/prompt", "/etc"}}
+
 // reviewer has revisions 1 to 3; revision 1 predates a guardrail (g1, the
 // others g2), and a variant "short".
 func reviewer() *Persona {
@@ -32,7 +35,7 @@ func reviewer() *Persona {
 
 func TestSnapshotInjection(t *testing.T) {
 	pod := agentPod(nil)
-	res, errs := Pod(pod, reviewer())
+	res, errs := Pod(pod, reviewer(), Config{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -74,7 +77,7 @@ func TestSnapshotInjection(t *testing.T) {
 func TestReinvocationChangesNothing(t *testing.T) {
 	for _, annotations := range []map[string]string{nil, {"prompts.persona-operator.dev/delivery": "live"}, {"prompts.persona-operator.dev/mount-path": "/prompt", "prompts.persona-operator.dev/variant": "short"}} {
 		pod := agentPod(annotations)
-		first, errs := Pod(pod, reviewer())
+		first, errs := Pod(pod, reviewer(), platform)
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
@@ -82,7 +85,7 @@ func TestReinvocationChangesNothing(t *testing.T) {
 		// A new revision meanwhile does not move the pod: its choice stands.
 		later := reviewer()
 		later.CurrentRevision, later.Snapshots[4] = 4, "g2"
-		res, errs := Pod(pod, later)
+		res, errs := Pod(pod, later, platform)
 		if len(errs) > 0 || !reflect.DeepEqual(pod, once) {
 			t.Errorf("%v: reinvocation gave %v and changed the pod:\n%+v\nto\n%+v", annotations, errs, once, pod)
 		}
@@ -94,11 +97,11 @@ func TestReinvocationChangesNothing(t *testing.T) {
 
 func TestReinvocationMountsAContainerAddedSince(t *testing.T) {
 	pod := agentPod(nil)
-	if _, errs := Pod(pod, reviewer()); len(errs) > 0 {
+	if _, errs := Pod(pod, reviewer(), Config{}); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "added"})
-	if _, errs := Pod(pod, reviewer()); len(errs) > 0 {
+	if _, errs := Pod(pod, reviewer(), Config{}); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	if len(pod.Spec.Volumes) != 2 {
@@ -117,7 +120,7 @@ func TestForgedVolumeGetsNoOlderGuardrails(t *testing.T) {
 		pod := agentPod(annotations)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "persona-prompt", VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "persona-reviewer.r1"}}}})
-		res, errs := Pod(pod, reviewer())
+		res, errs := Pod(pod, reviewer(), Config{})
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
@@ -133,7 +136,7 @@ func TestForgedVolumeGetsNoOlderGuardrails(t *testing.T) {
 	pod := agentPod(nil)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "persona-prompt", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "persona-reviewer.r2"}}}})
-	if res, _ := Pod(pod, reviewer()); res.Revision != 2 {
+	if res, _ := Pod(pod, reviewer(), Config{}); res.Revision != 2 {
 		t.Errorf("revision %d, want 2", res.Revision)
 	}
 }
@@ -160,7 +163,7 @@ func TestRevisionChoice(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := agentPod(tc.annotations)
 			pod.Labels["prompts.persona-operator.dev/revision"] = "2" // copied from a template
-			res, errs := Pod(pod, tc.persona)
+			res, errs := Pod(pod, tc.persona, Config{})
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}
@@ -192,7 +195,7 @@ func TestOptions(t *testing.T) {
 		"prompts.persona-operator.dev/containers": "setup, agent",
 		"prompts.persona-operator.dev/variant":    "short",
 	})
-	if _, errs := Pod(pod, reviewer()); len(errs) > 0 {
+	if _, errs := Pod(pod, reviewer(), platform); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	want := corev1.VolumeMount{Name: "persona-prompt", MountPath: "/var/prompt", ReadOnly: true}
@@ -215,7 +218,7 @@ func TestOptions(t *testing.T) {
 
 func TestVariantOfAPersonaNotThereYet(t *testing.T) {
 	pod := agentPod(map[string]string{"prompts.persona-operator.dev/variant": "short"})
-	if _, errs := Pod(pod, nil); len(errs) > 0 {
+	if _, errs := Pod(pod, nil, Config{}); len(errs) > 0 {
 		t.Errorf("a variant of a Persona the cache does not know yet is refused: %v", errs)
 	}
 }
@@ -230,7 +233,7 @@ func TestHandMountedLeftAlone(t *testing.T) {
 			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "prompt", VolumeSource: source})
 			pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "prompt", MountPath: "/etc/persona"}}
 			before := pod.DeepCopy()
-			res, errs := Pod(pod, reviewer())
+			res, errs := Pod(pod, reviewer(), Config{})
 			if res.Changed || len(errs) > 0 || !reflect.DeepEqual(pod, before) {
 				t.Errorf("%s volume of %s: %+v, %v; the pod changed: %v", name, configMap, res, errs, !reflect.DeepEqual(pod, before))
 			}
@@ -239,7 +242,7 @@ func TestHandMountedLeftAlone(t *testing.T) {
 	// Another Persona's ConfigMap is no hand mount of this one's.
 	pod := agentPod(nil)
 	pod.Spec.Volumes[0].ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "persona-reviewer-2"}}
-	if res, _ := Pod(pod, reviewer()); !res.Changed {
+	if res, _ := Pod(pod, reviewer(), Config{}); !res.Changed {
 		t.Error("a pod mounting persona-reviewer-2 was left alone as a hand mount of reviewer")
 	}
 }
@@ -248,7 +251,7 @@ func TestUnlabelledPodLeftAlone(t *testing.T) {
 	pod := agentPod(map[string]string{"prompts.persona-operator.dev/delivery": "bogus"})
 	delete(pod.Labels, "prompts.persona-operator.dev/persona")
 	before := pod.DeepCopy()
-	if res, errs := Pod(pod, nil); res.Changed || len(errs) > 0 || !reflect.DeepEqual(pod, before) {
+	if res, errs := Pod(pod, nil, Config{}); res.Changed || len(errs) > 0 || !reflect.DeepEqual(pod, before) {
 		t.Errorf("unlabelled pod: %+v, %v", res, errs)
 	}
 }
@@ -276,7 +279,10 @@ func TestRefusals(t *testing.T) {
 		}, []string{"prompts.persona-operator.dev/variant", "Short!"}},
 		{"a relative mount path", func(p *corev1.Pod) {
 			p.Annotations = map[string]string{"prompts.persona-operator.dev/mount-path": "etc/persona"}
-		}, []string{"prompts.persona-operator.dev/mount-path", "absolute"}},
+		}, []string{"prompts.persona-operator.dev/mount-path", "supported values", `"/etc/persona"`}},
+		{"a mount path the platform does not list", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"prompts.persona-operator.dev/mount-path": "/lib/persona"}
+		}, []string{"prompts.persona-operator.dev/mount-path", `"/lib/persona"`, "supported values", `"/var/prompt"`}},
 		{"an unclean mount path", func(p *corev1.Pod) {
 			p.Annotations = map[string]string{"prompts.persona-operator.dev/mount-path": "/etc/../persona"}
 		}, []string{"prompts.persona-operator.dev/mount-path"}},
@@ -309,7 +315,7 @@ func TestRefusals(t *testing.T) {
 			pod := agentPod(nil)
 			tc.modify(pod)
 			before := pod.DeepCopy()
-			res, errs := Pod(pod, reviewer())
+			res, errs := Pod(pod, reviewer(), platform)
 			if len(errs) == 0 {
 				t.Fatalf("not refused: %+v", res)
 			}
@@ -333,12 +339,12 @@ func TestRefusalMessagesAreBounded(t *testing.T) {
 		"prompts.persona-operator.dev/containers": long, "prompts.persona-operator.dev/revision": long,
 		"prompts.persona-operator.dev/delivery": long,
 	})
-	_, errs := Pod(pod, reviewer())
+	_, errs := Pod(pod, reviewer(), Config{})
 	if len(errs) != 5 { // each annotation, the containers one too long
 		t.Errorf("errors = %v, want 5", errs)
 	}
 	pod = agentPod(map[string]string{"prompts.persona-operator.dev/containers": strings.Repeat("x,", 100_000) + "x"})
-	if _, errs := Pod(pod, reviewer()); len(errs) != 1 || len(errs.ToAggregate().Error()) > 512 {
+	if _, errs := Pod(pod, reviewer(), Config{}); len(errs) != 1 || len(errs.ToAggregate().Error()) > 512 {
 		t.Errorf("100,001 unknown containers: %d errors", len(errs))
 	}
 	if n := len(errs.ToAggregate().Error()); n > 4096 {
@@ -367,15 +373,15 @@ func worstPod(containers int) *corev1.Pod {
 // containers are refused before any work, and what is checked within the
 // bounds lists at most maxRefusals refusals.
 func TestWorstPodsAreBounded(t *testing.T) {
-	if _, errs := Pod(worstPod(maxContainers+1), reviewer()); len(errs) != 1 || errs[0].Type != "FieldValueTooMany" {
+	if _, errs := Pod(worstPod(maxContainers+1), reviewer(), Config{}); len(errs) != 1 || errs[0].Type != "FieldValueTooMany" {
 		t.Errorf("%d containers: %v, want one refusal of too many", maxContainers+1, errs)
 	}
 	pod := worstPod(maxContainers)
 	pod.Annotations = nil // every container gets the mount: each shadows it
-	if _, errs := Pod(pod, reviewer()); len(errs) != maxRefusals {
+	if _, errs := Pod(pod, reviewer(), Config{}); len(errs) != maxRefusals {
 		t.Errorf("%d refusals, want %d", len(errs), maxRefusals)
 	}
-	if _, errs := Pod(worstPod(maxContainers), reviewer()); len(errs) != maxRefusals {
+	if _, errs := Pod(worstPod(maxContainers), reviewer(), Config{}); len(errs) != maxRefusals {
 		t.Errorf("with the containers annotation: %d refusals, want %d", len(errs), maxRefusals)
 	}
 }
@@ -385,7 +391,7 @@ func TestWorstPodsAreBounded(t *testing.T) {
 func BenchmarkWorstPod(b *testing.B) {
 	pod, p := worstPod(maxContainers), reviewer()
 	for b.Loop() {
-		if _, errs := Pod(pod, p); len(errs) == 0 {
+		if _, errs := Pod(pod, p, Config{}); len(errs) == 0 {
 			b.Fatal("the worst pod was admitted")
 		}
 	}

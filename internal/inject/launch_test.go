@@ -15,7 +15,7 @@ import (
 func TestSnapshotLaunchVariables(t *testing.T) {
 	pod := agentPod(map[string]string{"prompts.persona-operator.dev/variant": "short", "prompts.persona-operator.dev/containers": "agent"})
 	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: "PERSONA_MODEL", Value: "forged"})
-	res, errs := Pod(pod, reviewer())
+	res, errs := Pod(pod, reviewer(), Config{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -43,7 +43,7 @@ func TestSnapshotLaunchVariables(t *testing.T) {
 
 	// Sent again (reinvocation) and given the same settings, nothing changes.
 	once := pod.DeepCopy()
-	again, errs := Pod(pod, reviewer())
+	again, errs := Pod(pod, reviewer(), Config{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -59,7 +59,7 @@ func TestSnapshotLaunchVariables(t *testing.T) {
 func TestLiveMountGetsNoLaunchVariables(t *testing.T) {
 	pod := agentPod(map[string]string{"prompts.persona-operator.dev/delivery": "live"})
 	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: "PERSONA_HARNESS", Value: "claude"})
-	res, errs := Pod(pod, reviewer())
+	res, errs := Pod(pod, reviewer(), Config{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

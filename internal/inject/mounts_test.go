@@ -3,6 +3,7 @@ package inject
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ func withPromptVolume(source corev1.VolumeSource) *corev1.Pod {
 func refused(t *testing.T, pod *corev1.Pod, want ...string) {
 	t.Helper()
 	before := pod.DeepCopy()
-	res, errs := Pod(pod, reviewer())
+	res, errs := Pod(pod, reviewer(), platform)
 	if len(errs) == 0 {
 		t.Fatalf("not refused: %+v", res)
 	}
@@ -96,7 +97,7 @@ func TestPromptVolumeOnlyInTheWebhooksShape(t *testing.T) {
 			source := configMapSource(tc.configMap)
 			source.ConfigMap.DefaultMode = tc.mode
 			pod := withPromptVolume(source)
-			res, errs := Pod(pod, reviewer())
+			res, errs := Pod(pod, reviewer(), Config{})
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}
@@ -104,7 +105,7 @@ func TestPromptVolumeOnlyInTheWebhooksShape(t *testing.T) {
 				t.Errorf("revision %d, want %d", res.Revision, tc.want)
 			}
 			once := pod.DeepCopy()
-			if _, errs := Pod(pod, reviewer()); len(errs) > 0 || !reflect.DeepEqual(pod, once) {
+			if _, errs := Pod(pod, reviewer(), Config{}); len(errs) > 0 || !reflect.DeepEqual(pod, once) {
 				t.Errorf("reinvocation: %v, changed %v", errs, !reflect.DeepEqual(pod, once))
 			}
 		})
@@ -160,7 +161,7 @@ func TestHandMountsOnlyWhole(t *testing.T) {
 		t.Run("whole, "+tc.name, func(t *testing.T) {
 			pod := handPod(tc.source)
 			before := pod.DeepCopy()
-			res, errs := Pod(pod, reviewer())
+			res, errs := Pod(pod, reviewer(), Config{})
 			if len(errs) > 0 || res.Changed || !reflect.DeepEqual(pod, before) {
 				t.Fatalf("%+v, %v; changed %v", res, errs, !reflect.DeepEqual(pod, before))
 			}
@@ -175,7 +176,7 @@ func TestHandMountsOnlyWhole(t *testing.T) {
 	both.Spec.Volumes = append(both.Spec.Volumes, corev1.Volume{Name: "prompt", VolumeSource: configMapSource("persona-reviewer")})
 	refused(t, both, "spec.volumes[persona-prompt]", "mount the prompt one way")
 	// An injected pod: the ConfigMap it gets, named by the label that asked for it.
-	res, errs := Pod(agentPod(nil), reviewer())
+	res, errs := Pod(agentPod(nil), reviewer(), Config{})
 	if len(errs) > 0 || len(res.Mounts) != 1 || res.Mounts[0].ConfigMap != "persona-reviewer.r3" ||
 		res.Mounts[0].Field.String() != "metadata.labels[prompts.persona-operator.dev/persona]" {
 		t.Errorf("injected: %+v, %v", res, errs)
@@ -224,7 +225,7 @@ func TestShadowsOnTheKubeletsPath(t *testing.T) {
 		pod := agentPod(nil)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "mine", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "mine", MountPath: p}}
-		if _, errs := Pod(pod, reviewer()); len(errs) > 0 {
+		if _, errs := Pod(pod, reviewer(), Config{}); len(errs) > 0 {
 			t.Errorf("a mount at %s: %v", p, errs)
 		}
 	}
@@ -234,5 +235,183 @@ func TestShadowsOnTheKubeletsPath(t *testing.T) {
 	targets, _ := targetContainers(pod, nil)
 	if errs := shadows(pod, targets, "/etc/persona"); len(errs) != 1 || !strings.Contains(errs[0].Field, "spec.containers[0].volumeMounts[0]") {
 		t.Errorf("a subPath mount of the webhook's volume at the mount path: %v, want one shadow", errs)
+	}
+}
+
+// The runtime mounts a path through the symlinks of what is mounted before
+// it, deeper paths later. So in a container that gets the prompt, no mount
+// may sit under a volume whose files the pod or another may write (a
+// symlink there leads anywhere), and the prompt's own mount under no
+// volume at all (a ConfigMap's item paths are symlinks too). Under a
+// volume only the kubelet writes, mounts may nest: its symlinks stay in it.
+func TestNestedMounts(t *testing.T) {
+	pvc := corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "workspace"}}
+	emptyDir := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	image := corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "tools:1"}}
+	secret := corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls"}}
+	downward := corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{}}
+	type mount struct{ volume, path string }
+	// pod has, in the agent container (which gets the prompt unless the
+	// annotations say otherwise), the mounts in order, each of its own
+	// volume of the given source; a volume named "missing" is not declared.
+	pod := func(annotations map[string]string, sources map[string]corev1.VolumeSource, mounts ...mount) *corev1.Pod {
+		p := agentPod(annotations)
+		for _, m := range mounts {
+			if s, ok := sources[m.volume]; ok && !slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.volume }) {
+				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: m.volume, VolumeSource: s})
+			}
+			p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: m.volume, MountPath: m.path})
+		}
+		return p
+	}
+	sources := map[string]corev1.VolumeSource{"pvc": pvc, "scratch": emptyDir, "tools": image, "config": configMapSource("app"),
+		"tls": secret, "labels": downward, "bundle": projection("app"), "tenant": configMapSource("tenant-prompt")}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		mounts      []mount
+		want        []string // the first is the field refused
+	}{
+		{"under a PVC, through its symlink onto /etc", nil, []mount{{"pvc", "/data"}, {"tenant", "/data/l/persona"}},
+			[]string{"spec.containers[0].volumeMounts[1].mountPath", "volume tenant", "under volume pvc at /data", "persona reviewer at /etc/persona"}},
+		{"under an emptyDir, by a relative path", nil, []mount{{"scratch", "home/agent"}, {"config", "/home/agent/./.config"}},
+			[]string{"spec.containers[0].volumeMounts[1].mountPath", "volume config", "under volume scratch"}},
+		{"under an image volume", nil, []mount{{"tools", "/opt/tools"}, {"config", "/opt/tools/etc"}},
+			[]string{"spec.containers[0].volumeMounts[1].mountPath", "under volume tools"}},
+		{"under a volume the pod does not declare", nil, []mount{{"missing", "/data"}, {"config", "/data/x"}},
+			[]string{"spec.containers[0].volumeMounts[1].mountPath", "under volume missing"}},
+		{"under a PVC, through a ConfigMap between", nil, []mount{{"pvc", "/a"}, {"config", "/a/b"}, {"tls", "/a/b/c"}},
+			[]string{"spec.containers[0].volumeMounts[1].mountPath", "spec.containers[0].volumeMounts[2].mountPath", "volume tls is mounted at /a/b/c, under volume pvc"}},
+		{"under a PVC, a sibling that sorts between", nil, []mount{{"pvc", "/a"}, {"config", "/a!b"}, {"tenant", "/a/b"}},
+			[]string{"spec.containers[0].volumeMounts[2].mountPath", "under volume pvc"}},
+		{"the prompt under an emptyDir", nil, []mount{{"scratch", "/etc"}},
+			[]string{"spec.containers[0].volumeMounts[0].mountPath", "volume scratch is mounted at /etc, above /etc/persona"}},
+		// A ConfigMap's item persona/readme makes /opt/agent/persona a
+		// symlink to ..data/persona, where the tenant's mount lands later.
+		{"the prompt under a ConfigMap's item symlink", map[string]string{MountPathAnnotation: "/var/prompt"},
+			[]mount{{"config", "/var"}, {"tenant", "/var/..data/prompt"}},
+			[]string{"spec.containers[0].volumeMounts[0].mountPath", "volume config is mounted at /var, above /var/prompt"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod(tc.annotations, sources, tc.mounts...)
+			refused(t, p, tc.want...)
+			if _, errs := Pod(p, reviewer(), platform); !strings.HasPrefix(errs[0].Field, tc.want[0]) {
+				t.Errorf("first refusal names %s, want %s", errs[0].Field, tc.want[0])
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		mounts      []mount
+	}{
+		{"under a ConfigMap, a Secret", nil, []mount{{"config", "/etc/app"}, {"tls", "/etc/app/tls"}}},
+		{"under a projection and a downwardAPI volume", nil, []mount{{"bundle", "/run/app"}, {"labels", "/run/app/labels"}, {"tenant", "/run/app/labels/x"}}},
+		{"under a ConfigMap, an emptyDir with nothing under it", nil, []mount{{"config", "/a"}, {"scratch", "/a/b"}}},
+		{"beside a PVC, a path that only begins like it", nil, []mount{{"pvc", "/data"}, {"config", "/data2/x"}, {"tls", "/data-x"}}},
+		{"under a PVC, in a container that does not get the prompt", map[string]string{ContainersAnnotation: "sidecar"},
+			[]mount{{"pvc", "/data"}, {"tenant", "/data/l/persona"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod(tc.annotations, sources, tc.mounts...)
+			p.Spec.Containers[0].Env = nil // a container that sets PERSONA_NAME gets the prompt
+			if _, errs := Pod(p, reviewer(), platform); len(errs) > 0 {
+				t.Errorf("refused: %v", errs)
+			}
+		})
+	}
+}
+
+// comparePaths orders a path's descendants right after it, before any
+// sibling that shares its text ("/a!b": '!' is below '/').
+func TestComparePaths(t *testing.T) {
+	paths := []string{"/a!b", "/a/b/c", "/b", "/a", "/a/b", "/", "/a-b/c"}
+	slices.SortFunc(paths, comparePaths)
+	if want := []string{"/", "/a", "/a/b", "/a/b/c", "/a!b", "/a-b/c", "/b"}; !slices.Equal(paths, want) {
+		t.Errorf("order %v, want %v", paths, want)
+	}
+}
+
+// The webhook's variables are its own: a container that does not get the
+// prompt may not set them (a harness there would read the pod's file as
+// the operator's), and one that reads variables from a ConfigMap or Secret
+// gets them empty, so that none comes from there.
+func TestVariablesOfOtherContainers(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		modify      func(*corev1.Pod)
+		want        []string
+	}{
+		{"an agent the annotation leaves out", map[string]string{ContainersAnnotation: "sidecar"}, func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "HOME", Value: "/home"}, {Name: EnvPromptFile, Value: "/etc/persona/system-prompt.md"}}
+		}, []string{"spec.containers[0].env[1].name", "container agent does not get the prompt of persona reviewer", "the annotation " + ContainersAnnotation, EnvPromptFile}},
+		{"an init container, from a field", nil, func(p *corev1.Pod) {
+			p.Spec.InitContainers[0].Env = []corev1.EnvVar{{Name: EnvBundleFile, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+		}, []string{"spec.initContainers[0].env[0].name", "container setup", "not its init containers", EnvBundleFile}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := agentPod(tc.annotations)
+			tc.modify(p)
+			refused(t, p, tc.want...)
+		})
+	}
+
+	p := agentPod(map[string]string{ContainersAnnotation: "agent"})
+	from := []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}
+	p.Spec.Containers[0].EnvFrom = from
+	p.Spec.Containers[1].EnvFrom = from
+	p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: EnvModel}} // empty: as the webhook sets it
+	if _, errs := Pod(p, reviewer(), platform); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	values := func(c corev1.Container) map[string]string {
+		m := map[string]string{}
+		for _, e := range c.Env {
+			if slices.Contains(envNames, e.Name) {
+				if _, twice := m[e.Name]; twice {
+					t.Errorf("container %s sets %s twice", c.Name, e.Name)
+				}
+				m[e.Name] = e.Value
+			}
+		}
+		return m
+	}
+	empty := map[string]string{}
+	for _, n := range envNames {
+		empty[n] = ""
+	}
+	if got := values(p.Spec.Containers[1]); !reflect.DeepEqual(got, empty) {
+		t.Errorf("sidecar, which reads a ConfigMap into its environment: %v, want each of %v empty", got, envNames)
+	}
+	if got := values(p.Spec.Containers[0]); got[EnvPromptFile] != "/etc/persona/system-prompt.md" {
+		t.Errorf("agent: %v, want the prompt file set", got)
+	}
+	if got := values(p.Spec.InitContainers[0]); len(got) != 0 {
+		t.Errorf("init container, which reads nothing into its environment: %v, want none", got)
+	}
+	once := p.DeepCopy()
+	if _, errs := Pod(p, reviewer(), platform); len(errs) > 0 || !reflect.DeepEqual(p, once) {
+		t.Errorf("reinvocation: %v, changed %v", errs, !reflect.DeepEqual(p, once))
+	}
+}
+
+// Only the platform chooses where the prompt may go: a path of the flag
+// must be clean, absolute and outside the kernel's links.
+func TestCheckMountPath(t *testing.T) {
+	for _, p := range []string{"/etc/persona", "/var/run/prompt", "/p"} {
+		if err := CheckMountPath(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	for p, want := range map[string]string{"etc/persona": "absolute", "/etc/../persona": "clean", "/": "other than /",
+		"/etc/persona/": "clean", "/a:b": "':'", "/proc/self/root/etc": "kernel's links", "/sys": "kernel's links",
+		"/" + strings.Repeat("a", 256): "256 bytes"} {
+		if err := CheckMountPath(p); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error naming %q", truncate(p), err, want)
+		}
+	}
+	if err := (Config{MountPaths: []string{"/etc/persona", "prompt"}}).Check(); err == nil || !strings.Contains(err.Error(), `"prompt"`) {
+		t.Errorf("a config with a relative path: %v", err)
 	}
 }

@@ -63,6 +63,8 @@ type Injector struct {
 	// exist. It also reads the bundle.json of each snapshot injected,
 	// once (launchReader); nil sets no launch variables.
 	APIReader client.Reader
+	// Config is the platform's part of the injection (the manager's flags).
+	Config inject.Config
 
 	launchOnce sync.Once
 	launch     *launchReader
@@ -79,9 +81,9 @@ func (i *Injector) launches() *launchReader {
 }
 
 // RegisterInjection serves the pod injection on the manager's webhook server.
-func RegisterInjection(mgr ctrl.Manager, delivered client.Reader, namespaces []string) {
+func RegisterInjection(mgr ctrl.Manager, delivered client.Reader, namespaces []string, cfg inject.Config) {
 	mgr.GetWebhookServer().Register(InjectPath, (&Injector{
-		Personas: mgr.GetCache(), ConfigMaps: delivered, Namespaces: namespaces, APIReader: mgr.GetAPIReader(),
+		Personas: mgr.GetCache(), ConfigMaps: delivered, Namespaces: namespaces, APIReader: mgr.GetAPIReader(), Config: cfg,
 	}).Handler())
 }
 
@@ -128,14 +130,14 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode the pod: %w", err))
 	}
-	res, errs := inject.Pod(pod, persona)
+	res, errs := inject.Pod(pod, persona, i.Config)
 	if len(errs) == 0 && i.pruned(ctx, req.Namespace, name, persona, res.Revision) {
 		delete(persona.Snapshots, res.Revision)
 		pod = &corev1.Pod{}
 		if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("the Pod %s", personaadmission.DecodeErrorDetail(err)))
 		}
-		res, errs = inject.Pod(pod, persona)
+		res, errs = inject.Pod(pod, persona, i.Config)
 	}
 	if len(errs) == 0 {
 		var err error

@@ -221,9 +221,9 @@ spec: {inherit: [base], model: gpt-5.2-codex, harnessPrompt: keep}
 		Entry("a revision that does not parse", func(p *corev1.Pod) {
 			p.Annotations = map[string]string{"prompts.persona-operator.dev/revision": "latest"}
 		}, "metadata.annotations[prompts.persona-operator.dev/revision]", "positive integer"),
-		Entry("a mount path that does not parse", func(p *corev1.Pod) {
-			p.Annotations = map[string]string{"prompts.persona-operator.dev/mount-path": "prompt"}
-		}, "metadata.annotations[prompts.persona-operator.dev/mount-path]", "absolute path"),
+		Entry("a mount path the platform does not list", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"prompts.persona-operator.dev/mount-path": "/lib/persona"}
+		}, "metadata.annotations[prompts.persona-operator.dev/mount-path]", `supported values: "/etc/persona", "/var/run/prompt"`),
 		Entry("a delivery that does not parse", func(p *corev1.Pod) {
 			p.Annotations = map[string]string{"prompts.persona-operator.dev/delivery": "stream"}
 		}, "metadata.annotations[prompts.persona-operator.dev/delivery]", `"stream"`),

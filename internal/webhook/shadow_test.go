@@ -1,0 +1,103 @@
+package webhook_test
+
+import (
+	"bytes"
+	"os"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/test/controlplane"
+	"github.com/persona-operator/persona-operator/test/suite"
+)
+
+// The runtime mounts a path through the symlinks of what it mounted before,
+// deeper paths later, so a mount whose path reads elsewhere can land on the
+// prompt. Each pod below did, on a real kubelet, containerd and runc: each
+// is refused now, through the real API server, in a namespace the sample
+// pod policy guards, and the refusal names the field.
+var _ = Describe("Mounts that could cover the prompt", func() {
+	It("refuses them in a guarded namespace, naming the field, and admits mounts that nest under the kubelet's own volumes", func() {
+		ns := suite.NewNamespace()
+		raw, err := os.ReadFile("../../config/samples/policy_agent_pods.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		objects, err := controlplane.DecodeManifest(bytes.NewReader(raw))
+		Expect(err).NotTo(HaveOccurred())
+		for _, u := range objects {
+			Expect(suite.K8s.Create(suite.Ctx, u)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(suite.K8s.Delete(suite.Ctx, u))).To(Succeed()) })
+		}
+		var namespace corev1.Namespace
+		Expect(suite.K8s.Get(suite.Ctx, client.ObjectKey{Name: ns}, &namespace)).To(Succeed())
+		namespace.Labels["prompts.persona-operator.dev/agents"] = "guarded"
+		Expect(suite.K8s.Update(suite.Ctx, &namespace)).To(Succeed())
+		suite.Apply(ns, "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Persona\nmetadata: {name: reviewer}\nspec: {model: m1}\n")
+		Eventually(func() int64 { return suite.GetPersona(ns, "reviewer").Status.CurrentRevision }).Should(Equal(int64(1)))
+		// The policy is enforced once its binding is seen: an unlabelled pod is refused.
+		Eventually(func() error {
+			return suite.K8s.Create(suite.Ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "x-", Namespace: ns},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "busybox"}}}})
+		}).Should(MatchError(ContainSubstring("label the pod")))
+
+		configMap := func(name, configMap string, items ...corev1.KeyToPath) corev1.Volume {
+			return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: configMap}, Items: items}}}
+		}
+		tenant := configMap("tenant", "tenant-prompt")
+		pvc := corev1.Volume{Name: "pvc", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "workspace"}}}
+		agentPod := func(annotations map[string]string, env []corev1.EnvVar, volumes []corev1.Volume, mounts ...corev1.VolumeMount) *corev1.Pod {
+			return &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{GenerateName: "agent-", Namespace: ns, Annotations: annotations,
+					Labels: map[string]string{"prompts.persona-operator.dev/persona": "reviewer"}},
+				Spec: corev1.PodSpec{Volumes: volumes, Containers: []corev1.Container{
+					{Name: "agent", Image: "platform/agent:pinned", VolumeMounts: mounts, Env: env},
+					{Name: "sidecar", Image: "busybox"}}},
+			}
+		}
+		for _, tc := range []struct {
+			name string
+			pod  *corev1.Pod
+			want []string // the field refused, then what the message says
+		}{
+			{"under the container's root in /proc", agentPod(nil, nil, []corev1.Volume{tenant},
+				corev1.VolumeMount{Name: "tenant", MountPath: "/proc/self/root/etc/persona"}),
+				[]string{"spec.containers[0].volumeMounts[0].mountPath", "kernel's links"}},
+			// A ConfigMap item persona/x makes the mount path a symlink to ..data/prompt.
+			{"the prompt under a ConfigMap whose item is a symlink", agentPod(map[string]string{"prompts.persona-operator.dev/mount-path": "/var/run/prompt"}, nil,
+				[]corev1.Volume{tenant, configMap("dir", "tenant-dir", corev1.KeyToPath{Key: "readme", Path: "prompt/readme"})},
+				corev1.VolumeMount{Name: "dir", MountPath: "/var/run"}, corev1.VolumeMount{Name: "tenant", MountPath: "/var/run/..data/prompt"}),
+				[]string{"spec.containers[0].volumeMounts[0].mountPath", "volume dir is mounted at /var/run, above /var/run/prompt"}},
+			// /lib is usr/lib in a usrmerged image: only the platform lists mount paths.
+			{"a mount path through the image's symlink", agentPod(map[string]string{"prompts.persona-operator.dev/mount-path": "/lib/persona"}, nil,
+				[]corev1.Volume{tenant}, corev1.VolumeMount{Name: "tenant", MountPath: "/usr/lib/persona"}),
+				[]string{"metadata.annotations[prompts.persona-operator.dev/mount-path]", `"/lib/persona"`, "supported values"}},
+			// The PVC holds l -> /etc, written by another pod of the namespace.
+			{"under a PVC that holds a symlink", agentPod(nil, nil, []corev1.Volume{tenant, pvc},
+				corev1.VolumeMount{Name: "pvc", MountPath: "/data"}, corev1.VolumeMount{Name: "tenant", MountPath: "/data/l/persona"}),
+				[]string{"spec.containers[0].volumeMounts[1].mountPath", "under volume pvc at /data"}},
+			{"an agent the containers annotation leaves out, with its own prompt file",
+				agentPod(map[string]string{"prompts.persona-operator.dev/containers": "sidecar"},
+					[]corev1.EnvVar{{Name: "PERSONA_PROMPT_FILE", Value: "/etc/persona/system-prompt.md"}},
+					[]corev1.Volume{tenant}, corev1.VolumeMount{Name: "tenant", MountPath: "/etc/persona"}),
+				[]string{"spec.containers[0].env[0].name", "container agent does not get the prompt of persona reviewer", "PERSONA_PROMPT_FILE"}},
+		} {
+			By(tc.name)
+			err := suite.K8s.Create(suite.Ctx, tc.pod)
+			Expect(err).To(HaveOccurred(), "admitted")
+			for _, w := range tc.want {
+				Expect(err.Error()).To(ContainSubstring(w))
+			}
+		}
+
+		By("mounts that nest under a ConfigMap and a Secret, which only the kubelet writes")
+		pod := agentPod(nil, nil, []corev1.Volume{configMap("config", "app"),
+			{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls"}}}},
+			corev1.VolumeMount{Name: "config", MountPath: "/etc/app"}, corev1.VolumeMount{Name: "tls", MountPath: "/etc/app/tls"})
+		Expect(suite.K8s.Create(suite.Ctx, pod)).To(Succeed())
+		Expect(pod.Spec.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "persona-prompt", MountPath: "/etc/persona", ReadOnly: true}))
+	})
+})
