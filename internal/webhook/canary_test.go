@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -90,5 +91,45 @@ func TestCanaryShareOfNewPods(t *testing.T) {
 		if revision, track := injectedTrack(t, aborted, req); revision != "1" || track != v1alpha1.TrackStable {
 			t.Fatalf("after an abort: revision %q, track %q", revision, track)
 		}
+	}
+}
+
+// The pods a canary gets read nothing of the API server but its snapshot's
+// bundle.json, once, as the current revision's pods do: the controller
+// keeps the snapshot of a canary that runs, as it keeps the current one's.
+// A pod whose template names another revision (an aborted canary's, here)
+// still reads whether its snapshot is there.
+func TestCanaryPodsReadTheAPIServerOnce(t *testing.T) {
+	var snapshots []client.Object
+	for n := int64(1); n <= 2; n++ {
+		snapshots = append(snapshots, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: delivery.SnapshotName("reviewer", n),
+			Namespace: "team", UID: types.UID(fmt.Sprint("s", n))},
+			Data: map[string]string{"bundle.json": `{"persona":{"harness":"claude"}}`}})
+	}
+	api := &countingReader{Reader: fake.NewClientBuilder().WithScheme(controlplane.Scheme).WithObjects(snapshots...).Build()}
+	i := canaryInjector(t, 100, v1alpha1.CanaryProgressing)
+	i.APIReader = api
+	for range 20 {
+		req := launchPod(t, nil)
+		req.UID = uuid.NewUUID()
+		resp := i.Handle(context.Background(), req)
+		if revision, _ := injectedTrack(t, i, req); revision != "2" || len(resp.Warnings) > 0 {
+			t.Fatalf("revision %q, warnings %q", revision, resp.Warnings)
+		}
+	}
+	if n := api.gets.Load(); n != 1 {
+		t.Errorf("20 canary pods, each reviewed twice, read the API server %d times, want once (the canary's bundle.json)", n)
+	}
+
+	api.gets.Store(0)
+	aborted := canaryInjector(t, 100, v1alpha1.CanaryAborted)
+	aborted.APIReader = api
+	req := launchPod(t, map[string]string{delivery.RevisionAnnotation: "2"})
+	req.UID = uuid.NewUUID()
+	if revision, track := injectedTrack(t, aborted, req); revision != "2" || track != v1alpha1.TrackStable {
+		t.Fatalf("a pod that names revision 2 after its canary's abort: revision %q, track %q", revision, track)
+	}
+	if n := api.gets.Load(); n != 2 {
+		t.Errorf("a pod that names the aborted canary's revision read the API server %d times, want twice (whether its snapshot is there, and its bundle.json)", n)
 	}
 }

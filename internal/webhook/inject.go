@@ -55,13 +55,13 @@ type Injector struct {
 	Namespaces []string
 	// APIReader reads ConfigMaps' metadata from the API server, for the
 	// few pods the caches cannot answer for: whether the snapshot of a
-	// revision other than the current one, which a pod template names,
-	// still exists (the cache may still hold one just pruned, and a pod
-	// mounting it would never start); and whose a persona-<name> is that
-	// the cache does not hold as its Persona's. Nil trusts the cache,
-	// which then takes a ConfigMap it does not hold for one that does not
-	// exist. It also reads the bundle.json of each snapshot injected,
-	// once (launchReader); nil sets no launch variables.
+	// revision other than the current one and the running canary's, which
+	// a pod template names, still exists (the cache may still hold one just
+	// pruned, and a pod mounting it would never start); and whose a
+	// persona-<name> is that the cache does not hold as its Persona's. Nil
+	// trusts the cache, which then takes a ConfigMap it does not hold for
+	// one that does not exist. It also reads the bundle.json of each
+	// snapshot injected, once (launchReader); nil sets no launch variables.
 	APIReader client.Reader
 	// Config is the platform's part of the injection (the manager's flags).
 	Config inject.Config
@@ -299,10 +299,14 @@ func (i *Injector) notThePersonas(ctx context.Context, namespace, name string, k
 }
 
 // pruned reports whether revision, which a pod template names and which is
-// not the current one, has lost its snapshot since the cache saw it: only
-// such pods (an old ReplicaSet's, during a rollout) read the API server.
+// neither the current one nor the running canary's, has lost its snapshot
+// since the cache saw it: only such pods (an old ReplicaSet's, during a
+// rollout) read the API server. The controller keeps the snapshots of the
+// current revision and of the canary's (status.latestRevision) while the
+// status names them, so the cache's word is taken for both alike: the
+// canary's share of the new pods costs no read per pod.
 func (i *Injector) pruned(ctx context.Context, namespace, name string, p *inject.Persona, revision int64) bool {
-	if i.APIReader == nil || p == nil || revision == 0 || revision == p.CurrentRevision {
+	if i.APIReader == nil || p == nil || revision == 0 || revision == p.CurrentRevision || revision == p.Canary {
 		return false
 	}
 	snapshot := &metav1.PartialObjectMetadata{}

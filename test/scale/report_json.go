@@ -108,6 +108,16 @@ func (r *report) figures() figuresJSON {
 		WebhookOffP99S:      r.webhookOff.quantile(0.99).Seconds(),
 		WebhookHandlerMeanS: wh.Sum / max(wh.Count, 1),
 		WebhookHandlerP99S:  finite(wh.BucketOf(0.99)),
+
+		InjectOnSamples:     len(r.injectOn),
+		InjectOnP50S:        r.injectOn.quantile(0.5).Seconds(),
+		InjectOnP99S:        r.injectOn.quantile(0.99).Seconds(),
+		InjectCanarySamples: len(r.injectCanary),
+		InjectCanaryP50S:    r.injectCanary.quantile(0.5).Seconds(),
+		InjectCanaryP99S:    r.injectCanary.quantile(0.99).Seconds(),
+		InjectOffSamples:    len(r.injectOff),
+		InjectOffP50S:       r.injectOff.quantile(0.5).Seconds(),
+		InjectOffP99S:       r.injectOff.quantile(0.99).Seconds(),
 	}
 	f.setPlatformFigures(rs)
 	f.restartJSON = r.restartFigures()

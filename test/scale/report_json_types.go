@@ -146,6 +146,18 @@ type figuresJSON struct {
 	WebhookHandlerMeanS float64  `json:"webhook_handler_mean_s"`
 	WebhookHandlerP99S  *float64 `json:"webhook_handler_p99_s"`
 
+	// Sequential creates of labelled pods with the pod injection, of a
+	// Persona with a canary in flight with it, and without it.
+	InjectOnSamples     int     `json:"inject_on_samples"`
+	InjectOnP50S        float64 `json:"inject_on_p50_s"`
+	InjectOnP99S        float64 `json:"inject_on_p99_s"`
+	InjectCanarySamples int     `json:"inject_canary_samples"`
+	InjectCanaryP50S    float64 `json:"inject_canary_p50_s"`
+	InjectCanaryP99S    float64 `json:"inject_canary_p99_s"`
+	InjectOffSamples    int     `json:"inject_off_samples"`
+	InjectOffP50S       float64 `json:"inject_off_p50_s"`
+	InjectOffP99S       float64 `json:"inject_off_p99_s"`
+
 	// The restart phase (report_restart.go).
 	restartJSON
 }

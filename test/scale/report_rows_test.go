@@ -64,3 +64,23 @@ func TestPlatformFanOutRows(t *testing.T) {
 		t.Errorf("the PromptPlatform's timeout: round timed out %v, timeouts %q", r.rounds[0].timeout(), timeouts(r.rounds))
 	}
 }
+
+// The pod creates of a Persona with a canary in flight stand beside those
+// without the injection at their p50 and at their p99, which has a target.
+func TestCanaryInjectionRows(t *testing.T) {
+	r := testReport(10)
+	rows := r.webhookRows()
+	at := slices.IndexFunc(rows, func(row []string) bool {
+		return strings.HasPrefix(row[0], "labelled pod create p50, a canary in flight")
+	})
+	if at < 0 || at+2 > len(rows) {
+		t.Fatalf("no canary rows in %q", rows)
+	}
+	want := [][]string{
+		{"labelled pod create p50, a canary in flight vs injection off (2 + 2 sequential)", "3.0 ms", "2.0 ms", "+1.0 ms", "—", "—"},
+		{"labelled pod create p99, a canary in flight vs injection off", "5.0 ms", "3.0 ms", "+2.0 ms", "≤ +10 ms", "yes"},
+	}
+	if got := rows[at : at+2]; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("rows = %q, want %q", got, want)
+	}
+}
