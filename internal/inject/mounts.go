@@ -51,30 +51,58 @@ func (c Config) Check() error {
 	return nil
 }
 
-// placed is a mount of a container that gets the prompt, at the path the
-// kubelet writes: a relative mountPath is made absolute, then cleaned.
+// placed is what the runtime mounts in a container that gets the prompt,
+// at the path the kubelet writes (a relative path made absolute, then
+// cleaned): a volume, a raw block device, the termination message file, or
+// the prompt itself.
 type placed struct {
-	path   string
-	index  int // in the container's volumeMounts; -1: the prompt's own
-	volume string
+	path string
+	// name and written say what it is and where the pod put it, for a
+	// refusal; field is the pod's field, nil for the prompt.
+	name, written string
+	field         *field.Path
 	// sealed is a volume only the kubelet writes, with symlinks that stay
-	// inside it (sealedSource): a mount under it lands under it.
+	// inside it (sealedVolumes): a mount under it lands under it.
 	sealed bool
 }
 
-// shadows refuses, in each container that gets the prompt, the mounts
-// that could cover it. The runtime resolves a mount's path through the
-// symlinks of what is mounted before it, and mounts the deeper paths
-// later, so the path as written is not where a mount lands. Refused:
+// mountsOf are what the runtime mounts in c but the prompt, whose volumes
+// sealed says are sealed. The kubelet mounts a file of its own at the
+// termination message path, and a device node at a device's path: files
+// the container writes, or the device's bytes.
+func mountsOf(pod *corev1.Pod, c *corev1.Container, mountPath string, sealed map[string]bool) []placed {
+	at := containerPath(pod, c)
+	var out []placed
+	for j, m := range c.VolumeMounts {
+		if !ownMount(m, mountPath) {
+			out = append(out, placed{path: kubeletPath(m.MountPath), name: "volume " + m.Name, written: m.MountPath,
+				field: at.Child("volumeMounts").Index(j).Child("mountPath"), sealed: sealed[m.Name]})
+		}
+	}
+	for j, d := range c.VolumeDevices {
+		out = append(out, placed{path: kubeletPath(d.DevicePath), name: "the device of volume " + d.Name, written: d.DevicePath,
+			field: at.Child("volumeDevices").Index(j).Child("devicePath")})
+	}
+	if c.TerminationMessagePath != "" {
+		out = append(out, placed{path: kubeletPath(c.TerminationMessagePath), name: "the termination message file",
+			written: c.TerminationMessagePath, field: at.Child("terminationMessagePath")})
+	}
+	return out
+}
+
+// shadows refuses, in each container that gets the prompt, what the
+// runtime would mount over it. The runtime resolves a mount's path through
+// the symlinks of what is mounted before it, and mounts the deeper paths
+// later, so the path as written is not where a mount lands. Refused (a
+// mount here is a volume's, a device's or the termination message file's):
 //   - a mount at or under the mount path (but the webhook's own): it would
 //     hide the prompt's files, or (subPath) pin one of them;
 //   - a mount under the kernel's links back into the container's own files
 //     (kernelLinks): /proc/self/root/etc/persona is /etc/persona;
-//   - the prompt's mount under another volume's: a symlink there (an item
-//     path of a ConfigMap is one) moves the prompt where another mount
-//     covers it;
-//   - a mount under a volume whose files the pod or another may write (a
-//     PVC, an emptyDir, an image): a symlink there leads anywhere, onto the
+//   - the prompt's mount under another: a symlink there (an item path of a
+//     ConfigMap is one) moves the prompt where another mount covers it;
+//   - a mount under one whose files the pod or another may write (a PVC,
+//     an emptyDir, an image): a symlink there leads anywhere, onto the
 //     prompt too.
 //
 // What remains is a path through the image's own symlinks, which
@@ -87,78 +115,64 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string) fie
 	}
 	sealed := sealedVolumes(pod)
 	persona := pod.Labels[PersonaLabel]
-	var mounts []placed
 	for _, c := range targets {
-		at := func(m placed) *field.Path {
-			return containerPath(pod, c).Child("volumeMounts").Index(m.index).Child("mountPath")
-		}
-		mounts = append(mounts[:0], placed{path: mountPath, index: -1, volume: VolumeName, sealed: true})
-		for j, m := range c.VolumeMounts {
-			if ownMount(m, mountPath) {
-				continue
+		mounts := []placed{{path: mountPath, sealed: true}}
+		for _, m := range mountsOf(pod, c, mountPath, sealed) {
+			if !underKernelLinks(m.path) {
+				mounts = append(mounts, m)
+			} else if refuse(m.field, fmt.Sprintf("%s is mounted at %s, under the kernel's links to the container's own files (/proc/self/root is its root): the runtime follows them, so it could shadow the prompt of persona %s at %s",
+				m.name, m.written, persona, mountPath)) {
+				return errs
 			}
-			p := placed{path: kubeletPath(m.MountPath), index: j, volume: m.Name, sealed: sealed[m.Name]}
-			if underKernelLinks(p.path) {
-				if refuse(at(p), fmt.Sprintf("volume %s is mounted at %s, under the kernel's links to the container's own files (/proc/self/root is its root): the runtime follows them, so it could shadow the prompt of persona %s at %s",
-					m.Name, m.MountPath, persona, mountPath)) {
-					return errs
-				}
-				continue
-			}
-			mounts = append(mounts, p)
 		}
 		// In this order a mount's ancestors come before it, and all that
 		// is under it right after it; the prompt first among equals.
-		slices.SortStableFunc(mounts, func(a, b placed) int {
-			return cmp.Or(comparePaths(a.path, b.path), cmp.Compare(a.index, b.index))
-		})
+		slices.SortStableFunc(mounts, func(a, b placed) int { return comparePaths(a.path, b.path) })
 		// The mounts above the current one, outermost first, each with the
 		// innermost unsealed one at or above it.
 		type above struct {
-			placed
+			*placed
 			unsealed *placed
 		}
 		var chain []above
-		var prompt *placed // in chain
+		underPrompt := false
 		for i := range mounts {
 			m := &mounts[i]
 			for len(chain) > 0 && !atOrUnder(m.path, chain[len(chain)-1].path) {
-				if chain[len(chain)-1].index == -1 {
-					prompt = nil
+				if chain[len(chain)-1].field == nil {
+					underPrompt = false
 				}
 				chain = chain[:len(chain)-1]
 			}
+			var where *field.Path
 			var why string
-			var where placed
 			switch {
-			case prompt != nil:
-				where = *m
-				why = fmt.Sprintf("volume %s is mounted at %s, at or under %s where the prompt of persona %s is mounted: it would shadow the prompt (mount it elsewhere)",
-					m.volume, c.VolumeMounts[m.index].MountPath, mountPath, persona)
-			case m.index == -1 && len(chain) > 0:
+			case underPrompt:
+				where = m.field
+				why = fmt.Sprintf("%s is mounted at %s, at or under %s where the prompt of persona %s is mounted: it would shadow the prompt (mount it elsewhere)",
+					m.name, m.written, mountPath, persona)
+			case m.field == nil && len(chain) > 0:
 				outer := chain[len(chain)-1]
-				where = outer.placed
-				why = fmt.Sprintf("volume %s is mounted at %s, above %s where the prompt of persona %s is mounted: the runtime mounts the prompt through that volume's files, where a symlink would move it under another mount; mount the volume beside %s, not above it",
-					outer.volume, c.VolumeMounts[outer.index].MountPath, mountPath, persona, mountPath)
+				where = outer.field
+				why = fmt.Sprintf("%s is mounted at %s, above %s where the prompt of persona %s is mounted: the runtime mounts the prompt through its files, where a symlink would move it under another mount; mount it beside %s, not above it",
+					outer.name, outer.written, mountPath, persona, mountPath)
 			case len(chain) > 0 && chain[len(chain)-1].unsealed != nil:
 				outer := chain[len(chain)-1].unsealed
-				where = *m
-				why = fmt.Sprintf("volume %s is mounted at %s, under volume %s at %s, whose files the pod or another may write: the runtime mounts it through them, so a symlink there could land it on the prompt of persona %s at %s; mount it beside %s, not under it (only a configMap, secret, downwardAPI or projected volume may hold mounts)",
-					m.volume, c.VolumeMounts[m.index].MountPath, outer.volume, c.VolumeMounts[outer.index].MountPath, persona, mountPath, outer.volume)
+				where = m.field
+				why = fmt.Sprintf("%s is mounted at %s, under %s at %s, whose files the pod or another may write: the runtime mounts it through them, so a symlink there could land it on the prompt of persona %s at %s; mount it beside, not under (only a configMap, secret, downwardAPI or projected volume may hold mounts)",
+					m.name, m.written, outer.name, outer.written, persona, mountPath)
 			}
-			if why != "" && refuse(at(where), why) {
+			if why != "" && refuse(where, why) {
 				return errs
 			}
-			next := above{placed: *m}
+			next := above{placed: m}
 			if len(chain) > 0 {
 				next.unsealed = chain[len(chain)-1].unsealed
 			}
 			if !m.sealed {
 				next.unsealed = m
 			}
-			if m.index == -1 {
-				prompt = m
-			}
+			underPrompt = underPrompt || m.field == nil
 			chain = append(chain, next)
 		}
 	}

@@ -415,3 +415,52 @@ func TestCheckMountPath(t *testing.T) {
 		t.Errorf("a config with a relative path: %v", err)
 	}
 }
+
+// The kubelet mounts more than volumes: a file of its own at the
+// termination message path, which the container writes, and a device node
+// at a raw block device's path, which holds the device's bytes. Over the
+// prompt, either would be what the agent reads.
+func TestKubeletFilesOverThePrompt(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		modify func(c *corev1.Container)
+		want   []string
+	}{
+		{"the termination message on the prompt", func(c *corev1.Container) { c.TerminationMessagePath = "/etc/persona/system-prompt.md" },
+			[]string{"spec.containers[0].terminationMessagePath", "the termination message file is mounted at /etc/persona/system-prompt.md", "shadow"}},
+		{"the termination message, relative", func(c *corev1.Container) { c.TerminationMessagePath = "etc/persona/bundle.json" },
+			[]string{"spec.containers[0].terminationMessagePath", "shadow"}},
+		{"the termination message through /proc", func(c *corev1.Container) { c.TerminationMessagePath = "/proc/self/root/etc/persona/system-prompt.md" },
+			[]string{"spec.containers[0].terminationMessagePath", "kernel's links"}},
+		{"a device on the prompt", func(c *corev1.Container) {
+			c.VolumeDevices = []corev1.VolumeDevice{{Name: "block", DevicePath: "/etc/persona/system-prompt.md"}}
+		}, []string{"spec.containers[0].volumeDevices[0].devicePath", "the device of volume block", "shadow"}},
+		{"a device under a PVC", func(c *corev1.Container) {
+			c.VolumeMounts = []corev1.VolumeMount{{Name: "cache", MountPath: "/data"}}
+			c.VolumeDevices = []corev1.VolumeDevice{{Name: "block", DevicePath: "/data/l/persona/system-prompt.md"}}
+		}, []string{"spec.containers[0].volumeDevices[0].devicePath", "under volume cache at /data"}},
+		{"the termination message under an emptyDir", func(c *corev1.Container) {
+			c.VolumeMounts = []corev1.VolumeMount{{Name: "cache", MountPath: "/data"}}
+			c.TerminationMessagePath = "/data/l/persona/system-prompt.md"
+		}, []string{"spec.containers[0].terminationMessagePath", "under volume cache at /data"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := agentPod(nil)
+			pod.Spec.Volumes = []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "block", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "disk"}}}}
+			tc.modify(&pod.Spec.Containers[0])
+			refused(t, pod, tc.want...)
+		})
+	}
+	// Where the API server puts them by default, and a device elsewhere.
+	pod := agentPod(nil)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "block", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "disk"}}})
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].TerminationMessagePath = corev1.TerminationMessagePathDefault
+	}
+	pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "block", DevicePath: "/dev/xvda"}}
+	if _, errs := Pod(pod, reviewer(), platform); len(errs) > 0 {
+		t.Errorf("defaults: %v", errs)
+	}
+}

@@ -79,6 +79,16 @@ var _ = Describe("Mounts that could cover the prompt", func() {
 			{"under a PVC that holds a symlink", agentPod(nil, nil, []corev1.Volume{tenant, pvc},
 				corev1.VolumeMount{Name: "pvc", MountPath: "/data"}, corev1.VolumeMount{Name: "tenant", MountPath: "/data/l/persona"}),
 				[]string{"spec.containers[0].volumeMounts[1].mountPath", "under volume pvc at /data"}},
+			{"the termination message file on the prompt", func() *corev1.Pod {
+				p := agentPod(nil, nil, nil)
+				p.Spec.Containers[0].TerminationMessagePath = "/etc/persona/system-prompt.md"
+				return p
+			}(), []string{"spec.containers[0].terminationMessagePath", "the termination message file", "shadow"}},
+			{"a raw block device on the prompt", func() *corev1.Pod {
+				p := agentPod(nil, nil, []corev1.Volume{pvc})
+				p.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "pvc", DevicePath: "/etc/persona/system-prompt.md"}}
+				return p
+			}(), []string{"spec.containers[0].volumeDevices[0].devicePath", "the device of volume pvc", "shadow"}},
 			{"an agent the containers annotation leaves out, with its own prompt file",
 				agentPod(map[string]string{"prompts.persona-operator.dev/containers": "sidecar"},
 					[]corev1.EnvVar{{Name: "PERSONA_PROMPT_FILE", Value: "/etc/persona/system-prompt.md"}},
