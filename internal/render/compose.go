@@ -81,19 +81,20 @@ func joinSpans(buf []byte, spans []span) (string, []Piece) {
 	}
 	var b strings.Builder
 	b.Grow(n)
-	offsets := make([]int, len(spans))
 	for i, s := range spans {
 		if i > 0 {
 			b.WriteString("\n\n")
 		}
-		offsets[i] = b.Len()
 		b.Write(buf[s.start:s.end])
 	}
 	b.WriteByte('\n')
 	text := b.String()
 	pieces := make([]Piece, len(spans))
+	at := 0
 	for i, s := range spans {
-		pieces[i] = Piece{Name: s.section, Origin: s.origin, Text: text[offsets[i] : offsets[i]+s.end-s.start]}
+		end := at + s.end - s.start
+		pieces[i] = Piece{Name: s.section, Origin: s.origin, Text: text[at:end]}
+		at = end + len("\n\n")
 	}
 	return text, pieces
 }

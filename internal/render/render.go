@@ -224,6 +224,9 @@ func (r *renderer) placeClusterLayers(spans []span) ([]span, error) {
 			spans = appendNonEmpty(spans, p)
 		}
 	}
+	if len(first) == 0 {
+		return spans, nil
+	}
 	return append(first, spans...), nil
 }
 
@@ -259,16 +262,19 @@ func sortedClusterLayers(layers []ClusterLayer) []ClusterLayer {
 // appendCallerPrompts appends the user and appended system prompts as
 // literal text, never executed as templates (personas.md#composition).
 func (r *renderer) appendCallerPrompts(spans []span) []span {
-	origin := "persona/" + r.bundle.Persona.Name
-	for _, lit := range []struct{ name, text string }{
-		{UserSystemPromptPiece, r.data.UserSystemPrompt},
-		{AppendSystemPromptPiece, r.data.AppendSystemPrompt},
-	} {
-		start := len(r.out)
-		r.out = append(r.out, lit.text...)
-		spans = appendNonEmpty(spans, r.literal(lit.name, origin, start))
+	spans = r.appendCallerPrompt(spans, UserSystemPromptPiece, r.data.UserSystemPrompt)
+	return r.appendCallerPrompt(spans, AppendSystemPromptPiece, r.data.AppendSystemPrompt)
+}
+
+func (r *renderer) appendCallerPrompt(spans []span, name, text string) []span {
+	start := len(r.out)
+	r.out = append(r.out, text...)
+	s := r.literal(name, "", start)
+	if s.start >= s.end {
+		return spans // most prompts have none: no origin to build
 	}
-	return spans
+	s.origin = "persona/" + r.bundle.Persona.Name
+	return append(spans, s)
 }
 
 // Includes returns the layer names that a template's include calls name,
