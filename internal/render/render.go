@@ -123,10 +123,14 @@ func (r *renderer) fail(kind SectionKind, name string, err error) error {
 	return &RenderError{Persona: r.bundle.Persona.Name, Variant: r.variant, Section: SectionName(kind, name), Err: err}
 }
 
-// piece renders one template into out, normalized.
+// piece renders one template into out, normalized. A layer's piece passes
+// no origin and takes its template's (parsed.origin).
 func (r *renderer) piece(kind SectionKind, name, origin, src string) (span, error) {
 	start := len(r.out)
 	p := r.x.engine.cache.get(kind, name, src)
+	if origin == "" {
+		origin = p.origin
+	}
 	out, err := r.x.executeTo(r.out, p, r.data)
 	r.out = out
 	if err != nil {
@@ -198,7 +202,7 @@ func (r *renderer) applyLayers(spans []span) ([]span, error) {
 // a layer that includes itself is a cycle.
 func (r *renderer) layerPiece(l Layer) (span, error) {
 	r.x.chain = append(r.x.chain[:0], l.Name)
-	p, err := r.piece(KindLayer, l.Name, "layer/"+l.Name, l.Template)
+	p, err := r.piece(KindLayer, l.Name, "", l.Template)
 	r.x.chain = r.x.chain[:0]
 	return p, err
 }
@@ -248,7 +252,7 @@ func (r *renderer) appendFinalClusterLayers(spans []span) ([]span, error) {
 }
 
 func (r *renderer) clusterLayerPiece(c ClusterLayer) (span, error) {
-	return r.piece(KindClusterLayer, c.Name, "clusterlayer/"+c.Name, c.Template)
+	return r.piece(KindClusterLayer, c.Name, "", c.Template)
 }
 
 func sortedClusterLayers(layers []ClusterLayer) []ClusterLayer {
