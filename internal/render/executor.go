@@ -30,6 +30,11 @@ type executor struct {
 	buffers [][]byte
 	// out is the reused output buffer of a render's pieces.
 	out []byte
+	// data, flights and spans are a render's template data, its sorted
+	// flight messages and its pieces, reused.
+	data    Data
+	flights []FlightMessage
+	spans   []span
 	// writers are reused writers, one per nesting level of execution.
 	writers []*budgetWriter
 	// bindings are the templates bound since the executor left the pool.
@@ -170,6 +175,7 @@ type executorPool struct {
 const (
 	maxIdleExecutors = 64
 	maxKeptBuffer    = 64 << 10
+	maxKeptItems     = 1024
 )
 
 func (p *executorPool) get(e *Engine) *executor {
@@ -199,6 +205,16 @@ func (p *executorPool) put(x *executor) {
 	}
 	if cap(x.out) > maxKeptBuffer {
 		x.out = nil
+	}
+	// An idle executor keeps no bundle's data alive.
+	x.data = Data{}
+	clear(x.flights[:cap(x.flights)])
+	clear(x.spans[:cap(x.spans)])
+	if cap(x.flights) > maxKeptItems {
+		x.flights = nil
+	}
+	if cap(x.spans) > maxKeptItems {
+		x.spans = nil
 	}
 	if len(x.bound) > maxBoundNames {
 		return

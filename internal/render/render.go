@@ -80,9 +80,11 @@ func (e *Engine) render(b *Bundle, variant string, personaDeadline time.Time) (*
 	defer e.pool.put(x)
 	x.budget.reset(&e.limits, time.Now(), personaDeadline)
 	x.includes = b.Includes
-	r := renderer{x: x, bundle: b, variant: variant, data: newData(b, v), out: x.out[:0]}
+	x.flights = fillData(&x.data, b, v, x.flights)
+	r := renderer{x: x, bundle: b, variant: variant, data: &x.data, out: x.out[:0]}
 	spans, err := r.spans()
-	x.out = r.out // keep the grown buffer for the executor's next render
+	// Keep the grown buffers for the executor's next render.
+	x.out, x.spans = r.out, spans[:0]
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +153,7 @@ func (r *renderer) literal(section, origin string, start int) span {
 // guardrails.
 func (r *renderer) spans() ([]span, error) {
 	b := r.bundle
-	spans := make([]span, 0, len(b.Sections)+len(b.Extensions)+len(b.Layers)+2)
+	spans := slices.Grow(r.x.spans[:0], len(b.Sections)+len(b.Extensions)+len(b.Layers)+2)
 	var err error
 	for _, s := range b.Sections {
 		if spans, err = r.appendPiece(spans, KindPlatform, s.Key, s.Origin, s.Template); err != nil {
