@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
 	"text/template"
 	"text/template/parse"
@@ -37,6 +38,10 @@ type executor struct {
 	spans   []span
 	// writers are reused writers, one per nesting level of execution.
 	writers []*budgetWriter
+	// textArg holds the argument of a guardText call, and textArgs is it as
+	// a reflect.Value, made once, so that the call allocates nothing.
+	textArg  string
+	textArgs [1]reflect.Value
 	// bindings are the templates bound since the executor left the pool.
 	// They are unbound when it returns, so an idle executor keeps no
 	// parse tree alive that the cache has dropped.
@@ -49,6 +54,7 @@ const maxBoundNames = 4096
 
 func newExecutor(e *Engine) *executor {
 	x := &executor{engine: e, bound: map[string]*template.Template{}}
+	x.textArgs[0] = reflect.ValueOf(&x.textArg).Elem()
 	x.root = template.New("\x00root").Funcs(x.funcMap()).Option("missingkey=zero")
 	return x
 }
