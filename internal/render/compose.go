@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Normalize removes a text piece's trailing whitespace and leading blank
@@ -15,7 +16,7 @@ func Normalize(s string) string {
 
 // normalizedBounds returns the bounds of the normalized text within b.
 func normalizedBounds(b []byte) (start, end int) {
-	end = len(bytes.TrimRightFunc(b, unicode.IsSpace))
+	end = len(trimRightSpace(b))
 	for {
 		i := bytes.IndexByte(b[start:end], '\n')
 		if i < 0 || len(bytes.TrimSpace(b[start:start+i])) > 0 {
@@ -23,6 +24,20 @@ func normalizedBounds(b []byte) (start, end int) {
 		}
 		start += i + 1
 	}
+}
+
+// asciiSpace are the ASCII bytes that unicode.IsSpace reports.
+const asciiSpace = " \t\n\v\f\r"
+
+// trimRightSpace is bytes.TrimRightFunc(b, unicode.IsSpace), which decodes
+// every rune through a function value, with most pieces' ending trimmed as
+// an ASCII set first.
+func trimRightSpace(b []byte) []byte {
+	b = bytes.TrimRight(b, asciiSpace)
+	if len(b) > 0 && b[len(b)-1] >= utf8.RuneSelf {
+		b = bytes.TrimRightFunc(b, unicode.IsSpace)
+	}
+	return b
 }
 
 // Join normalizes pieces and joins the non-empty ones with one blank line.
