@@ -26,18 +26,26 @@ func normalizedBounds(b []byte) (start, end int) {
 	}
 }
 
-// asciiSpace are the ASCII bytes that unicode.IsSpace reports.
-const asciiSpace = " \t\n\v\f\r"
-
 // trimRightSpace is bytes.TrimRightFunc(b, unicode.IsSpace), which decodes
-// every rune through a function value, with most pieces' ending trimmed as
-// an ASCII set first.
+// every rune through a function value, with most pieces' ending trimmed
+// byte by byte first.
 func trimRightSpace(b []byte) []byte {
-	b = bytes.TrimRight(b, asciiSpace)
+	for len(b) > 0 && asciiSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
 	if len(b) > 0 && b[len(b)-1] >= utf8.RuneSelf {
 		b = bytes.TrimRightFunc(b, unicode.IsSpace)
 	}
 	return b
+}
+
+// asciiSpace reports the ASCII bytes that unicode.IsSpace reports.
+func asciiSpace(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\v', '\f', '\r':
+		return true
+	}
+	return false
 }
 
 // Join normalizes pieces and joins the non-empty ones with one blank line.
