@@ -34,6 +34,9 @@ type costFunc func(args []reflect.Value) (cost, error)
 // or map spends a unit per element. A refusal panics with the error, which
 // text/template turns into the call's error.
 func (x *executor) guard(name string, fn any, costOf costFunc) any {
+	if f, ok := fn.(func(string) string); ok {
+		return x.guardText(name, f, costOf)
+	}
 	v := reflect.ValueOf(fn)
 	t := v.Type()
 	return reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
@@ -53,6 +56,28 @@ func (x *executor) guard(name string, fn any, costOf costFunc) any {
 		}
 		return out
 	}).Interface()
+}
+
+// guardText is guard for the commonest signature, func(string) string
+// (upper, trim, b64enc, ...), without reflection: a reflective wrapper costs
+// two reflective calls and a few allocations a call. The argument reaches
+// beforeCall as x.textArgs, a Value of the executor's own field, which cost
+// functions only read during the call. Like guard it refuses by panicking,
+// which keeps fn's signature, and so its one result.
+func (x *executor) guardText(name string, fn func(string) string, costOf costFunc) func(string) string {
+	return func(s string) string {
+		x.textArg = s
+		err := x.beforeCall(name, x.textArgs[:], costOf)
+		x.textArg = ""
+		if err != nil {
+			panic(err)
+		}
+		out := fn(s)
+		if len(out) > x.budget.limits.MaxOutputBytes {
+			panic(x.budget.limits.outputError(len(out)))
+		}
+		return out
+	}
 }
 
 // beforeCall checks the clock, bounds the arguments, and refuses the call

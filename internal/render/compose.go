@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Normalize removes a text piece's trailing whitespace and leading blank
@@ -15,7 +16,7 @@ func Normalize(s string) string {
 
 // normalizedBounds returns the bounds of the normalized text within b.
 func normalizedBounds(b []byte) (start, end int) {
-	end = len(bytes.TrimRightFunc(b, unicode.IsSpace))
+	end = len(trimRightSpace(b))
 	for {
 		i := bytes.IndexByte(b[start:end], '\n')
 		if i < 0 || len(bytes.TrimSpace(b[start:start+i])) > 0 {
@@ -23,6 +24,28 @@ func normalizedBounds(b []byte) (start, end int) {
 		}
 		start += i + 1
 	}
+}
+
+// trimRightSpace is bytes.TrimRightFunc(b, unicode.IsSpace), which decodes
+// every rune through a function value, with most pieces' ending trimmed
+// byte by byte first.
+func trimRightSpace(b []byte) []byte {
+	for len(b) > 0 && asciiSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	if len(b) > 0 && b[len(b)-1] >= utf8.RuneSelf {
+		b = bytes.TrimRightFunc(b, unicode.IsSpace)
+	}
+	return b
+}
+
+// asciiSpace reports the ASCII bytes that unicode.IsSpace reports.
+func asciiSpace(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\v', '\f', '\r':
+		return true
+	}
+	return false
 }
 
 // Join normalizes pieces and joins the non-empty ones with one blank line.
@@ -81,19 +104,20 @@ func joinSpans(buf []byte, spans []span) (string, []Piece) {
 	}
 	var b strings.Builder
 	b.Grow(n)
-	offsets := make([]int, len(spans))
 	for i, s := range spans {
 		if i > 0 {
 			b.WriteString("\n\n")
 		}
-		offsets[i] = b.Len()
 		b.Write(buf[s.start:s.end])
 	}
 	b.WriteByte('\n')
 	text := b.String()
 	pieces := make([]Piece, len(spans))
+	at := 0
 	for i, s := range spans {
-		pieces[i] = Piece{Name: s.section, Origin: s.origin, Text: text[offsets[i] : offsets[i]+s.end-s.start]}
+		end := at + s.end - s.start
+		pieces[i] = Piece{Name: s.section, Origin: s.origin, Text: text[at:end]}
+		at = end + len("\n\n")
 	}
 	return text, pieces
 }

@@ -79,6 +79,14 @@ const DefaultHarness = "claude"
 // newData builds the template data of one render of b, with the variant's
 // non-empty fields overriding the persona's.
 func newData(b *Bundle, v *Variant) *Data {
+	d := new(Data)
+	fillData(d, b, v, nil)
+	return d
+}
+
+// fillData is newData into d, which an executor reuses. Flight messages
+// out of order are sorted into sorted's memory, returned for the next render.
+func fillData(d *Data, b *Bundle, v *Variant, sorted []FlightMessage) []FlightMessage {
 	p := b.Persona
 	if v != nil {
 		p.Harness = cmp.Or(v.Harness, p.Harness)
@@ -86,7 +94,7 @@ func newData(b *Bundle, v *Variant) *Data {
 		p.ReasoningEffort = cmp.Or(v.ReasoningEffort, p.ReasoningEffort)
 	}
 	c := &b.Context
-	d := &Data{
+	*d = Data{
 		Harness:            cmp.Or(p.Harness, DefaultHarness),
 		Streaming:          p.Streaming,
 		Model:              p.Model,
@@ -111,13 +119,14 @@ func newData(b *Bundle, v *Variant) *Data {
 		d.Knowledge = *c.Knowledge
 	}
 	if !slices.IsSortedFunc(d.FlightMessages, compareFlightMessages) {
-		d.FlightMessages = slices.Clone(d.FlightMessages)
-		slices.SortStableFunc(d.FlightMessages, compareFlightMessages)
+		sorted = append(sorted[:0], d.FlightMessages...)
+		slices.SortStableFunc(sorted, compareFlightMessages)
+		d.FlightMessages = sorted
 	}
 	if d.Vars == nil {
 		d.Vars = map[string]string{}
 	}
-	return d
+	return sorted
 }
 
 func compareFlightMessages(a, b FlightMessage) int { return strings.Compare(a.Field, b.Field) }

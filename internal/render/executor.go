@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
 	"text/template"
 	"text/template/parse"
@@ -30,8 +31,17 @@ type executor struct {
 	buffers [][]byte
 	// out is the reused output buffer of a render's pieces.
 	out []byte
+	// data, flights and spans are a render's template data, its sorted
+	// flight messages and its pieces, reused.
+	data    Data
+	flights []FlightMessage
+	spans   []span
 	// writers are reused writers, one per nesting level of execution.
 	writers []*budgetWriter
+	// textArg holds the argument of a guardText call, and textArgs is it as
+	// a reflect.Value, made once, so that the call allocates nothing.
+	textArg  string
+	textArgs [1]reflect.Value
 	// bindings are the templates bound since the executor left the pool.
 	// They are unbound when it returns, so an idle executor keeps no
 	// parse tree alive that the cache has dropped.
@@ -44,6 +54,7 @@ const maxBoundNames = 4096
 
 func newExecutor(e *Engine) *executor {
 	x := &executor{engine: e, bound: map[string]*template.Template{}}
+	x.textArgs[0] = reflect.ValueOf(&x.textArg).Elem()
 	x.root = template.New("\x00root").Funcs(x.funcMap()).Option("missingkey=zero")
 	return x
 }
@@ -170,6 +181,7 @@ type executorPool struct {
 const (
 	maxIdleExecutors = 64
 	maxKeptBuffer    = 64 << 10
+	maxKeptItems     = 1024
 )
 
 func (p *executorPool) get(e *Engine) *executor {
@@ -199,6 +211,16 @@ func (p *executorPool) put(x *executor) {
 	}
 	if cap(x.out) > maxKeptBuffer {
 		x.out = nil
+	}
+	// An idle executor keeps no bundle's data alive.
+	x.data = Data{}
+	clear(x.flights[:cap(x.flights)])
+	clear(x.spans[:cap(x.spans)])
+	if cap(x.flights) > maxKeptItems {
+		x.flights = nil
+	}
+	if cap(x.spans) > maxKeptItems {
+		x.spans = nil
 	}
 	if len(x.bound) > maxBoundNames {
 		return

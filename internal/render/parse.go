@@ -20,6 +20,9 @@ type parsed struct {
 	err   error
 	// size is estimateSize's estimate of the memory this keeps.
 	size int
+	// origin is the origin of a layer's pieces, layer/<name> or
+	// clusterlayer/<name>, built once rather than on every render.
+	origin string
 
 	checkOnce sync.Once
 	checkErr  error

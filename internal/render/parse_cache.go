@@ -49,6 +49,8 @@ func (c *parseCache) get(kind SectionKind, name, src string) *parsed {
 	}
 	if p = c.previous[k]; p == nil {
 		p = parseTemplate(SectionName(kind, name), src, c.limits)
+		p.origin = layerOrigin(kind, name)
+		p.size += len(p.origin)
 		c.parses++
 	}
 	if c.currBytes+p.size > maxCacheBytes {
@@ -69,4 +71,16 @@ func (c *parseCache) peek(kind SectionKind, name, src string) *parsed {
 		return p
 	}
 	return c.previous[k]
+}
+
+// layerOrigin is the origin of the pieces of a layer of kind, or empty for
+// the other kinds, whose origin the bundle tells.
+func layerOrigin(kind SectionKind, name string) string {
+	switch kind {
+	case KindLayer:
+		return "layer/" + name
+	case KindClusterLayer:
+		return "clusterlayer/" + name
+	}
+	return ""
 }

@@ -80,9 +80,11 @@ func (e *Engine) render(b *Bundle, variant string, personaDeadline time.Time) (*
 	defer e.pool.put(x)
 	x.budget.reset(&e.limits, time.Now(), personaDeadline)
 	x.includes = b.Includes
-	r := renderer{x: x, bundle: b, variant: variant, data: newData(b, v), out: x.out[:0]}
+	x.flights = fillData(&x.data, b, v, x.flights)
+	r := renderer{x: x, bundle: b, variant: variant, data: &x.data, out: x.out[:0]}
 	spans, err := r.spans()
-	x.out = r.out // keep the grown buffer for the executor's next render
+	// Keep the grown buffers for the executor's next render.
+	x.out, x.spans = r.out, spans[:0]
 	if err != nil {
 		return nil, err
 	}
@@ -123,10 +125,14 @@ func (r *renderer) fail(kind SectionKind, name string, err error) error {
 	return &RenderError{Persona: r.bundle.Persona.Name, Variant: r.variant, Section: SectionName(kind, name), Err: err}
 }
 
-// piece renders one template into out, normalized.
+// piece renders one template into out, normalized. A layer's piece passes
+// no origin and takes its template's (parsed.origin).
 func (r *renderer) piece(kind SectionKind, name, origin, src string) (span, error) {
 	start := len(r.out)
 	p := r.x.engine.cache.get(kind, name, src)
+	if origin == "" {
+		origin = p.origin
+	}
 	out, err := r.x.executeTo(r.out, p, r.data)
 	r.out = out
 	if err != nil {
@@ -147,7 +153,7 @@ func (r *renderer) literal(section, origin string, start int) span {
 // guardrails.
 func (r *renderer) spans() ([]span, error) {
 	b := r.bundle
-	spans := make([]span, 0, len(b.Sections)+len(b.Extensions)+len(b.Layers)+2)
+	spans := slices.Grow(r.x.spans[:0], len(b.Sections)+len(b.Extensions)+len(b.Layers)+2)
 	var err error
 	for _, s := range b.Sections {
 		if spans, err = r.appendPiece(spans, KindPlatform, s.Key, s.Origin, s.Template); err != nil {
@@ -198,7 +204,7 @@ func (r *renderer) applyLayers(spans []span) ([]span, error) {
 // a layer that includes itself is a cycle.
 func (r *renderer) layerPiece(l Layer) (span, error) {
 	r.x.chain = append(r.x.chain[:0], l.Name)
-	p, err := r.piece(KindLayer, l.Name, "layer/"+l.Name, l.Template)
+	p, err := r.piece(KindLayer, l.Name, "", l.Template)
 	r.x.chain = r.x.chain[:0]
 	return p, err
 }
@@ -224,6 +230,9 @@ func (r *renderer) placeClusterLayers(spans []span) ([]span, error) {
 			spans = appendNonEmpty(spans, p)
 		}
 	}
+	if len(first) == 0 {
+		return spans, nil
+	}
 	return append(first, spans...), nil
 }
 
@@ -245,7 +254,7 @@ func (r *renderer) appendFinalClusterLayers(spans []span) ([]span, error) {
 }
 
 func (r *renderer) clusterLayerPiece(c ClusterLayer) (span, error) {
-	return r.piece(KindClusterLayer, c.Name, "clusterlayer/"+c.Name, c.Template)
+	return r.piece(KindClusterLayer, c.Name, "", c.Template)
 }
 
 func sortedClusterLayers(layers []ClusterLayer) []ClusterLayer {
@@ -259,16 +268,19 @@ func sortedClusterLayers(layers []ClusterLayer) []ClusterLayer {
 // appendCallerPrompts appends the user and appended system prompts as
 // literal text, never executed as templates (personas.md#composition).
 func (r *renderer) appendCallerPrompts(spans []span) []span {
-	origin := "persona/" + r.bundle.Persona.Name
-	for _, lit := range []struct{ name, text string }{
-		{UserSystemPromptPiece, r.data.UserSystemPrompt},
-		{AppendSystemPromptPiece, r.data.AppendSystemPrompt},
-	} {
-		start := len(r.out)
-		r.out = append(r.out, lit.text...)
-		spans = appendNonEmpty(spans, r.literal(lit.name, origin, start))
+	spans = r.appendCallerPrompt(spans, UserSystemPromptPiece, r.data.UserSystemPrompt)
+	return r.appendCallerPrompt(spans, AppendSystemPromptPiece, r.data.AppendSystemPrompt)
+}
+
+func (r *renderer) appendCallerPrompt(spans []span, name, text string) []span {
+	start := len(r.out)
+	r.out = append(r.out, text...)
+	s := r.literal(name, "", start)
+	if s.start >= s.end {
+		return spans // most prompts have none: no origin to build
 	}
-	return spans
+	s.origin = "persona/" + r.bundle.Persona.Name
+	return append(spans, s)
 }
 
 // Includes returns the layer names that a template's include calls name,
