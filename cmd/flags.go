@@ -4,6 +4,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,7 +63,29 @@ func (f *managerFlags) restartOptions() *controller.RestartOptions {
 func parseFlags() (*managerFlags, *zap.Options) {
 	f, logOpts := registerFlags(flag.CommandLine)
 	flag.Parse()
+	if err := f.check(); err != nil {
+		fmt.Fprintln(flag.CommandLine.Output(), err)
+		flag.Usage()
+		os.Exit(2)
+	}
 	return f, logOpts
+}
+
+// check says why flags that are each valid do not go together.
+func (f *managerFlags) check() error {
+	if err := f.injection.Check(); err != nil {
+		return fmt.Errorf("--mount-paths, --image-symlinks: %w", err)
+	}
+	return nil
+}
+
+// symlinkList is links as --image-symlinks takes them.
+func symlinkList(links map[string]string) string {
+	var out []string
+	for _, l := range slices.Sorted(maps.Keys(links)) {
+		out = append(out, l+"="+links[l])
+	}
+	return strings.Join(out, ",")
 }
 
 // registerFlags defines the manager's flags on fs.
@@ -112,17 +137,24 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 	fs.BoolVar(&f.restartWorkloads, "restart-workloads", false, `Restart the Deployments, StatefulSets, DaemonSets and Argo Rollouts labelled prompts.persona-operator.dev/restart-on-change: "true" onto each revision their Persona delivers, in paced waves; needs the opt-in RBAC of the restart-workloads component or the chart's restartWorkloads.enabled.`)
 	fs.IntVar(&f.maxConcurrentRestarts, "max-concurrent-restarts", controller.DefaultMaxConcurrentRestarts, "With --restart-workloads: how many workloads may be rolling out onto a new revision at once, shared round-robin between namespaces.")
 	fs.DurationVar(&f.restartDeadline, "restart-deadline", controller.DefaultRestartDeadline, "With --restart-workloads: how long a workload's rollout may take before it counts as failed and halts its namespace's waiting restarts of the same cause.")
-	f.injection.MountPaths = []string{inject.DefaultMountPath}
+	f.injection = inject.Config{MountPaths: []string{inject.DefaultMountPath}, ImageSymlinks: inject.DefaultImageSymlinks}
 	fs.Func("mount-paths", "Comma-separated paths where the pod injection may mount the prompt: the first without the annotation "+inject.MountPathAnnotation+", which may choose another. The runtime resolves a path through the image's symlinks, so list only paths that no symlink of the agent images leads through. Default "+inject.DefaultMountPath+".",
 		func(v string) error {
-			cfg := inject.Config{MountPaths: splitList(v)}
-			if len(cfg.MountPaths) == 0 {
+			if f.injection.MountPaths = splitList(v); len(f.injection.MountPaths) == 0 {
 				return errors.New("names no path")
 			}
-			if err := cfg.Check(); err != nil {
-				return err
+			return nil
+		})
+	fs.Func("image-symlinks", "Comma-separated PATH=TARGET: the agent images' symlinks to directories, through which the pod injection judges where a container's mounts land; empty: none. Default "+symlinkList(inject.DefaultImageSymlinks)+".",
+		func(v string) error {
+			f.injection.ImageSymlinks = map[string]string{}
+			for _, entry := range splitList(v) {
+				link, target, ok := strings.Cut(entry, "=")
+				if !ok {
+					return fmt.Errorf("%q is not PATH=TARGET", entry)
+				}
+				f.injection.ImageSymlinks[link] = target
 			}
-			f.injection = cfg
 			return nil
 		})
 	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")

@@ -68,7 +68,7 @@ func FuzzPod(f *testing.F) {
 				t.Fatalf("container %s has %d prompt mounts", c.Name, own)
 			}
 		}
-		if errs := shadows(pod, targets, opts.mountPath); len(errs) > 0 {
+		if errs := shadows(pod, targets, opts.mountPath, cfg); len(errs) > 0 {
 			t.Fatalf("an injected pod has a shadowing mount: %v", errs)
 		}
 		for _, c := range otherContainers(pod, targets) {

@@ -180,7 +180,7 @@ func Pod(pod *corev1.Pod, persona *Persona, cfg Config) (Result, field.ErrorList
 	if len(errs) > 0 {
 		return Result{}, errs
 	}
-	hand, errs := handMounts(pod, name, own)
+	hand, errs := handMounts(pod, name)
 	if len(errs) > 0 {
 		return Result{}, errs
 	}
@@ -213,7 +213,7 @@ func Pod(pod *corev1.Pod, persona *Persona, cfg Config) (Result, field.ErrorList
 	if !own || rechoose {
 		revision = chooseRevision(persona, opts)
 	}
-	if errs := shadows(pod, targets, opts.mountPath); len(errs) > 0 {
+	if errs := shadows(pod, targets, opts.mountPath, cfg); len(errs) > 0 {
 		return Result{}, errs
 	}
 	others := otherContainers(pod, targets)
@@ -329,9 +329,10 @@ func readOptions(pod *corev1.Pod, name string, cfg Config) (options, field.Error
 // and keeps working as it is, when it mounts the whole ConfigMap. With items,
 // beside other sources in a projection, or mounted by subPath, the pod picks
 // the files it reads (the persona body without the guardrails, say):
-// refused, naming the field. own says the pod has the webhook's volume too,
-// which no container may mount by subPath either.
-func handMounts(pod *corev1.Pod, name string, own bool) ([]Mount, field.ErrorList) {
+// refused, naming the field. No container may mount the webhook's volume
+// by subPath either, whether the pod has it yet or not: it would pin one of
+// its files, which a live mount then never updates.
+func handMounts(pod *corev1.Pod, name string) ([]Mount, field.ErrorList) {
 	var mounts []Mount
 	var errs field.ErrorList
 	// what says how the pod picks files of a ConfigMap of the Persona.
@@ -346,10 +347,9 @@ func handMounts(pod *corev1.Pod, name string, own bool) ([]Mount, field.ErrorLis
 			mounts = append(mounts, Mount{ConfigMap: configMap, Field: p})
 		}
 	}
-	mounting := map[string]bool{} // the volumes that mount one, by name
-	if own {
-		mounting[VolumeName] = true
-	}
+	// The volumes that mount one, by name; the webhook's before it adds it
+	// too, since the mounts that name it will then mount it.
+	mounting := map[string]bool{VolumeName: true}
 	for i, v := range pod.Spec.Volumes {
 		if v.Name == VolumeName {
 			continue // the webhook's own, on reinvocation: injectedRevision
@@ -380,9 +380,6 @@ func handMounts(pod *corev1.Pod, name string, own bool) ([]Mount, field.ErrorLis
 			}
 		}
 	}
-	if len(mounts) == 0 && !own {
-		return nil, nil
-	}
 	if len(mounts) > maxHandMounts {
 		return nil, field.ErrorList{field.Forbidden(field.NewPath("spec", "volumes"),
 			fmt.Sprintf("the pod mounts more than %d ConfigMaps of persona %s by hand", maxHandMounts, name))}
@@ -398,10 +395,10 @@ func handMounts(pod *corev1.Pod, name string, own bool) ([]Mount, field.ErrorLis
 				}
 				p := list.path.Index(i).Child("volumeMounts").Index(j)
 				if m.SubPath != "" {
-					refuse(p.Child("subPath"), "container "+c.Name+" mounts subPath "+truncate(m.SubPath)+" of volume "+m.Name)
+					refuse(p.Child("subPath"), "container "+truncate(c.Name)+" mounts subPath "+truncate(m.SubPath)+" of volume "+truncate(m.Name))
 				}
 				if m.SubPathExpr != "" {
-					refuse(p.Child("subPathExpr"), "container "+c.Name+" mounts subPathExpr "+truncate(m.SubPathExpr)+" of volume "+m.Name)
+					refuse(p.Child("subPathExpr"), "container "+truncate(c.Name)+" mounts subPathExpr "+truncate(m.SubPathExpr)+" of volume "+truncate(m.Name))
 				}
 			}
 		}
@@ -587,7 +584,7 @@ func borrowedVariables(pod *corev1.Pod, others []*corev1.Container, opts options
 			}
 			errs = append(errs, field.Forbidden(containerPath(pod, c).Child("env").Index(j).Child("name"),
 				fmt.Sprintf("container %s does not get the prompt of persona %s (%s), so it may not set %s: the webhook sets it where it mounts the prompt; drop it, or have the container get the prompt",
-					c.Name, pod.Labels[PersonaLabel], which, e.Name)))
+					truncate(c.Name), pod.Labels[PersonaLabel], which, e.Name)))
 			if len(errs) == maxRefusals {
 				return errs // the containers are the tenant's, of any number
 			}

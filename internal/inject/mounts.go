@@ -2,7 +2,9 @@ package inject
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -11,13 +13,28 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Config is the platform's part of the injection: the manager's flags.
+// Config is the platform's part of the injection: the manager's flags. The
+// runtime resolves a mount's path through the image's symlinks, which the
+// webhook cannot see: only the platform, which knows its agent images, can
+// say where they lead.
 type Config struct {
-	// MountPaths are the paths the mount path annotation may choose; none:
-	// DefaultMountPath alone. The runtime resolves a mount's path through
-	// the image's symlinks, which the webhook cannot see: only the platform,
-	// which knows its agent images, says which paths lead where they say.
+	// MountPaths are the paths the mount path annotation may choose, the
+	// first without it; none: DefaultMountPath alone. No symlink of the
+	// images may lead through them.
 	MountPaths []string
+	// ImageSymlinks are the images' symlinks to directories, by path, each
+	// to its target (clean absolute paths): the mounts' paths are judged
+	// where they lead. Nil: DefaultImageSymlinks.
+	ImageSymlinks map[string]string
+}
+
+// DefaultImageSymlinks are the directory symlinks of a usrmerged image
+// (Debian 12, Ubuntu, Fedora), and /var/run's and /var/lock's, which most
+// images have. Listing one an image does not have refuses more pods, never
+// fewer.
+var DefaultImageSymlinks = map[string]string{
+	"/bin": "/usr/bin", "/sbin": "/usr/sbin", "/lib": "/usr/lib", "/lib32": "/usr/lib32", "/lib64": "/usr/lib64",
+	"/libx32": "/usr/libx32", "/var/run": "/run", "/var/lock": "/run/lock",
 }
 
 // mountPaths is c.MountPaths, or DefaultMountPath without them.
@@ -28,33 +45,83 @@ func (c Config) mountPaths() []string {
 	return c.MountPaths
 }
 
+// symlinks is c.ImageSymlinks, or DefaultImageSymlinks when nil.
+func (c Config) symlinks() map[string]string {
+	if c.ImageSymlinks == nil {
+		return DefaultImageSymlinks
+	}
+	return c.ImageSymlinks
+}
+
+// maxSymlinkHops bounds the symlinks followed in one path, as the kernel's
+// MAXSYMLINKS does.
+const maxSymlinkHops = 40
+
+// errSymlinkLoop is a path whose symlinks lead to one another.
+var errSymlinkLoop = errors.New("too many levels of symlinks")
+
+// resolve is where the clean absolute path p leads through links: each
+// longest listed prefix replaced by its target, until none is left.
+func resolve(p string, links map[string]string) (string, error) {
+	for range maxSymlinkHops {
+		from := ""
+		for l := range links {
+			if atOrUnder(p, l) && len(l) > len(from) {
+				from = l
+			}
+		}
+		if from == "" {
+			return p, nil
+		}
+		p = path.Join(links[from], p[len(from):])
+	}
+	return p, errSymlinkLoop
+}
+
 // CheckMountPath says why p cannot be a mount path of the prompt: it is not
 // a clean absolute path other than /, without ':', of at most 256 bytes,
-// outside the kernel's links back into the container's files.
+// outside /dev and the kernel's links back into the container's files.
 func CheckMountPath(p string) error {
 	switch {
 	case len(p) > maxMountPath || !path.IsAbs(p) || path.Clean(p) != p || p == "/" || strings.ContainsAny(p, ":\x00"):
 		return fmt.Errorf("%q: must be a clean absolute path other than /, without ':', of at most %d bytes", truncate(p), maxMountPath)
-	case underKernelLinks(p):
-		return fmt.Errorf("%q: is under the kernel's links to the container's own files (%s)", p, strings.Join(kernelLinks, ", "))
+	case underKernelLinks(p) || atOrUnder(p, "/dev"):
+		return fmt.Errorf("%q: is under /dev or the kernel's links to the container's own files (%s)", p, strings.Join(kernelLinks, ", "))
 	}
 	return nil
 }
 
-// Check says why c cannot serve: a mount path that CheckMountPath refuses.
+// Check says why c cannot serve: a mount path that CheckMountPath refuses,
+// or one the listed symlinks lead through; a symlink that is not a clean
+// absolute path to another, or that leads back to itself.
 func (c Config) Check() error {
-	for _, p := range c.MountPaths {
+	for _, l := range slices.Sorted(maps.Keys(c.ImageSymlinks)) {
+		target := c.ImageSymlinks[l]
+		for _, p := range []string{l, target} {
+			if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
+				return fmt.Errorf("image symlink %s=%s: %q must be a clean absolute path other than /", l, target, p)
+			}
+		}
+		if _, err := resolve(l, c.ImageSymlinks); err != nil {
+			return fmt.Errorf("image symlink %s=%s: %w", l, target, err)
+		}
+	}
+	for _, p := range c.mountPaths() {
 		if err := CheckMountPath(p); err != nil {
 			return fmt.Errorf("mount path %w", err)
+		}
+		if to, _ := resolve(p, c.symlinks()); to != p {
+			return fmt.Errorf("mount path %q: leads to %s through the image's symlinks; list that path", p, to)
 		}
 	}
 	return nil
 }
 
 // placed is what the runtime mounts in a container that gets the prompt,
-// at the path the kubelet writes (a relative path made absolute, then
-// cleaned): a volume, a raw block device, the termination message file, or
-// the prompt itself.
+// at the path it lands on: the path the kubelet writes (a relative one made
+// absolute, then cleaned), through the image's symlinks. It is a volume, a
+// raw block device, the termination message file, the pod's shared memory,
+// or the prompt itself.
 type placed struct {
 	path string
 	// name and written say what it is and where the pod put it, for a
@@ -64,28 +131,51 @@ type placed struct {
 	// sealed is a volume only the kubelet writes, with symlinks that stay
 	// inside it (sealedVolumes): a mount under it lands under it.
 	sealed bool
+	// runtime is a mount the runtime adds in every container, which a
+	// refusal cannot name by a field of its own.
+	runtime bool
 }
+
+// place is p at the path it lands on, through links.
+func place(p placed, mountPath string, links map[string]string) placed {
+	clean := kubeletPath(mountPath)
+	p.path, _ = resolve(clean, links) // a loop leaves a path the runtime cannot mount either
+	p.written = truncate(mountPath)
+	if p.path != clean {
+		p.written += " (" + truncate(p.path) + " through the image's symlinks)"
+	}
+	return p
+}
+
+// sharedMemory is where the runtime mounts the pod's shared memory, a
+// tmpfs every container of the pod may write.
+const sharedMemory = "/dev/shm"
 
 // mountsOf are what the runtime mounts in c but the prompt, whose volumes
 // sealed says are sealed. The kubelet mounts a file of its own at the
 // termination message path, and a device node at a device's path: files
-// the container writes, or the device's bytes.
-func mountsOf(pod *corev1.Pod, c *corev1.Container, mountPath string, sealed map[string]bool) []placed {
+// the container writes, or the device's bytes. The runtime adds the pod's
+// shared memory, unless a volume takes its place.
+func mountsOf(pod *corev1.Pod, c *corev1.Container, mountPath string, sealed map[string]bool, links map[string]string) []placed {
 	at := containerPath(pod, c)
 	var out []placed
 	for j, m := range c.VolumeMounts {
 		if !ownMount(m, mountPath) {
-			out = append(out, placed{path: kubeletPath(m.MountPath), name: "volume " + m.Name, written: m.MountPath,
-				field: at.Child("volumeMounts").Index(j).Child("mountPath"), sealed: sealed[m.Name]})
+			out = append(out, place(placed{name: "volume " + truncate(m.Name),
+				field: at.Child("volumeMounts").Index(j).Child("mountPath"), sealed: sealed[m.Name]}, m.MountPath, links))
 		}
 	}
 	for j, d := range c.VolumeDevices {
-		out = append(out, placed{path: kubeletPath(d.DevicePath), name: "the device of volume " + d.Name, written: d.DevicePath,
-			field: at.Child("volumeDevices").Index(j).Child("devicePath")})
+		out = append(out, place(placed{name: "the device of volume " + truncate(d.Name),
+			field: at.Child("volumeDevices").Index(j).Child("devicePath")}, d.DevicePath, links))
 	}
 	if c.TerminationMessagePath != "" {
-		out = append(out, placed{path: kubeletPath(c.TerminationMessagePath), name: "the termination message file",
-			written: c.TerminationMessagePath, field: at.Child("terminationMessagePath")})
+		out = append(out, place(placed{name: "the termination message file", field: at.Child("terminationMessagePath")},
+			c.TerminationMessagePath, links))
+	}
+	shm := place(placed{name: "the pod's shared memory", field: at, runtime: true}, sharedMemory, links)
+	if !slices.ContainsFunc(out, func(m placed) bool { return m.path == shm.path }) {
+		out = append(out, shm)
 	}
 	return out
 }
@@ -93,8 +183,10 @@ func mountsOf(pod *corev1.Pod, c *corev1.Container, mountPath string, sealed map
 // shadows refuses, in each container that gets the prompt, what the
 // runtime would mount over it. The runtime resolves a mount's path through
 // the symlinks of what is mounted before it, and mounts the deeper paths
-// later, so the path as written is not where a mount lands. Refused (a
-// mount here is a volume's, a device's or the termination message file's):
+// later, so the path as written is not where a mount lands: each is judged
+// where it leads through the image's symlinks (Config.ImageSymlinks).
+// Refused (a mount here is a volume's, a device's, the termination message
+// file's or the runtime's shared memory):
 //   - a mount at or under the mount path (but the webhook's own): it would
 //     hide the prompt's files, or (subPath) pin one of them;
 //   - a mount under the kernel's links back into the container's own files
@@ -102,22 +194,21 @@ func mountsOf(pod *corev1.Pod, c *corev1.Container, mountPath string, sealed map
 //   - the prompt's mount under another: a symlink there (an item path of a
 //     ConfigMap is one) moves the prompt where another mount covers it;
 //   - a mount under one whose files the pod or another may write (a PVC,
-//     an emptyDir, an image): a symlink there leads anywhere, onto the
-//     prompt too.
-//
-// What remains is a path through the image's own symlinks, which
-// Config.MountPaths leaves to the platform.
-func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string) field.ErrorList {
+//     an emptyDir, an image, the shared memory): a symlink there leads
+//     anywhere, onto the prompt too.
+func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string, cfg Config) field.ErrorList {
 	var errs field.ErrorList
 	refuse := func(p *field.Path, why string) bool {
 		errs = append(errs, field.Forbidden(p, why))
 		return len(errs) == maxRefusals // the mounts are the tenant's, of any number: the first ones tell the cause
 	}
+	links := cfg.symlinks()
 	sealed := sealedVolumes(pod)
 	persona := pod.Labels[PersonaLabel]
+	prompt, _ := resolve(mountPath, links)
 	for _, c := range targets {
-		mounts := []placed{{path: mountPath, sealed: true}}
-		for _, m := range mountsOf(pod, c, mountPath, sealed) {
+		mounts := []placed{{path: prompt, sealed: true}}
+		for _, m := range mountsOf(pod, c, mountPath, sealed, links) {
 			if !underKernelLinks(m.path) {
 				mounts = append(mounts, m)
 			} else if refuse(m.field, fmt.Sprintf("%s is mounted at %s, under the kernel's links to the container's own files (/proc/self/root is its root): the runtime follows them, so it could shadow the prompt of persona %s at %s",
@@ -159,6 +250,9 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string) fie
 			case len(chain) > 0 && chain[len(chain)-1].unsealed != nil:
 				outer := chain[len(chain)-1].unsealed
 				where = m.field
+				if m.runtime {
+					where = outer.field
+				}
 				why = fmt.Sprintf("%s is mounted at %s, under %s at %s, whose files the pod or another may write: the runtime mounts it through them, so a symlink there could land it on the prompt of persona %s at %s; mount it beside, not under (only a configMap, secret, downwardAPI or projected volume may hold mounts)",
 					m.name, m.written, outer.name, outer.written, persona, mountPath)
 			}

@@ -233,7 +233,7 @@ func TestShadowsOnTheKubeletsPath(t *testing.T) {
 	pod := withPromptVolume(configMapSource("persona-reviewer.r3"))
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "persona-prompt", MountPath: "/etc/persona", SubPath: "persona.md"}}
 	targets, _ := targetContainers(pod, nil)
-	if errs := shadows(pod, targets, "/etc/persona"); len(errs) != 1 || !strings.Contains(errs[0].Field, "spec.containers[0].volumeMounts[0]") {
+	if errs := shadows(pod, targets, "/etc/persona", Config{}); len(errs) != 1 || !strings.Contains(errs[0].Field, "spec.containers[0].volumeMounts[0]") {
 		t.Errorf("a subPath mount of the webhook's volume at the mount path: %v, want one shadow", errs)
 	}
 }
@@ -399,7 +399,7 @@ func TestVariablesOfOtherContainers(t *testing.T) {
 // Only the platform chooses where the prompt may go: a path of the flag
 // must be clean, absolute and outside the kernel's links.
 func TestCheckMountPath(t *testing.T) {
-	for _, p := range []string{"/etc/persona", "/var/run/prompt", "/p"} {
+	for _, p := range []string{"/etc/persona", "/run/prompt", "/p"} {
 		if err := CheckMountPath(p); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
@@ -463,4 +463,102 @@ func TestKubeletFilesOverThePrompt(t *testing.T) {
 	if _, errs := Pod(pod, reviewer(), platform); len(errs) > 0 {
 		t.Errorf("defaults: %v", errs)
 	}
+}
+
+// A mount is judged where it lands: through the image's symlinks (a
+// usrmerged image's /lib is usr/lib), and with the runtime's own mount of
+// the pod's shared memory, /dev/shm, which every container may write.
+func TestMountsWhereTheyLand(t *testing.T) {
+	scratch := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	tenant := corev1.Volume{Name: "tenant", VolumeSource: configMapSource("tenant-prompt")}
+	for _, tc := range []struct {
+		name   string
+		cfg    Config
+		mounts []corev1.VolumeMount
+		want   []string
+	}{
+		{"under an emptyDir, through /lib", Config{}, []corev1.VolumeMount{{Name: "scratch", MountPath: "/usr/lib/scratch"}, {Name: "tenant", MountPath: "/lib/scratch/l/persona"}},
+			[]string{"spec.containers[0].volumeMounts[1].mountPath", "/lib/scratch/l/persona (/usr/lib/scratch/l/persona through the image's symlinks)", "under volume scratch at /usr/lib/scratch"}},
+		{"an emptyDir through /var/run, a mount under it", Config{}, []corev1.VolumeMount{{Name: "scratch", MountPath: "/var/run/x"}, {Name: "tenant", MountPath: "/run/x/l/persona"}},
+			[]string{"spec.containers[0].volumeMounts[1].mountPath", "under volume scratch at /var/run/x (/run/x through the image's symlinks)"}},
+		{"through a symlink the platform lists", Config{ImageSymlinks: map[string]string{"/opt/tools": "/srv"}},
+			[]corev1.VolumeMount{{Name: "scratch", MountPath: "/srv"}, {Name: "tenant", MountPath: "/opt/tools/l/persona"}},
+			[]string{"spec.containers[0].volumeMounts[1].mountPath", "under volume scratch at /srv"}},
+		{"through a symlink to the mount path's directory", Config{ImageSymlinks: map[string]string{"/x": "/etc"}},
+			[]corev1.VolumeMount{{Name: "tenant", MountPath: "/x/persona/system-prompt.md", SubPath: "p"}},
+			[]string{"spec.containers[0].volumeMounts[0].mountPath", "at or under /etc/persona"}},
+		{"under the pod's shared memory", Config{}, []corev1.VolumeMount{{Name: "tenant", MountPath: "/dev/shm/l/persona"}},
+			[]string{"spec.containers[0].volumeMounts[0].mountPath", "under the pod's shared memory at /dev/shm"}},
+		// The runtime then mounts the shared memory through the volume's symlinks.
+		{"an emptyDir at /dev", Config{}, []corev1.VolumeMount{{Name: "scratch", MountPath: "/dev"}},
+			[]string{"spec.containers[0].volumeMounts[0].mountPath", "the pod's shared memory is mounted at /dev/shm, under volume scratch at /dev"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := agentPod(nil)
+			pod.Spec.Volumes = []corev1.Volume{scratch, tenant}
+			pod.Spec.Containers[0].VolumeMounts = tc.mounts
+			before := pod.DeepCopy()
+			_, errs := Pod(pod, reviewer(), tc.cfg)
+			if len(errs) == 0 {
+				t.Fatal("not refused")
+			}
+			if errs[0].Field != tc.want[0] {
+				t.Errorf("refusal of %s, want %s: %v", errs[0].Field, tc.want[0], errs)
+			}
+			for _, w := range tc.want[1:] {
+				if !strings.Contains(errs.ToAggregate().Error(), w) {
+					t.Errorf("%v does not say %q", errs, w)
+				}
+			}
+			if !reflect.DeepEqual(pod, before) {
+				t.Error("a refused pod was changed")
+			}
+		})
+	}
+	// A memory-backed emptyDir in place of the shared memory is no mount under it.
+	pod := agentPod(nil)
+	pod.Spec.Volumes = []corev1.Volume{{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "shm", MountPath: "/dev/shm"}}
+	if _, errs := Pod(pod, reviewer(), Config{}); len(errs) > 0 {
+		t.Errorf("an emptyDir at /dev/shm: %v", errs)
+	}
+	// Without the symlink listed, the same mounts are beside each other.
+	pod = agentPod(nil)
+	pod.Spec.Volumes = []corev1.Volume{scratch, tenant}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/usr/lib/scratch"}, {Name: "tenant", MountPath: "/lib/scratch/l/persona"}}
+	if _, errs := Pod(pod, reviewer(), Config{ImageSymlinks: map[string]string{}}); len(errs) > 0 {
+		t.Errorf("with no image symlinks listed: %v", errs)
+	}
+}
+
+func TestImageSymlinksConfig(t *testing.T) {
+	for links, want := range map[string]map[string]string{
+		"relative":             {"/lib": "usr/lib"},
+		"the root":             {"/": "/usr"},
+		"a loop":               {"/a": "/b", "/b": "/a"},
+		"leads the mount path": {"/etc": "/private/etc"},
+		"unclean":              {"/lib/": "/usr/lib"},
+	} {
+		err := (Config{ImageSymlinks: want}).Check()
+		if err == nil {
+			t.Errorf("%s %v: accepted", links, want)
+		}
+	}
+	if err := (Config{MountPaths: []string{"/etc/persona"}, ImageSymlinks: DefaultImageSymlinks}).Check(); err != nil {
+		t.Errorf("the defaults: %v", err)
+	}
+	if err := (Config{MountPaths: []string{"/var/run/prompt"}}).Check(); err == nil || !strings.Contains(err.Error(), "/run/prompt") {
+		t.Errorf("a mount path through /var/run: %v", err)
+	}
+	if got, err := resolve("/lib/x86_64-linux-gnu", DefaultImageSymlinks); err != nil || got != "/usr/lib/x86_64-linux-gnu" {
+		t.Errorf("resolve: %s, %v", got, err)
+	}
+}
+
+// The webhook's volume is its own before it adds it: a mount of it by
+// subPath would pin one file, which a live mount never updates.
+func TestSubPathOfThePromptVolumeBeforeItExists(t *testing.T) {
+	pod := agentPod(map[string]string{DeliveryAnnotation: DeliveryLive})
+	pod.Spec.Containers[1].VolumeMounts = []corev1.VolumeMount{{Name: VolumeName, MountPath: "/p", SubPath: "system-prompt.md"}}
+	refused(t, pod, "spec.containers[1].volumeMounts[0].subPath", "persona-prompt")
 }

@@ -110,17 +110,17 @@ spec:
 		atRevision("reviewer", 1)
 		pod := create(podOf("reviewer", map[string]string{
 			"prompts.persona-operator.dev/delivery":   "live",
-			"prompts.persona-operator.dev/mount-path": "/var/run/prompt",
+			"prompts.persona-operator.dev/mount-path": "/run/prompt",
 			"prompts.persona-operator.dev/containers": "agent",
 			"prompts.persona-operator.dev/variant":    "short",
 		}))
 		Expect(promptVolumes(pod)).To(Equal([]string{"persona-prompt=persona-reviewer"}))
 		agent, sidecar := pod.Spec.Containers[0], pod.Spec.Containers[1]
-		Expect(agent.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "persona-prompt", MountPath: "/var/run/prompt", ReadOnly: true}))
+		Expect(agent.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "persona-prompt", MountPath: "/run/prompt", ReadOnly: true}))
 		Expect(envOf(agent)).To(Equal(map[string]string{
 			"PERSONA_NAME":        "reviewer",
-			"PERSONA_PROMPT_FILE": "/var/run/prompt/system-prompt.short.md",
-			"PERSONA_BUNDLE_FILE": "/var/run/prompt/bundle.json",
+			"PERSONA_PROMPT_FILE": "/run/prompt/system-prompt.short.md",
+			"PERSONA_BUNDLE_FILE": "/run/prompt/bundle.json",
 		}))
 		Expect(sidecar.VolumeMounts).To(BeEmpty())
 		Expect(sidecar.Env).To(BeEmpty())
@@ -223,7 +223,7 @@ spec: {inherit: [base], model: gpt-5.2-codex, harnessPrompt: keep}
 		}, "metadata.annotations[prompts.persona-operator.dev/revision]", "positive integer"),
 		Entry("a mount path the platform does not list", func(p *corev1.Pod) {
 			p.Annotations = map[string]string{"prompts.persona-operator.dev/mount-path": "/lib/persona"}
-		}, "metadata.annotations[prompts.persona-operator.dev/mount-path]", `supported values: "/etc/persona", "/var/run/prompt"`),
+		}, "metadata.annotations[prompts.persona-operator.dev/mount-path]", `supported values: "/etc/persona", "/run/prompt"`),
 		Entry("a delivery that does not parse", func(p *corev1.Pod) {
 			p.Annotations = map[string]string{"prompts.persona-operator.dev/delivery": "stream"}
 		}, "metadata.annotations[prompts.persona-operator.dev/delivery]", `"stream"`),

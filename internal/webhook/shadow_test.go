@@ -47,6 +47,7 @@ var _ = Describe("Mounts that could cover the prompt", func() {
 				LocalObjectReference: corev1.LocalObjectReference{Name: configMap}, Items: items}}}
 		}
 		tenant := configMap("tenant", "tenant-prompt")
+		scratch := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 		pvc := corev1.Volume{Name: "pvc", VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "workspace"}}}
 		agentPod := func(annotations map[string]string, env []corev1.EnvVar, volumes []corev1.Volume, mounts ...corev1.VolumeMount) *corev1.Pod {
@@ -67,10 +68,10 @@ var _ = Describe("Mounts that could cover the prompt", func() {
 				corev1.VolumeMount{Name: "tenant", MountPath: "/proc/self/root/etc/persona"}),
 				[]string{"spec.containers[0].volumeMounts[0].mountPath", "kernel's links"}},
 			// A ConfigMap item persona/x makes the mount path a symlink to ..data/prompt.
-			{"the prompt under a ConfigMap whose item is a symlink", agentPod(map[string]string{"prompts.persona-operator.dev/mount-path": "/var/run/prompt"}, nil,
+			{"the prompt under a ConfigMap whose item is a symlink", agentPod(map[string]string{"prompts.persona-operator.dev/mount-path": "/run/prompt"}, nil,
 				[]corev1.Volume{tenant, configMap("dir", "tenant-dir", corev1.KeyToPath{Key: "readme", Path: "prompt/readme"})},
-				corev1.VolumeMount{Name: "dir", MountPath: "/var/run"}, corev1.VolumeMount{Name: "tenant", MountPath: "/var/run/..data/prompt"}),
-				[]string{"spec.containers[0].volumeMounts[0].mountPath", "volume dir is mounted at /var/run, above /var/run/prompt"}},
+				corev1.VolumeMount{Name: "dir", MountPath: "/run"}, corev1.VolumeMount{Name: "tenant", MountPath: "/run/..data/prompt"}),
+				[]string{"spec.containers[0].volumeMounts[0].mountPath", "volume dir is mounted at /run, above /run/prompt"}},
 			// /lib is usr/lib in a usrmerged image: only the platform lists mount paths.
 			{"a mount path through the image's symlink", agentPod(map[string]string{"prompts.persona-operator.dev/mount-path": "/lib/persona"}, nil,
 				[]corev1.Volume{tenant}, corev1.VolumeMount{Name: "tenant", MountPath: "/usr/lib/persona"}),
@@ -79,6 +80,17 @@ var _ = Describe("Mounts that could cover the prompt", func() {
 			{"under a PVC that holds a symlink", agentPod(nil, nil, []corev1.Volume{tenant, pvc},
 				corev1.VolumeMount{Name: "pvc", MountPath: "/data"}, corev1.VolumeMount{Name: "tenant", MountPath: "/data/l/persona"}),
 				[]string{"spec.containers[0].volumeMounts[1].mountPath", "under volume pvc at /data"}},
+			// An init container writes l -> /etc in the emptyDir; /lib is usr/lib in a usrmerged image.
+			{"under an emptyDir, through the image's /lib", agentPod(nil, nil, []corev1.Volume{tenant, scratch},
+				corev1.VolumeMount{Name: "scratch", MountPath: "/usr/lib/scratch"}, corev1.VolumeMount{Name: "tenant", MountPath: "/lib/scratch/l/persona"}),
+				[]string{"spec.containers[0].volumeMounts[1].mountPath", "/usr/lib/scratch/l/persona through the image's symlinks", "under volume scratch"}},
+			// The pod's shared memory is the same tmpfs in every container.
+			{"under the pod's shared memory", agentPod(nil, nil, []corev1.Volume{tenant},
+				corev1.VolumeMount{Name: "tenant", MountPath: "/dev/shm/l/persona"}),
+				[]string{"spec.containers[0].volumeMounts[0].mountPath", "under the pod's shared memory at /dev/shm"}},
+			{"an emptyDir at /dev, through which the runtime mounts the shared memory", agentPod(nil, nil, []corev1.Volume{scratch},
+				corev1.VolumeMount{Name: "scratch", MountPath: "/dev"}),
+				[]string{"spec.containers[0].volumeMounts[0].mountPath", "the pod's shared memory is mounted at /dev/shm, under volume scratch at /dev"}},
 			{"the termination message file on the prompt", func() *corev1.Pod {
 				p := agentPod(nil, nil, nil)
 				p.Spec.Containers[0].TerminationMessagePath = "/etc/persona/system-prompt.md"

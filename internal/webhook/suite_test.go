@@ -14,4 +14,4 @@ func TestSuite(t *testing.T) { suite.Run(t, "Webhook Suite") }
 // status.agents is written at most once a second here, rather than every
 // 30 s, so that its specs see pods come and go in seconds.
 // Pods may choose one more mount path than the default.
-var _ = suite.Setup("--zap-log-level=info", "--agents-status-interval=1s", "--mount-paths=/etc/persona,/var/run/prompt")
+var _ = suite.Setup("--zap-log-level=info", "--agents-status-interval=1s", "--mount-paths=/etc/persona,/run/prompt")
