@@ -346,19 +346,7 @@ spec: {model: m1, revisionHistoryLimit: 0}
 	})
 
 	It("with the sample policy, admits in a guarded namespace only pods that get the operator's prompt", func() {
-		raw, err := os.ReadFile("../../config/samples/policy_agent_pods.yaml")
-		Expect(err).NotTo(HaveOccurred())
-		objects, err := controlplane.DecodeManifest(bytes.NewReader(raw))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(objects).To(HaveLen(2))
-		for _, u := range objects {
-			Expect(suite.K8s.Create(suite.Ctx, u)).To(Succeed())
-			DeferCleanup(func() { Expect(client.IgnoreNotFound(suite.K8s.Delete(suite.Ctx, u))).To(Succeed()) })
-		}
-		var namespace corev1.Namespace
-		Expect(suite.K8s.Get(suite.Ctx, client.ObjectKey{Name: ns}, &namespace)).To(Succeed())
-		namespace.Labels["prompts.persona-operator.dev/agents"] = "guarded"
-		Expect(suite.K8s.Update(suite.Ctx, &namespace)).To(Succeed())
+		guard(ns)
 		persona("reviewer", "m1")
 		atRevision("reviewer", 1)
 
@@ -421,3 +409,21 @@ spec: {model: m1, revisionHistoryLimit: 0}
 		Expect(list.Items).To(HaveLen(66)) // i % 3 == 2 for 66 of 0..199
 	})
 })
+
+// guard installs the sample pod policy for the spec and labels ns, so that
+// the policy guards it.
+func guard(ns string) {
+	raw, err := os.ReadFile("../../config/samples/policy_agent_pods.yaml")
+	Expect(err).NotTo(HaveOccurred())
+	objects, err := controlplane.DecodeManifest(bytes.NewReader(raw))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(objects).To(HaveLen(2))
+	for _, u := range objects {
+		Expect(suite.K8s.Create(suite.Ctx, u)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(suite.K8s.Delete(suite.Ctx, u))).To(Succeed()) })
+	}
+	var namespace corev1.Namespace
+	Expect(suite.K8s.Get(suite.Ctx, client.ObjectKey{Name: ns}, &namespace)).To(Succeed())
+	namespace.Labels["prompts.persona-operator.dev/agents"] = "guarded"
+	Expect(suite.K8s.Update(suite.Ctx, &namespace)).To(Succeed())
+}

@@ -1,16 +1,11 @@
 package webhook_test
 
 import (
-	"bytes"
-	"os"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/persona-operator/persona-operator/test/controlplane"
 	"github.com/persona-operator/persona-operator/test/suite"
 )
 
@@ -22,18 +17,7 @@ import (
 var _ = Describe("Mounts that could cover the prompt", func() {
 	It("refuses them in a guarded namespace, naming the field, and admits mounts that nest under the kubelet's own volumes", func() {
 		ns := suite.NewNamespace()
-		raw, err := os.ReadFile("../../config/samples/policy_agent_pods.yaml")
-		Expect(err).NotTo(HaveOccurred())
-		objects, err := controlplane.DecodeManifest(bytes.NewReader(raw))
-		Expect(err).NotTo(HaveOccurred())
-		for _, u := range objects {
-			Expect(suite.K8s.Create(suite.Ctx, u)).To(Succeed())
-			DeferCleanup(func() { Expect(client.IgnoreNotFound(suite.K8s.Delete(suite.Ctx, u))).To(Succeed()) })
-		}
-		var namespace corev1.Namespace
-		Expect(suite.K8s.Get(suite.Ctx, client.ObjectKey{Name: ns}, &namespace)).To(Succeed())
-		namespace.Labels["prompts.persona-operator.dev/agents"] = "guarded"
-		Expect(suite.K8s.Update(suite.Ctx, &namespace)).To(Succeed())
+		guard(ns)
 		suite.Apply(ns, "apiVersion: prompts.persona-operator.dev/v1alpha1\nkind: Persona\nmetadata: {name: reviewer}\nspec: {model: m1}\n")
 		Eventually(func() int64 { return suite.GetPersona(ns, "reviewer").Status.CurrentRevision }).Should(Equal(int64(1)))
 		// The policy is enforced once its binding is seen: an unlabelled pod is refused.
