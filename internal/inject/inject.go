@@ -390,7 +390,8 @@ func handMounts(pod *corev1.Pod, name string) ([]Mount, field.ErrorList) {
 	}{{field.NewPath("spec", "initContainers"), pod.Spec.InitContainers}, {field.NewPath("spec", "containers"), pod.Spec.Containers}} {
 		for i, c := range list.containers {
 			for j, m := range c.VolumeMounts {
-				if !mounting[m.Name] {
+				// Most pods mount none by hand: no lookup for them.
+				if m.Name != VolumeName && (len(mounting) == 1 || !mounting[m.Name]) {
 					continue
 				}
 				p := list.path.Index(i).Child("volumeMounts").Index(j)

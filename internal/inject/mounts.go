@@ -117,34 +117,78 @@ func (c Config) Check() error {
 	return nil
 }
 
+// What a placed mount is.
+type mountKind int
+
+const (
+	thePrompt mountKind = iota
+	aVolume
+	aDevice
+	theTerminationMessage
+	theSharedMemory
+)
+
 // placed is what the runtime mounts in a container that gets the prompt,
 // at the path it lands on: the path the kubelet writes (a relative one made
-// absolute, then cleaned), through the image's symlinks. It is a volume, a
-// raw block device, the termination message file, the pod's shared memory,
-// or the prompt itself.
+// absolute, then cleaned), through the image's symlinks. What a refusal
+// says of it is built only for a refusal: a pod may have many.
 type placed struct {
 	path string
-	// name and written say what it is and where the pod put it, for a
-	// refusal; field is the pod's field, nil for the prompt.
-	name, written string
-	field         *field.Path
+	kind mountKind
+	// index is its place in the container's volumeMounts or volumeDevices;
+	// volume and written name the volume and the path as the pod writes it.
+	index          int
+	volume, written string
 	// sealed is a volume only the kubelet writes, with symlinks that stay
 	// inside it (sealedVolumes): a mount under it lands under it.
 	sealed bool
-	// runtime is a mount the runtime adds in every container, which a
-	// refusal cannot name by a field of its own.
-	runtime bool
 }
 
-// place is p at the path it lands on, through links.
-func place(p placed, mountPath string, links map[string]string) placed {
-	clean := kubeletPath(mountPath)
-	p.path, _ = resolve(clean, links) // a loop leaves a path the runtime cannot mount either
-	p.written = truncate(mountPath)
-	if p.path != clean {
-		p.written += " (" + truncate(p.path) + " through the image's symlinks)"
-	}
+// place is p at the path it lands on, written, through links.
+func place(p placed, written string, links map[string]string) placed {
+	p.written = written
+	p.path, _ = resolve(kubeletPath(written), links) // a loop leaves a path the runtime cannot mount either
 	return p
+}
+
+// field is the pod's field that puts p in container c; the container for
+// the shared memory, which the runtime adds. The prompt has none.
+func (p placed) field(pod *corev1.Pod, c *corev1.Container) *field.Path {
+	at := containerPath(pod, c)
+	switch p.kind {
+	case aVolume:
+		return at.Child("volumeMounts").Index(p.index).Child("mountPath")
+	case aDevice:
+		return at.Child("volumeDevices").Index(p.index).Child("devicePath")
+	case theTerminationMessage:
+		return at.Child("terminationMessagePath")
+	}
+	return at
+}
+
+// String says what p is and where the pod puts it, for a refusal.
+func (p placed) String() string {
+	name, where := p.describe()
+	return name + " is mounted at " + where
+}
+
+// describe is what p is, and where the pod puts it, for a refusal.
+func (p placed) describe() (name, where string) {
+	where = truncate(p.written)
+	if clean := kubeletPath(p.written); p.path != clean {
+		where += " (" + truncate(p.path) + " through the image's symlinks)"
+	}
+	switch p.kind {
+	case aVolume:
+		return "volume " + truncate(p.volume), where
+	case aDevice:
+		return "the device of volume " + truncate(p.volume), where
+	case theTerminationMessage:
+		return "the termination message file", where
+	case theSharedMemory:
+		return "the pod's shared memory", where
+	}
+	return "the prompt", where
 }
 
 // sharedMemory is where the runtime mounts the pod's shared memory, a
@@ -156,24 +200,20 @@ const sharedMemory = "/dev/shm"
 // termination message path, and a device node at a device's path: files
 // the container writes, or the device's bytes. The runtime adds the pod's
 // shared memory, unless a volume takes its place.
-func mountsOf(pod *corev1.Pod, c *corev1.Container, mountPath string, sealed map[string]bool, links map[string]string) []placed {
-	at := containerPath(pod, c)
+func mountsOf(c *corev1.Container, mountPath string, sealed map[string]bool, links map[string]string) []placed {
 	var out []placed
 	for j, m := range c.VolumeMounts {
 		if !ownMount(m, mountPath) {
-			out = append(out, place(placed{name: "volume " + truncate(m.Name),
-				field: at.Child("volumeMounts").Index(j).Child("mountPath"), sealed: sealed[m.Name]}, m.MountPath, links))
+			out = append(out, place(placed{kind: aVolume, index: j, volume: m.Name, sealed: sealed[m.Name]}, m.MountPath, links))
 		}
 	}
 	for j, d := range c.VolumeDevices {
-		out = append(out, place(placed{name: "the device of volume " + truncate(d.Name),
-			field: at.Child("volumeDevices").Index(j).Child("devicePath")}, d.DevicePath, links))
+		out = append(out, place(placed{kind: aDevice, index: j, volume: d.Name}, d.DevicePath, links))
 	}
 	if c.TerminationMessagePath != "" {
-		out = append(out, place(placed{name: "the termination message file", field: at.Child("terminationMessagePath")},
-			c.TerminationMessagePath, links))
+		out = append(out, place(placed{kind: theTerminationMessage}, c.TerminationMessagePath, links))
 	}
-	shm := place(placed{name: "the pod's shared memory", field: at, runtime: true}, sharedMemory, links)
+	shm := place(placed{kind: theSharedMemory}, sharedMemory, links)
 	if !slices.ContainsFunc(out, func(m placed) bool { return m.path == shm.path }) {
 		out = append(out, shm)
 	}
@@ -207,12 +247,12 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string, cfg
 	persona := pod.Labels[PersonaLabel]
 	prompt, _ := resolve(mountPath, links)
 	for _, c := range targets {
-		mounts := []placed{{path: prompt, sealed: true}}
-		for _, m := range mountsOf(pod, c, mountPath, sealed, links) {
+		mounts := []placed{{path: prompt, kind: thePrompt, written: mountPath, sealed: true}}
+		for _, m := range mountsOf(c, mountPath, sealed, links) {
 			if !underKernelLinks(m.path) {
 				mounts = append(mounts, m)
-			} else if refuse(m.field, fmt.Sprintf("%s is mounted at %s, under the kernel's links to the container's own files (/proc/self/root is its root): the runtime follows them, so it could shadow the prompt of persona %s at %s",
-				m.name, m.written, persona, mountPath)) {
+			} else if refuse(m.field(pod, c), fmt.Sprintf("%s, under the kernel's links to the container's own files (/proc/self/root is its root): the runtime follows them, so it could shadow the prompt of persona %s at %s",
+				m, persona, mountPath)) {
 				return errs
 			}
 		}
@@ -230,7 +270,7 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string, cfg
 		for i := range mounts {
 			m := &mounts[i]
 			for len(chain) > 0 && !atOrUnder(m.path, chain[len(chain)-1].path) {
-				if chain[len(chain)-1].field == nil {
+				if chain[len(chain)-1].kind == thePrompt {
 					underPrompt = false
 				}
 				chain = chain[:len(chain)-1]
@@ -239,22 +279,23 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string, cfg
 			var why string
 			switch {
 			case underPrompt:
-				where = m.field
-				why = fmt.Sprintf("%s is mounted at %s, at or under %s where the prompt of persona %s is mounted: it would shadow the prompt (mount it elsewhere)",
-					m.name, m.written, mountPath, persona)
-			case m.field == nil && len(chain) > 0:
+				where = m.field(pod, c)
+				why = fmt.Sprintf("%s, at or under %s where the prompt of persona %s is mounted: it would shadow the prompt (mount it elsewhere)",
+					m, mountPath, persona)
+			case m.kind == thePrompt && len(chain) > 0:
 				outer := chain[len(chain)-1]
-				where = outer.field
-				why = fmt.Sprintf("%s is mounted at %s, above %s where the prompt of persona %s is mounted: the runtime mounts the prompt through its files, where a symlink would move it under another mount; mount it beside %s, not above it",
-					outer.name, outer.written, mountPath, persona, mountPath)
+				where = outer.field(pod, c)
+				why = fmt.Sprintf("%s, above %s where the prompt of persona %s is mounted: the runtime mounts the prompt through its files, where a symlink would move it under another mount; mount it beside %s, not above it",
+					outer.placed, mountPath, persona, mountPath)
 			case len(chain) > 0 && chain[len(chain)-1].unsealed != nil:
 				outer := chain[len(chain)-1].unsealed
-				where = m.field
-				if m.runtime {
-					where = outer.field
+				where = m.field(pod, c)
+				if m.kind == theSharedMemory {
+					where = outer.field(pod, c) // the pod does not write this one
 				}
-				why = fmt.Sprintf("%s is mounted at %s, under %s at %s, whose files the pod or another may write: the runtime mounts it through them, so a symlink there could land it on the prompt of persona %s at %s; mount it beside, not under (only a configMap, secret, downwardAPI or projected volume may hold mounts)",
-					m.name, m.written, outer.name, outer.written, persona, mountPath)
+				name, at := outer.describe()
+				why = fmt.Sprintf("%s, under %s at %s, whose files the pod or another may write: the runtime mounts it through them, so a symlink there could land it on the prompt of persona %s at %s; mount it beside, not under (only a configMap, secret, downwardAPI or projected volume may hold mounts)",
+					m, name, at, persona, mountPath)
 			}
 			if why != "" && refuse(where, why) {
 				return errs
@@ -266,7 +307,7 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string, cfg
 			if !m.sealed {
 				next.unsealed = m
 			}
-			underPrompt = underPrompt || m.field == nil
+			underPrompt = underPrompt || m.kind == thePrompt
 			chain = append(chain, next)
 		}
 	}
