@@ -137,7 +137,7 @@ type placed struct {
 	kind mountKind
 	// index is its place in the container's volumeMounts or volumeDevices;
 	// volume and written name the volume and the path as the pod writes it.
-	index          int
+	index           int
 	volume, written string
 	// sealed is a volume only the kubelet writes, with symlinks that stay
 	// inside it (sealedVolumes): a mount under it lands under it.
