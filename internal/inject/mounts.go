@@ -126,6 +126,7 @@ const (
 	aDevice
 	theTerminationMessage
 	theSharedMemory
+	aRuntimeFile
 )
 
 // placed is what the runtime mounts in a container that gets the prompt,
@@ -152,7 +153,7 @@ func place(p placed, written string, links map[string]string) placed {
 }
 
 // field is the pod's field that puts p in container c; the container for
-// the shared memory, which the runtime adds. The prompt has none.
+// what the runtime adds. The prompt has none.
 func (p placed) field(pod *corev1.Pod, c *corev1.Container) *field.Path {
 	at := containerPath(pod, c)
 	switch p.kind {
@@ -187,6 +188,8 @@ func (p placed) describe() (name, where string) {
 		return "the termination message file", where
 	case theSharedMemory:
 		return "the pod's shared memory", where
+	case aRuntimeFile:
+		return "the runtime's own file", where
 	}
 	return "the prompt", where
 }
@@ -194,6 +197,13 @@ func (p placed) describe() (name, where string) {
 // sharedMemory is where the runtime mounts the pod's shared memory, a
 // tmpfs every container of the pod may write.
 const sharedMemory = "/dev/shm"
+
+// runtimeFiles are what the kubelet and the runtimes mount in every
+// container besides the pod's volumes: the kubelet's /etc files, CRI-O's
+// /run/.containerenv (which the container may write) and /run/secrets.
+// Nothing the pod writes is in them before the container starts, but a
+// volume above one would lead its mount through a symlink, onto the prompt.
+var runtimeFiles = []string{"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/run/.containerenv", "/run/secrets"}
 
 // mountsOf are what the runtime mounts in c but the prompt, whose volumes
 // sealed says are sealed. The kubelet mounts a file of its own at the
@@ -213,9 +223,15 @@ func mountsOf(c *corev1.Container, mountPath string, sealed map[string]bool, lin
 	if c.TerminationMessagePath != "" {
 		out = append(out, place(placed{kind: theTerminationMessage}, c.TerminationMessagePath, links))
 	}
-	shm := place(placed{kind: theSharedMemory}, sharedMemory, links)
-	if !slices.ContainsFunc(out, func(m placed) bool { return m.path == shm.path }) {
-		out = append(out, shm)
+	// A volume in a runtime mount's place replaces it.
+	runtime := []placed{place(placed{kind: theSharedMemory}, sharedMemory, links)}
+	for _, f := range runtimeFiles {
+		runtime = append(runtime, place(placed{kind: aRuntimeFile, sealed: true}, f, links))
+	}
+	for _, r := range runtime {
+		if !slices.ContainsFunc(out, func(m placed) bool { return m.path == r.path }) {
+			out = append(out, r)
+		}
 	}
 	return out
 }
@@ -249,6 +265,13 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string, cfg
 	for _, c := range targets {
 		mounts := []placed{{path: prompt, kind: thePrompt, written: mountPath, sealed: true}}
 		for _, m := range mountsOf(c, mountPath, sealed, links) {
+			if hasDotDot(m.written) {
+				if refuse(m.field(pod, c), fmt.Sprintf("%s, a path with a '..' element, in a container that gets the prompt of persona %s at %s: some runtimes apply it before the symlinks on the path, others after them (/var/run/.. is /var or /), so where it lands is not known; write the path without it",
+					m, persona, mountPath)) {
+					return errs
+				}
+				continue
+			}
 			if !underKernelLinks(m.path) {
 				mounts = append(mounts, m)
 			} else if refuse(m.field(pod, c), fmt.Sprintf("%s, under the kernel's links to the container's own files (/proc/self/root is its root): the runtime follows them, so it could shadow the prompt of persona %s at %s",
@@ -290,7 +313,7 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string, cfg
 			case len(chain) > 0 && chain[len(chain)-1].unsealed != nil:
 				outer := chain[len(chain)-1].unsealed
 				where = m.field(pod, c)
-				if m.kind == theSharedMemory {
+				if m.kind == theSharedMemory || m.kind == aRuntimeFile {
 					where = outer.field(pod, c) // the pod does not write this one
 				}
 				name, at := outer.describe()
@@ -321,6 +344,18 @@ func kubeletPath(mountPath string) string {
 		mountPath = "/" + mountPath
 	}
 	return path.Clean(mountPath) // no copy when it is clean
+}
+
+// hasDotDot reports whether the path p has a '..' element.
+func hasDotDot(p string) bool {
+	for p != "" {
+		var elem string
+		elem, p, _ = strings.Cut(p, "/")
+		if elem == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // comparePaths orders clean absolute paths by their elements: as strings,

@@ -200,7 +200,7 @@ func TestShadowsOnTheKubeletsPath(t *testing.T) {
 	}{
 		{"relative, with a subPath", "etc/persona/system-prompt.md", nil, false, "spec.containers[0].volumeMounts[0].mountPath"},
 		{"relative, the mount path itself", "etc/persona", nil, false, "spec.containers[0].volumeMounts[0].mountPath"},
-		{"relative and unclean", "./etc//persona/../persona/bundle.json", nil, false, "spec.containers[0].volumeMounts[0].mountPath"},
+		{"relative and unclean", "./etc//persona/./bundle.json", nil, false, "spec.containers[0].volumeMounts[0].mountPath"},
 		{"in a named init container", "etc/persona/system-prompt.md", map[string]string{ContainersAnnotation: "setup"}, true, "spec.initContainers[0].volumeMounts[0].mountPath"},
 		{"through the container's root in /proc", "/proc/self/root/etc/persona", nil, false, "spec.containers[0].volumeMounts[0].mountPath"},
 		{"through another process's root", "proc/1/root/etc/persona/system-prompt.md", nil, false, "spec.containers[0].volumeMounts[0].mountPath"},
@@ -489,6 +489,16 @@ func TestMountsWhereTheyLand(t *testing.T) {
 			[]string{"spec.containers[0].volumeMounts[0].mountPath", "at or under /etc/persona"}},
 		{"under the pod's shared memory", Config{}, []corev1.VolumeMount{{Name: "tenant", MountPath: "/dev/shm/l/persona"}},
 			[]string{"spec.containers[0].volumeMounts[0].mountPath", "under the pod's shared memory at /dev/shm"}},
+		// crun applies '..' after /var/run's symlink (to /), runc before it (to /var).
+		{"'..' after an image symlink", Config{}, []corev1.VolumeMount{{Name: "tenant", MountPath: "/var/run/../etc/persona"}},
+			[]string{"spec.containers[0].volumeMounts[0].mountPath", "a path with a '..' element"}},
+		// Symlinks an init container wrote: l -> /scratch/x/y and m/f -> /etc.
+		{"'..' after an emptyDir's symlinks", Config{ImageSymlinks: map[string]string{}}, []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"},
+			{Name: "tenant", MountPath: "/scratch/l/../../m/f/persona"}},
+			[]string{"spec.containers[0].volumeMounts[1].mountPath", "a path with a '..' element"}},
+		// CRI-O mounts /run/.containerenv, which the container may write, in every container.
+		{"an emptyDir above the runtime's files", Config{}, []corev1.VolumeMount{{Name: "scratch", MountPath: "/run"}},
+			[]string{"spec.containers[0].volumeMounts[0].mountPath", "the runtime's own file is mounted at /run/.containerenv, under volume scratch at /run"}},
 		// The runtime then mounts the shared memory through the volume's symlinks.
 		{"an emptyDir at /dev", Config{}, []corev1.VolumeMount{{Name: "scratch", MountPath: "/dev"}},
 			[]string{"spec.containers[0].volumeMounts[0].mountPath", "the pod's shared memory is mounted at /dev/shm, under volume scratch at /dev"}},
@@ -515,8 +525,15 @@ func TestMountsWhereTheyLand(t *testing.T) {
 			}
 		})
 	}
-	// A memory-backed emptyDir in place of the shared memory is no mount under it.
+	// Under the runtime's /run/secrets, which the pod does not write, a mount may go (the token's does).
 	pod := agentPod(nil)
+	pod.Spec.Volumes = []corev1.Volume{{Name: "token", VolumeSource: projection("kube-root-ca.crt")}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}}
+	if _, errs := Pod(pod, reviewer(), Config{}); len(errs) > 0 {
+		t.Errorf("the service account token: %v", errs)
+	}
+	// A memory-backed emptyDir in place of the shared memory is no mount under it.
+	pod = agentPod(nil)
 	pod.Spec.Volumes = []corev1.Volume{{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "shm", MountPath: "/dev/shm"}}
 	if _, errs := Pod(pod, reviewer(), Config{}); len(errs) > 0 {

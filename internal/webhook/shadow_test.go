@@ -75,6 +75,16 @@ var _ = Describe("Mounts that could cover the prompt", func() {
 			{"an emptyDir at /dev, through which the runtime mounts the shared memory", agentPod(nil, nil, []corev1.Volume{scratch},
 				corev1.VolumeMount{Name: "scratch", MountPath: "/dev"}),
 				[]string{"spec.containers[0].volumeMounts[0].mountPath", "the pod's shared memory is mounted at /dev/shm, under volume scratch at /dev"}},
+			// crun applies '..' after /var/run's symlink, so this is /etc/persona there.
+			{"a path with '..' after a symlink", agentPod(nil, nil, []corev1.Volume{tenant},
+				corev1.VolumeMount{Name: "tenant", MountPath: "/var/run/../etc/persona"}),
+				[]string{"spec.containers[0].volumeMounts[0].mountPath", "a path with a '..' element"}},
+			// CRI-O mounts /run/.containerenv, which the container writes, through the volume.
+			{"an emptyDir above the runtime's own files", func() *corev1.Pod {
+				p := agentPod(nil, nil, []corev1.Volume{scratch}, corev1.VolumeMount{Name: "scratch", MountPath: "/run"})
+				p.Spec.AutomountServiceAccountToken = new(false)
+				return p
+			}(), []string{"spec.containers[0].volumeMounts[0].mountPath", "the runtime's own file is mounted at /run/.containerenv, under volume scratch at /run"}},
 			{"the termination message file on the prompt", func() *corev1.Pod {
 				p := agentPod(nil, nil, nil)
 				p.Spec.Containers[0].TerminationMessagePath = "/etc/persona/system-prompt.md"
