@@ -93,8 +93,10 @@ the harness reads by itself (AGENTS.md, CLAUDE.md, ...; from a templateFrom
 layer, say), the harness is told not to read them, so the model gets it once
 (--project-docs).
 
-The files launch passes are written under $XDG_CACHE_HOME, else
-$HOME/.cache, in kubectl-persona/launch/ (docs/agents.md).`,
+The files launch passes are in-memory files sealed against writes, which
+the harness inherits as /proc/PID/fd/N; where the system has none, they
+are written under $XDG_CACHE_HOME, else $HOME/.cache, in
+kubectl-persona/launch/ (docs/cli.md#launch).`,
 		Example: `  # In an agent container the webhook injected
   kubectl-persona launch -- codex exec --skip-git-repo-check "$TASK"
   kubectl-persona launch -- claude -p "$TASK"
@@ -169,10 +171,7 @@ func (o *launchOptions) run(s *Streams, host *launchHost, command []string) erro
 	if err != nil {
 		return failed("%v", err)
 	}
-	dir, err := launchDir(env)
-	if err != nil {
-		return failed("%v", err)
-	}
+	files := &passedFiles{env: env, seal: sealedFile}
 	w, err := wireHarness(harness, wiringInput{
 		persona:      in.bundle.Persona.Name,
 		namespace:    in.bundle.Persona.Namespace,
@@ -181,7 +180,7 @@ func (o *launchOptions) run(s *Streams, host *launchHost, command []string) erro
 		personaMD:    in.personaMD,
 		skipDocs:     docs.skip,
 		env:          env,
-		place:        func(name, content string) (string, error) { return placeFile(dir, name, content) },
+		place:        files.place,
 	})
 	if err != nil {
 		return failed("%v", err)
@@ -205,6 +204,9 @@ func (o *launchOptions) run(s *Streams, host *launchHost, command []string) erro
 	}
 	for _, p := range w.passed {
 		logf("passes %s %s as %s", p.what, digest(p.content), p.as)
+	}
+	if files.fallback != "" {
+		logf("%s", files.fallback)
 	}
 	logf("%s", docs.note)
 	logf("exec %s", quoteCommand(argv, w.env))
@@ -376,9 +378,35 @@ func harnessOfCommand(executable string) (string, error) {
 	return "", fmt.Errorf("cannot tell the harness of %q: launch runs %s (told by the executable's name)", executable, strings.Join(harnesses, ", "))
 }
 
-// launchDir is where launch writes the files it passes: a harness reads
-// some of them after launch is gone, and a live mount may have swapped the
-// mounted ones by then.
+// errNoSealedFiles: the system has no sealed in-memory files for launch.
+var errNoSealedFiles = errors.New("sealed in-memory files are not available")
+
+// passedFiles places the files a harness is given. A harness reads them
+// after launch is gone, when a live mount may have swapped the mounted
+// ones: each is a sealed in-memory file the harness inherits, or, where
+// the system has none, a file under launchDir.
+type passedFiles struct {
+	env  map[string]string
+	seal func(name, content string) (string, error)
+	// fallback says, for the log, why launch wrote files instead.
+	fallback string
+}
+
+func (f *passedFiles) place(name, content string) (string, error) {
+	path, err := f.seal(name, content)
+	if !errors.Is(err, errNoSealedFiles) {
+		return path, err
+	}
+	dir, derr := launchDir(f.env)
+	if derr != nil {
+		return "", fmt.Errorf("%v; %w", err, derr)
+	}
+	f.fallback = fmt.Sprintf("%v: the files passed are written under %s, where a process that shares the directory can replace them", err, dir)
+	return placeFile(dir, name, content)
+}
+
+// launchDir is where launch writes the files it passes when it cannot pass
+// sealed in-memory files.
 func launchDir(env map[string]string) (string, error) {
 	base := env["XDG_CACHE_HOME"]
 	if !filepath.IsAbs(base) {

@@ -145,6 +145,8 @@ func (s *suite) launchCommand(t *testing.T, name string, env map[string]string) 
 
 // runResult is what one CLI run did.
 type runResult struct {
+	// home is the run's HOME.
+	home     string
 	received received
 	body     string
 	output   string
@@ -197,7 +199,7 @@ func (s *suite) run(t *testing.T, h *harness, dir, mount string, argv []string, 
 	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	res := runResult{output: string(out), took: time.Since(start)}
+	res := runResult{home: home, output: string(out), took: time.Since(start)}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatalf("%q did not end within %s:\n%s", argv, runTimeout, out)
 	}
@@ -274,6 +276,11 @@ func TestLaunch(t *testing.T) {
 		expect(t, h, "launch "+hp, res, expectation{parts: h.parts(h.prompt), builtin: hp == "keep", once: once})
 		if !strings.Contains(res.output, "kubectl-persona launch: persona team-a/reviewer") {
 			t.Errorf("launch logged no persona:\n%s", res.output)
+		}
+		// The prompt reached the harness as sealed in-memory files: nothing
+		// under HOME, which another container may share, holds it.
+		if _, err := os.Stat(filepath.Join(res.home, ".cache", "kubectl-persona")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("launch wrote the files it passes under HOME (%v):\n%s", err, res.output)
 		}
 	})
 }
