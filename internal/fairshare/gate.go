@@ -16,7 +16,8 @@ import (
 //   - Places: a worker holds a place for its namespace while it renders or
 //     waits to (Enter). While several namespaces hold places, each is held
 //     to its Share of them, so that one namespace's work waiting at the gate
-//     cannot take every worker; a worker refused a place comes back later.
+//     cannot take every worker; the work refused a place waits, parked
+//     (Parked), until its namespace has room.
 //   - Slots: a place waits for a slot (Place.Slot). While several
 //     namespaces wait, one that already runs its Share of the slots is
 //     passed over; a slot no namespace under its share can take goes round
@@ -62,6 +63,8 @@ type Place struct {
 	g    *Gate
 	ns   string
 	left bool
+	// onLeave runs once the place is given back (Parked's).
+	onLeave func()
 }
 
 // Enter gives a place for namespace ns, or none when ns holds its share of
@@ -70,28 +73,43 @@ type Place struct {
 func (g *Gate) Enter(ns string) (*Place, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n := len(g.placesIn)
-	if g.placesIn[ns] == 0 {
-		n++
-	}
-	if g.placesIn[ns] >= Share(g.places, n) {
+	if g.roomLocked(ns) == 0 {
 		return nil, false
 	}
 	g.placesIn[ns]++
 	return &Place{g: g, ns: ns}, true
 }
 
+// room is how many more places Enter would give ns now.
+func (g *Gate) room(ns string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.roomLocked(ns)
+}
+
+func (g *Gate) roomLocked(ns string) int {
+	n := len(g.placesIn)
+	if g.placesIn[ns] == 0 {
+		n++
+	}
+	return max(0, Share(g.places, n)-g.placesIn[ns])
+}
+
 // Leave gives the place back; a second call does nothing.
 func (p *Place) Leave() {
 	g := p.g
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if p.left {
+		g.mu.Unlock()
 		return
 	}
 	p.left = true
 	if g.placesIn[p.ns]--; g.placesIn[p.ns] <= 0 {
 		delete(g.placesIn, p.ns)
+	}
+	g.mu.Unlock()
+	if p.onLeave != nil {
+		p.onLeave()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -18,10 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -56,6 +59,10 @@ type reconciler struct {
 
 	// gate admits the renders (render_gate.go); nil renders at once.
 	gate *fairshare.Gate
+	// parked are the reconciles the gate turned away, until their
+	// namespace has room; queue is the controller's, they go back to.
+	parked *fairshare.Parked[types.NamespacedName]
+	queue  atomic.Pointer[priorityqueue.PriorityQueue[reconcile.Request]]
 	// renderConfigMap renders a bundle's ConfigMap (the render engine).
 	renderConfigMap renderFunc
 	// guardrailsWaiting is when each Persona's new guardrails began to wait
@@ -143,6 +150,9 @@ func newReconciler(c client.Client, scheme *runtime.Scheme, recorder events.Even
 	if r.halts == nil {
 		r.halts = NewRolloutHalts()
 	}
+	if r.gate != nil {
+		r.parked = fairshare.NewParked(r.gate, parkClasses, r.unpark)
+	}
 	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns, r.halts, r.guardrailsWaiting}
 	return r
 }
@@ -229,12 +239,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.gate != nil {
+	if r.parked != nil {
 		// A namespace whose reconciles hold their share of the workers at
-		// the render gate comes back later, so that the others' get one.
-		place, ok := r.gate.Enter(req.Namespace)
+		// the render gate waits, parked, until it has room: the others'
+		// get a worker meanwhile.
+		place, ok := r.parked.Enter(req.Namespace, req.NamespacedName, r.parkClass(&p))
 		if !ok {
-			return ctrl.Result{RequeueAfter: gateRetryAfter()}, nil
+			return ctrl.Result{}, nil
 		}
 		defer place.Leave()
 		ctx = withPlace(ctx, place)
@@ -350,6 +361,9 @@ func (r *reconciler) forget(key types.NamespacedName) {
 	for _, s := range r.stores {
 		s.forgetPersona(key)
 	}
+	if r.parked != nil {
+		r.parked.Forget(key)
+	}
 }
 
 // SetupWithManager registers the controller and the watches that bring a
@@ -396,6 +410,7 @@ func (r *reconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetadata cach
 		WatchesRawSource(r.watchNamespaceLabels(mgr)).
 		WatchesRawSource(r.watchPlatform(mgr)).
 		WatchesRawSource(source.Channel(r.halts.events, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Func(r.keepQueue)).
 		// The priority queue lets the status passes of a fan-out wait
 		// behind its deliveries.
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1), UsePriorityQueue: new(true)}).

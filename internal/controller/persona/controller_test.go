@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/fairshare"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/status"
 )
@@ -39,7 +40,7 @@ func TestForgetReachesEveryStore(t *testing.T) {
 }
 
 func TestForgetDropsThePersonaFromEachStore(t *testing.T) {
-	r := newReconciler(nil, nil, nil, nil, nil, nil, nil, options{})
+	r := newReconciler(nil, nil, nil, nil, nil, nil, nil, options{Gate: fairshare.NewGate(1, 1)})
 	gone := types.NamespacedName{Namespace: "team", Name: "gone"}
 	kept := types.NamespacedName{Namespace: "team", Name: "kept"}
 	ref := objectRef{Kind: "PromptLayer", Namespace: "team", Name: "later"}
@@ -49,6 +50,12 @@ func TestForgetDropsThePersonaFromEachStore(t *testing.T) {
 		r.deferred.put(p, inputs{1}, status.Render{Hash: "hash"}, v1alpha1.RevisionHistoryEntry{}, nil, "")
 		r.waiting.set(p, []objectRef{ref})
 		r.overruns.add(p, 1, &render.Bundle{})
+	}
+	holder, _ := r.parked.Enter("team", types.NamespacedName{Namespace: "team", Name: "holder"}, parkedRender)
+	for _, p := range []types.NamespacedName{gone, kept} {
+		if _, ok := r.parked.Enter(p.Namespace, p, parkedRender); ok {
+			t.Fatalf("%s got a place, want it parked", p)
+		}
 	}
 	r.forget(gone)
 
@@ -73,4 +80,8 @@ func TestForgetDropsThePersonaFromEachStore(t *testing.T) {
 	if _, ok := r.overruns.last[kept]; !ok {
 		t.Error("another Persona's overruns were dropped")
 	}
+	if n := r.parked.Len(); n != 1 {
+		t.Errorf("%d parked, want the Persona kept alone", n)
+	}
+	holder.Leave()
 }

@@ -67,6 +67,14 @@ func (d *deferredStatuses) put(persona types.NamespacedName, in inputs, r status
 	d.byPersona[persona] = s
 }
 
+// has reports whether a status pass waits for persona.
+func (d *deferredStatuses) has(persona types.NamespacedName) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.byPersona[persona]
+	return ok
+}
+
 // take returns and forgets what was recorded for persona.
 func (d *deferredStatuses) take(persona types.NamespacedName) (deferredStatus, bool) {
 	d.mu.Lock()

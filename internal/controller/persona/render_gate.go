@@ -3,10 +3,16 @@ package persona
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"runtime"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/fairshare"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/status"
@@ -28,12 +34,50 @@ func newRenderGate(workers int) *fairshare.Gate {
 	return fairshare.NewGate(slots, max(workers, 1)-slots)
 }
 
-// gateRetry is when a reconcile whose namespace holds its share of the
-// gate's places comes back, give or take a quarter.
-const gateRetry = 500 * time.Millisecond
+// The classes of the reconciles parked at the gate, handed back in this
+// order: an edit first, then the renders of others' changes, then the
+// status passes of a fan-out, which wait behind its deliveries.
+const (
+	parkedEdit = iota
+	parkedRender
+	parkedStatusPass
+	parkClasses
+)
 
-func gateRetryAfter() time.Duration {
-	return gateRetry*3/4 + rand.N(gateRetry/2) //nolint:gosec // jitter, not a secret
+// parkClass is the class p parks in when the gate turns it away.
+func (r *reconciler) parkClass(p *v1alpha1.Persona) int {
+	switch {
+	case p.Status.ObservedGeneration != p.Generation:
+		return parkedEdit
+	case r.deferred.has(client.ObjectKeyFromObject(p)):
+		return parkedStatusPass
+	}
+	return parkedRender
+}
+
+// keepQueue is a source that only keeps the controller's queue, for
+// unpark.
+func (r *reconciler) keepQueue(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	if !ok {
+		return fmt.Errorf("the Persona controller's queue is a %T, not a priority queue", q)
+	}
+	r.queue.Store(&pq)
+	return nil
+}
+
+// unpark queues a parked Persona again, a status pass at its low
+// priority.
+func (r *reconciler) unpark(key types.NamespacedName, class int) {
+	q := r.queue.Load()
+	if q == nil {
+		return
+	}
+	priority := 0
+	if class == parkedStatusPass {
+		priority = statusPriority
+	}
+	(*q).AddWithOpts(priorityqueue.AddOpts{Priority: &priority}, reconcile.Request{NamespacedName: key})
 }
 
 // renderFunc renders a bundle's ConfigMap, its renders ending by deadline

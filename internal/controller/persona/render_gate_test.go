@@ -7,6 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/fairshare"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/status"
@@ -120,5 +126,56 @@ func TestGuardrailsWaitUntilTheDeadline(t *testing.T) {
 	g.forgetPersona(p)
 	if left := g.left(p, "g2", start.Add(200*time.Second), time.Minute); left != time.Minute {
 		t.Fatalf("after a render: left %v, want the whole deadline again", left)
+	}
+}
+
+// A reconcile the gate turns away is parked, not polled: it asks for no
+// requeue, and comes back to the controller's queue when a place of its
+// namespace is left, an edit at the default priority, a fan-out's status
+// pass at low priority.
+func TestAReconcileTurnedAwayWaitsParked(t *testing.T) {
+	edited := persona("edited", v1alpha1.PersonaSpec{})
+	edited.Generation = 2
+	fanned := persona("fanned", v1alpha1.PersonaSpec{})
+	fanned.Generation, fanned.Status.ObservedGeneration = 1, 1
+	s := newSteps(t, edited, fanned)
+	s.gate = fairshare.NewGate(1, 1)
+	s.parked = fairshare.NewParked(s.gate, parkClasses, s.unpark)
+	q := priorityqueue.New[reconcile.Request]("persona-parked-test")
+	defer q.ShutDown()
+	if err := s.keepQueue(t.Context(), q); err != nil {
+		t.Fatal(err)
+	}
+	s.deferred.put(client.ObjectKeyFromObject(fanned), inputs{1}, status.Render{Hash: "hash"}, v1alpha1.RevisionHistoryEntry{}, nil, "")
+
+	for _, tc := range []struct {
+		what         string
+		p            *v1alpha1.Persona
+		wantPriority int
+	}{
+		{"an edit", edited, 0},
+		{"a fan-out's status pass", fanned, statusPriority},
+	} {
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(tc.p)}
+		hold, ok := s.parked.Enter("ns", types.NamespacedName{Namespace: "ns", Name: "other"}, parkedRender)
+		if !ok {
+			t.Fatal("no place for the other Persona")
+		}
+		res, err := s.Reconcile(t.Context(), req)
+		if err != nil || res != (reconcile.Result{}) {
+			t.Fatalf("%s turned away: %+v, %v; want no requeue and no error", tc.what, res, err)
+		}
+		if q.Len() != 0 || s.parked.Len() != 1 {
+			t.Fatalf("%s turned away: %d queued, %d parked; want it parked", tc.what, q.Len(), s.parked.Len())
+		}
+		hold.Leave()
+		if q.Len() != 1 {
+			t.Fatalf("the place was left: %d queued, want %s back", q.Len(), tc.what)
+		}
+		item, priority, _ := q.GetWithPriority()
+		q.Done(item)
+		if item != req || priority != tc.wantPriority {
+			t.Errorf("%s: queued %v at priority %d, want %v at %d", tc.what, item, priority, req, tc.wantPriority)
+		}
 	}
 }
