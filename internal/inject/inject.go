@@ -240,6 +240,16 @@ func Pod(pod *corev1.Pod, persona *Persona, cfg Config) (Result, field.ErrorList
 	for _, c := range targets {
 		mountInto(c, opts.mountPath)
 		c.Env = append(slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return slices.Contains(envNames, e.Name) }), env...)
+		if len(c.EnvFrom) > 0 {
+			// The variables it sets no value of here (a live mount's
+			// revision and launch settings) are set empty, which wins over
+			// envFrom.
+			for _, n := range envNames {
+				if !slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == n }) {
+					c.Env = append(c.Env, corev1.EnvVar{Name: n})
+				}
+			}
+		}
 	}
 	hideVariables(others)
 	if revision > 0 {

@@ -74,3 +74,34 @@ func TestLiveMountGetsNoLaunchVariables(t *testing.T) {
 		t.Errorf("agent env\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+// A container that gets the prompt and reads variables from a ConfigMap or
+// Secret (envFrom) gets those of the webhook's it sets no value of (a live
+// mount's revision and launch settings) set empty, which wins over envFrom.
+func TestEnvFromSetsNoneOfTheWebhooksVariables(t *testing.T) {
+	pod := agentPod(map[string]string{"prompts.persona-operator.dev/delivery": "live"})
+	pod.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{Prefix: "PERSONA_",
+		ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "tenant-env"}}}}
+	if _, errs := Pod(pod, reviewer(), Config{}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	want := []corev1.EnvVar{
+		{Name: "HOME", Value: "/home"},
+		{Name: "PERSONA_NAME", Value: "reviewer"},
+		{Name: "PERSONA_PROMPT_FILE", Value: "/etc/persona/system-prompt.md"},
+		{Name: "PERSONA_BUNDLE_FILE", Value: "/etc/persona/bundle.json"},
+		{Name: "PERSONA_REVISION"},
+		{Name: "PERSONA_HARNESS"},
+		{Name: "PERSONA_MODEL"},
+		{Name: "PERSONA_REASONING_EFFORT"},
+		{Name: "PERSONA_HARNESS_PROMPT"},
+	}
+	if got := pod.Spec.Containers[0].Env; !reflect.DeepEqual(got, want) {
+		t.Errorf("agent env\n%+v\nwant\n%+v", got, want)
+	}
+	// Called again on its own output, nothing changes.
+	again := pod.DeepCopy()
+	if _, errs := Pod(again, reviewer(), Config{}); len(errs) > 0 || !reflect.DeepEqual(again, pod) {
+		t.Errorf("reinvocation changed the pod: %v", errs)
+	}
+}

@@ -203,7 +203,10 @@ const sharedMemory = "/dev/shm"
 // /run/.containerenv (which the container may write) and /run/secrets.
 // Nothing the pod writes is in them before the container starts, but a
 // volume above one would lead its mount through a symlink, onto the prompt.
-var runtimeFiles = []string{"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/run/.containerenv", "/run/secrets"}
+var runtimeFiles = []string{"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/run/.containerenv", "/run/secrets",
+	// CRI-O's on a host in FIPS mode, in an image that has the FIPS
+	// crypto-policies back-end; ordered with the pod's mounts by depth.
+	"/etc/crypto-policies/back-ends", "/etc/crypto-policies/config"}
 
 // mountsOf are what the runtime mounts in c but the prompt, whose volumes
 // sealed says are sealed. The kubelet mounts a file of its own at the
@@ -264,7 +267,7 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string, cfg
 	prompt, _ := resolve(mountPath, links)
 	for _, c := range targets {
 		mounts := []placed{{path: prompt, kind: thePrompt, written: mountPath, sealed: true}}
-		for _, m := range mountsOf(c, mountPath, sealed, links) {
+		for _, m := range mountsOf(c, mountPath, sealed, visibleLinks(c, links)) {
 			if hasDotDot(m.written) {
 				if refuse(m.field(pod, c), fmt.Sprintf("%s, a path with a '..' element, in a container that gets the prompt of persona %s at %s: some runtimes apply it before the symlinks on the path, others after them (/var/run/.. is /var or /), so where it lands is not known; write the path without it",
 					m, persona, mountPath)) {
@@ -335,6 +338,36 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string, cfg
 		}
 	}
 	return errs
+}
+
+// visibleLinks are the symlinks of links that container c still has. A
+// volume mounted above one replaces the image's directory there, and the
+// symlink with it, by the volume's own files: an emptyDir at /var holds
+// whatever the pod wrote as run, not the image's /var/run -> /run. The
+// runtime mounts the volume first (it is shallower than any path through
+// the symlink), so what is mounted through that path is judged under the
+// volume instead.
+func visibleLinks(c *corev1.Container, links map[string]string) map[string]string {
+	for {
+		hidden := ""
+		for _, m := range c.VolumeMounts {
+			at, _ := resolve(kubeletPath(m.MountPath), links)
+			for l := range links {
+				if l != at && atOrUnder(l, at) {
+					hidden = l
+					break
+				}
+			}
+			if hidden != "" {
+				break
+			}
+		}
+		if hidden == "" {
+			return links
+		}
+		links = maps.Clone(links)
+		delete(links, hidden)
+	}
 }
 
 // kubeletPath is where the kubelet mounts mountPath: made absolute, then

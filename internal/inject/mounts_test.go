@@ -499,6 +499,15 @@ func TestMountsWhereTheyLand(t *testing.T) {
 		// CRI-O mounts /run/.containerenv, which the container may write, in every container.
 		{"an emptyDir above the runtime's files", Config{}, []corev1.VolumeMount{{Name: "scratch", MountPath: "/run"}},
 			[]string{"spec.containers[0].volumeMounts[0].mountPath", "the runtime's own file is mounted at /run/.containerenv, under volume scratch at /run"}},
+		// A volume above a listed symlink replaces it with its own files: an
+		// emptyDir at /var holds what the pod wrote as run (run -> /etc).
+		{"a volume above /var/run, a mount through it", Config{}, []corev1.VolumeMount{{Name: "scratch", MountPath: "/var"}, {Name: "tenant", MountPath: "/var/run/persona"}},
+			[]string{"spec.containers[0].volumeMounts[1].mountPath", "volume tenant is mounted at /var/run/persona, under volume scratch at /var"}},
+		{"a volume above /var/lock, a subPath file through it", Config{}, []corev1.VolumeMount{{Name: "scratch", MountPath: "var"}, {Name: "scratch", SubPath: "p.md", MountPath: "/var/lock/persona/system-prompt.md"}},
+			[]string{"spec.containers[0].volumeMounts[1].mountPath", "under volume scratch at var"}},
+		// CRI-O on a FIPS host mounts these, after a prompt at depth 2.
+		{"an emptyDir above CRI-O's FIPS mounts", Config{}, []corev1.VolumeMount{{Name: "scratch", MountPath: "/etc/crypto-policies"}},
+			[]string{"spec.containers[0].volumeMounts[0].mountPath", "the runtime's own file is mounted at /etc/crypto-policies/back-ends, under volume scratch at /etc/crypto-policies"}},
 		// The runtime then mounts the shared memory through the volume's symlinks.
 		{"an emptyDir at /dev", Config{}, []corev1.VolumeMount{{Name: "scratch", MountPath: "/dev"}},
 			[]string{"spec.containers[0].volumeMounts[0].mountPath", "the pod's shared memory is mounted at /dev/shm, under volume scratch at /dev"}},
@@ -525,8 +534,29 @@ func TestMountsWhereTheyLand(t *testing.T) {
 			}
 		})
 	}
-	// Under the runtime's /run/secrets, which the pod does not write, a mount may go (the token's does).
+	// The termination message file and a device through a hidden /var/run.
+	for name, c := range map[string]corev1.Container{
+		"terminationMessagePath":      {TerminationMessagePath: "/var/run/persona/system-prompt.md"},
+		"volumeDevices[0].devicePath": {VolumeDevices: []corev1.VolumeDevice{{Name: "tenant", DevicePath: "/var/run/persona/system-prompt.md"}}},
+	} {
+		pod := agentPod(nil)
+		pod.Spec.Volumes = []corev1.Volume{scratch, tenant}
+		pod.Spec.Containers[0].TerminationMessagePath, pod.Spec.Containers[0].VolumeDevices = c.TerminationMessagePath, c.VolumeDevices
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/var"}}
+		_, errs := Pod(pod, reviewer(), Config{})
+		if len(errs) == 0 || errs[0].Field != "spec.containers[0]."+name || !strings.Contains(errs[0].Detail, "under volume scratch at /var") {
+			t.Errorf("%s through /var/run under an emptyDir at /var: %v", name, errs)
+		}
+	}
+	// A volume at the symlink itself is mounted through it: the symlink stays.
 	pod := agentPod(nil)
+	pod.Spec.Volumes = []corev1.Volume{{Name: "token", VolumeSource: projection("kube-root-ca.crt")}, tenant}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "token", MountPath: "/var/run"}, {Name: "tenant", MountPath: "/var/run/x"}}
+	if _, errs := Pod(pod, reviewer(), Config{}); len(errs) > 0 {
+		t.Errorf("a sealed volume at /var/run, another under it: %v", errs)
+	}
+	// Under the runtime's /run/secrets, which the pod does not write, a mount may go (the token's does).
+	pod = agentPod(nil)
 	pod.Spec.Volumes = []corev1.Volume{{Name: "token", VolumeSource: projection("kube-root-ca.crt")}}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}}
 	if _, errs := Pod(pod, reviewer(), Config{}); len(errs) > 0 {

@@ -75,6 +75,11 @@ var _ = Describe("Mounts that could cover the prompt", func() {
 			{"an emptyDir at /dev, through which the runtime mounts the shared memory", agentPod(nil, nil, []corev1.Volume{scratch},
 				corev1.VolumeMount{Name: "scratch", MountPath: "/dev"}),
 				[]string{"spec.containers[0].volumeMounts[0].mountPath", "the pod's shared memory is mounted at /dev/shm, under volume scratch at /dev"}},
+			// An init container writes run -> /etc in the emptyDir at /var,
+			// which hides the image's /var/run -> /run.
+			{"through /var/run under an emptyDir at /var", agentPod(nil, nil, []corev1.Volume{tenant, scratch},
+				corev1.VolumeMount{Name: "scratch", MountPath: "/var"}, corev1.VolumeMount{Name: "tenant", MountPath: "/var/run/persona"}),
+				[]string{"spec.containers[0].volumeMounts[1].mountPath", "volume tenant is mounted at /var/run/persona, under volume scratch at /var"}},
 			// crun applies '..' after /var/run's symlink, so this is /etc/persona there.
 			{"a path with '..' after a symlink", agentPod(nil, nil, []corev1.Volume{tenant},
 				corev1.VolumeMount{Name: "tenant", MountPath: "/var/run/../etc/persona"}),
