@@ -206,7 +206,14 @@ const sharedMemory = "/dev/shm"
 var runtimeFiles = []string{"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/run/.containerenv", "/run/secrets",
 	// CRI-O's on a host in FIPS mode, in an image that has the FIPS
 	// crypto-policies back-end; ordered with the pod's mounts by depth.
-	"/etc/crypto-policies/back-ends", "/etc/crypto-policies/config"}
+	"/etc/crypto-policies/config"}
+
+// imageRuntimeDirs are runtime mounts of a directory of the agent image
+// (CRI-O's FIPS back-ends, from the image's
+// /usr/share/crypto-policies/back-ends/FIPS): its symlinks are the image
+// author's, so nothing may be mounted under it. CRI-O does not leave them
+// out for a volume at the same path.
+var imageRuntimeDirs = []string{"/etc/crypto-policies/back-ends"}
 
 // mountsOf are what the runtime mounts in c but the prompt, whose volumes
 // sealed says are sealed. The kubelet mounts a file of its own at the
@@ -235,6 +242,9 @@ func mountsOf(c *corev1.Container, mountPath string, sealed map[string]bool, lin
 		if !slices.ContainsFunc(out, func(m placed) bool { return m.path == r.path }) {
 			out = append(out, r)
 		}
+	}
+	for _, d := range imageRuntimeDirs {
+		out = append(out, place(placed{kind: aRuntimeFile}, d, links))
 	}
 	return out
 }
@@ -348,26 +358,34 @@ func shadows(pod *corev1.Pod, targets []*corev1.Container, mountPath string, cfg
 // the symlink), so what is mounted through that path is judged under the
 // volume instead.
 func visibleLinks(c *corev1.Container, links map[string]string) map[string]string {
-	for {
-		hidden := ""
-		for _, m := range c.VolumeMounts {
-			at, _ := resolve(kubeletPath(m.MountPath), links)
-			for l := range links {
-				if l != at && atOrUnder(l, at) {
-					hidden = l
-					break
-				}
-			}
-			if hidden != "" {
-				break
-			}
-		}
-		if hidden == "" {
-			return links
-		}
-		links = maps.Clone(links)
-		delete(links, hidden)
+	// In the runtime's order (shallower first): each volume's path is
+	// resolved through the symlinks the volumes before it left, and one that
+	// lands in another volume (a ConfigMap at /var/run under one at /var)
+	// hides none of the image's.
+	paths := make([]string, 0, len(c.VolumeMounts))
+	for _, m := range c.VolumeMounts {
+		paths = append(paths, kubeletPath(m.MountPath))
 	}
+	slices.SortStableFunc(paths, func(a, b string) int { return cmp.Compare(strings.Count(a, "/"), strings.Count(b, "/")) })
+	var mounted []string
+	cloned := false
+	for _, p := range paths {
+		at, _ := resolve(p, links)
+		inVolume := slices.ContainsFunc(mounted, func(v string) bool { return atOrUnder(at, v) })
+		mounted = append(mounted, at)
+		if inVolume {
+			continue
+		}
+		for l := range links {
+			if l != at && atOrUnder(l, at) {
+				if !cloned {
+					links, cloned = maps.Clone(links), true
+				}
+				delete(links, l)
+			}
+		}
+	}
+	return links
 }
 
 // kubeletPath is where the kubelet mounts mountPath: made absolute, then

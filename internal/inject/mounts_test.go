@@ -609,3 +609,50 @@ func TestSubPathOfThePromptVolumeBeforeItExists(t *testing.T) {
 	pod.Spec.Containers[1].VolumeMounts = []corev1.VolumeMount{{Name: VolumeName, MountPath: "/p", SubPath: "system-prompt.md"}}
 	refused(t, pod, "spec.containers[1].volumeMounts[0].subPath", "persona-prompt")
 }
+
+// CRI-O's FIPS back-ends mount is a directory of the agent image, whose
+// symlinks its author wrote: nothing may be mounted under it, a volume of
+// the pod at its path included (CRI-O mounts it all the same).
+func TestNothingUnderTheImagesBackEnds(t *testing.T) {
+	tenant := corev1.Volume{Name: "tenant", VolumeSource: configMapSource("tenant-prompt")}
+	other := corev1.Volume{Name: "other", VolumeSource: configMapSource("other")}
+	for name, mounts := range map[string][]corev1.VolumeMount{
+		"a ConfigMap under it":                {{Name: "tenant", MountPath: "/etc/crypto-policies/back-ends/p"}},
+		"a ConfigMap at it, another under it": {{Name: "other", MountPath: "/etc/crypto-policies/back-ends"}, {Name: "tenant", MountPath: "/etc/crypto-policies/back-ends/p"}},
+	} {
+		pod := agentPod(nil)
+		pod.Spec.Volumes = []corev1.Volume{tenant, other}
+		pod.Spec.Containers[0].VolumeMounts = mounts
+		_, errs := Pod(pod, reviewer(), Config{})
+		if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), "under the runtime's own file at /etc/crypto-policies/back-ends") {
+			t.Errorf("%s: %v", name, errs)
+		}
+	}
+}
+
+// The volumes hide the image's symlinks in the runtime's order, shallower
+// first, whatever the order of volumeMounts: a volume that lands inside an
+// earlier one (a ConfigMap at /var/run inside one at /var) hides none, so
+// /run/user -> /etc stays, and a mount through it is judged on /etc.
+func TestVolumesHideSymlinksInTheRuntimesOrder(t *testing.T) {
+	cfg := Config{ImageSymlinks: map[string]string{"/var/run": "/run", "/run/user": "/etc"}}
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	atVar := corev1.VolumeMount{Name: "var", MountPath: "/var"}
+	atVarRun := corev1.VolumeMount{Name: "run", MountPath: "/var/run"}
+	tenant := corev1.VolumeMount{Name: "tenant", MountPath: "/run/user/persona"}
+	for name, mounts := range map[string][]corev1.VolumeMount{
+		"/var first":     {atVar, atVarRun, tenant},
+		"/var/run first": {atVarRun, atVar, tenant},
+	} {
+		pod := agentPod(nil)
+		pod.Spec.Volumes = []corev1.Volume{{Name: "var", VolumeSource: configMapSource("v")}, {Name: "run", VolumeSource: configMapSource("r")},
+			{Name: "tenant", VolumeSource: configMapSource("tenant-prompt")}}
+		pod.Spec.Containers[0].VolumeMounts = mounts
+		_, errs := Pod(pod, reviewer(), cfg)
+		if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), "at or under /etc/persona") {
+			t.Errorf("%s: %v, want the mount through /run/user refused on /etc/persona", name, errs)
+		}
+	}
+}
