@@ -14,7 +14,9 @@ import (
 )
 
 // profiler takes CPU profiles of kube-apiserver and the manager during the
-// timed phases, so that where the time goes can be read with go tool pprof.
+// timed phases, so that where the time goes can be read with go tool pprof,
+// and heap profiles of the manager as phases end, so that what its memory
+// holds can be read too.
 type profiler struct {
 	dir     string
 	seconds int
@@ -62,6 +64,23 @@ func (p *profiler) start(ctx context.Context, phase string) {
 			p.mu.Unlock()
 		}()
 	}
+}
+
+// heap writes the manager's heap profile as the phase named phase ends,
+// after a garbage collection, so that its in-use figures are what is live
+// then (go tool pprof -sample_index=inuse_space -top FILE).
+func (p *profiler) heap(ctx context.Context, phase string) {
+	if p == nil {
+		return
+	}
+	path := filepath.Join(p.dir, fmt.Sprintf("%s-manager-heap.pprof", strings.ReplaceAll(phase, " ", "-")))
+	if err := fetchProfile(ctx, http.DefaultClient, p.manager+"/debug/pprof/heap?gc=1", path); err != nil {
+		p.fail(fmt.Errorf("heap profile of the manager after %s: %w", phase, err))
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.files = append(p.files, path)
 }
 
 func (p *profiler) fail(err error) {

@@ -69,7 +69,7 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 16, "Concurrent requests of the harness's client.")
 	flag.StringVar(&managerFlags, "manager-flags", "", `Extra flags for the manager binary, e.g. "--persona-workers=8 --kube-api-qps=500".`)
 	flag.StringVar(&o.out, "out", "", "Also write the table, as Markdown, to this file.")
-	flag.StringVar(&o.profileDir, "profile", "", "Write CPU profiles of kube-apiserver and the manager during convergence and fan-out into this directory (read them with go tool pprof).")
+	flag.StringVar(&o.profileDir, "profile", "", "Write CPU profiles of kube-apiserver and the manager during convergence and fan-out, and heap profiles of the manager as they end, into this directory (read them with go tool pprof).")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "With -profile: how many seconds of each phase, from its start, to profile.")
 	flag.Var(&o.curve, "curve", "Comma-separated Ns, e.g. 500,2000,8000: measure at each N instead of -n, each on a control plane and a manager of its own, and add a table of how time and memory per Persona grow with N.")
 	flag.StringVar(&o.jsonPath, "json", "", "Also write the figures, with stable keys, as JSON to this file, to compare versions.")

@@ -126,6 +126,9 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	} else {
 		step("  %s (the creates took %s)", rr.convergence.Round(time.Millisecond), rr.convergenceCreates.Round(time.Millisecond))
 	}
+	if last {
+		h.prof.heap(ctx, "convergence")
+	}
 	if err := h.r.endManaged(ctx, ph, h.metricsURL); err != nil {
 		return nil, err
 	}
@@ -164,6 +167,7 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 		if err := h.measureSteadyState(ctx); err != nil {
 			return nil, err
 		}
+		h.prof.heap(ctx, "steady state")
 	}
 	if err := h.readManager(ctx); err != nil {
 		return nil, err
@@ -213,6 +217,9 @@ func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit f
 		return start, 0, 0, "", err
 	} else {
 		step("  %s (every status current after %s)", configMaps.Round(time.Millisecond), statuses.Round(time.Millisecond))
+	}
+	if last {
+		h.prof.heap(ctx, name)
 	}
 	if err := h.r.endManaged(ctx, ph, h.metricsURL); err != nil {
 		return start, 0, 0, "", err

@@ -37,7 +37,7 @@ func (r *report) writeConditions(b *strings.Builder) {
 	fmt.Fprintf(b, "- run took %s; manager log: %s\n", r.elapsed.Round(time.Second), r.logPath)
 	if len(r.profiles) > 0 {
 		sort.Strings(r.profiles)
-		fmt.Fprintf(b, "- CPU profiles of the first %d s of each phase (go tool pprof -top FILE): %s\n", r.opts.profileSeconds, strings.Join(r.profiles, ", "))
+		fmt.Fprintf(b, "- CPU profiles of the first %d s of each phase, and heap profiles of the manager as each ends (go tool pprof -top FILE): %s\n", r.opts.profileSeconds, strings.Join(r.profiles, ", "))
 	}
 	for _, err := range r.profileErrors {
 		fmt.Fprintf(b, "- profile missing: %v\n", err)
