@@ -38,6 +38,18 @@ const (
 	SnapshotBytesExceededReason = "SnapshotBytesExceeded"
 )
 
+// GuardrailsWaitingCondition is True on a Persona while ClusterPromptLayers
+// that select it are not in its ConfigMap yet because its render runs out of
+// wall time and is retried (clusterpromptlayers.md#kept-through-failures):
+// its lastTransitionTime is when they began to wait, so that the guardrail
+// deadline survives a restart of the manager, and neither relabelling the
+// Persona nor editing it starts the wait again. It is removed once the
+// ConfigMap holds the ClusterPromptLayers that select the Persona.
+const (
+	GuardrailsWaitingCondition = "GuardrailsWaiting"
+	AwaitingRenderReason       = "AwaitingRender"
+)
+
 // Reasons of a Persona's conditions.
 const (
 	// RenderedReason: the ConfigMap holds the render of the current generation.

@@ -15,9 +15,9 @@ import (
 
 // adoptOrphan makes p the controller of its ConfigMap key when that is an
 // orphan of the operator's: labelled as its own, with no controller, as
-// kubectl delete persona --cascade=orphan leaves it. Only the controller's
-// owner reference is guarded by the ConfigMap policy, so an orphan is
-// taken back before anyone else changes it for good. It returns the
+// kubectl delete persona --cascade=orphan leaves it. The ConfigMap policy
+// lets only the operator write a persona- name, but whoever may delete
+// ConfigMaps may delete an orphan, so it is taken back at once. It returns the
 // ConfigMap, read from the API server, with p as its controller, for the
 // delivery to write back whole with the render; nil when it is no orphan of
 // the operator's (a conflict), or when p is being deleted: a Persona

@@ -71,3 +71,116 @@ func TestANewGuardrailWaitsForARenderInTimeUntilTheDeadline(t *testing.T) {
 		t.Errorf("Ready %+v after the deadline, want GuardrailsOnly", c)
 	}
 }
+
+// outOfTimeWithText makes every render that holds the Persona's text run
+// out of wall time, alone too; the guardrails alone render.
+func outOfTimeWithText(s *steps) {
+	s.renderConfigMap = func(b *render.Bundle, deadline time.Time) (*render.Output, error) {
+		if len(b.Extensions) > 0 {
+			return nil, &render.LimitError{Limit: render.LimitPersonaTime}
+		}
+		return render.Default().ConfigMapBy(b, deadline)
+	}
+}
+
+// A tenant whose renders run out of wall time cannot hold a new guardrail
+// back by relabelling its Persona in and out of a personaSelector, which
+// changes the set of ClusterPromptLayers that select it at every turn: the
+// wait is the Persona's, and ends at the deadline.
+func TestRelabellingThePersonaDoesNotStartTheGuardrailWaitAgain(t *testing.T) {
+	p := barePersona("p", "Hello")
+	p.Labels = map[string]string{"style": "terse"}
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubernetes.io/metadata.name": ns}}}
+	style := &v1alpha1.ClusterPromptLayer{ObjectMeta: clusterLayerMeta("style"),
+		Spec: v1alpha1.ClusterPromptLayerSpec{Position: v1alpha1.ClusterLayerFirst, Template: "Style.",
+			PersonaSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"style": "terse"}}}}
+	s := newSteps(t, p, nsObj, style)
+	const deadline = 300 * time.Millisecond
+	s.GuardrailDeadline = deadline
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := configMapOf(t, s, p).Data[render.SystemPromptKey]; got != "Style.\n\nHello\n" {
+		t.Fatalf("the first render holds %q", got)
+	}
+	outOfTimeWithText(s)
+	guard := &v1alpha1.ClusterPromptLayer{ObjectMeta: clusterLayerMeta("guard"),
+		Spec: v1alpha1.ClusterPromptLayerSpec{Position: v1alpha1.ClusterLayerLast, Template: "Guard."}}
+	if err := s.cluster.Create(t.Context(), guard); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for time.Since(start) < 3*deadline {
+		if _, err := s.Reconcile(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(deadline / 4)
+		// kubectl label persona p style- ; kubectl label persona p style=terse
+		s.get(t, p)
+		if _, ok := p.Labels["style"]; ok {
+			p.Labels = nil
+		} else {
+			p.Labels = map[string]string{"style": "terse"}
+		}
+		if err := s.cluster.Update(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := configMapOf(t, s, p).Data[render.SystemPromptKey]; got != "Guard.\n" && got != "Style.\n\nGuard.\n" {
+		t.Errorf("%v after the guardrail came (the deadline is %v), relabelled all along, the ConfigMap holds %q, want the guardrails alone",
+			time.Since(start).Round(time.Millisecond), deadline, got)
+	}
+}
+
+// The wait's start is the Persona's GuardrailsWaiting condition's
+// lastTransitionTime, so that a restart of the manager, which forgets what
+// it held, does not start the wait again.
+func TestTheGuardrailWaitOutlivesARestart(t *testing.T) {
+	p := barePersona("p", "Hello")
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubernetes.io/metadata.name": ns}}}
+	s := newSteps(t, p, nsObj)
+	s.GuardrailDeadline = time.Hour
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	outOfTimeWithText(s)
+	guard := &v1alpha1.ClusterPromptLayer{ObjectMeta: clusterLayerMeta("guard"),
+		Spec: v1alpha1.ClusterPromptLayerSpec{Position: v1alpha1.ClusterLayerLast, Template: "Guard."}}
+	if err := s.cluster.Create(t.Context(), guard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	s.get(t, p)
+	waiting := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.GuardrailsWaitingCondition)
+	if waiting == nil || waiting.Status != metav1.ConditionTrue || waiting.Reason != v1alpha1.AwaitingRenderReason {
+		t.Fatalf("GuardrailsWaiting %+v while the guardrail waits, want True, AwaitingRender", waiting)
+	}
+	if got := configMapOf(t, s, p).Data[render.SystemPromptKey]; got != "Hello\n" {
+		t.Fatalf("while the guardrail waits the ConfigMap holds %q, want the Persona's text", got)
+	}
+
+	// The wait began 61 minutes ago, as the condition recorded; the
+	// manager restarts and holds nothing of it.
+	waiting.LastTransitionTime = metav1.NewTime(time.Now().Add(-61 * time.Minute))
+	if err := s.cluster.Status().Update(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	s.guardrailsWaiting, s.overruns = newGuardrailsWaiting(), newOverruns()
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := configMapOf(t, s, p).Data[render.SystemPromptKey]; got != "Guard.\n" {
+		t.Errorf("after a restart past the deadline the ConfigMap holds %q, want the guardrail alone", got)
+	}
+	s.get(t, p)
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.GuardrailsWaitingCondition); c != nil {
+		t.Errorf("GuardrailsWaiting %+v once the guardrail is delivered, want none", c)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -38,8 +40,9 @@ func (r *reconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Persona, fa
 		return outcome{}, fmt.Errorf("get ConfigMap %s: %w", key.Name, err)
 	}
 	// An orphan of the operator's (kubectl delete persona --cascade=orphan)
-	// is guarded by no policy: whoever may write ConfigMaps may have written
-	// it, so its bundle.json is not the last good inputs. When guardrails
+	// may be deleted by whoever may delete ConfigMaps, and one written before
+	// the ConfigMap policy kept the persona- names for the operator may be
+	// anyone's: its bundle.json is not the last good inputs. When guardrails
 	// select the Persona it is adopted with the guardrails alone.
 	// The caches keep a foreign ConfigMap's metadata trimmed: whether it is
 	// an orphan is read from the API server.
@@ -64,13 +67,13 @@ func (r *reconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Persona, fa
 		return failure, nil // no guardrails to keep: the orphan waits for a good render
 	}
 	if !orphan && current.Annotations[delivery.GuardrailsAnnotation] == identity {
+		r.guardrailsHeld(p)
 		return fallbackOutcome(failure, fallback), nil
 	}
 	if !orphan && failure.outOfTime && failure.retryAfter > 0 {
 		// Time alone costs no text: the render is retried, the new
 		// guardrails wait for it, until the deadline.
-		left := r.guardrailsWaiting.left(client.ObjectKeyFromObject(p), identity, time.Now(), r.guardrailDeadline())
-		if left > 0 {
+		if left := r.guardrailsWait(p, time.Now()); left > 0 {
 			failure.retryAfter = min(failure.retryAfter, left)
 			return failure, nil
 		}
@@ -117,7 +120,35 @@ func (r *reconciler) keepGuardrails(ctx context.Context, p *v1alpha1.Persona, fa
 	if err != nil || delivered.reason == v1alpha1.ConfigMapConflictReason {
 		return delivered, err
 	}
+	r.guardrailsHeld(p)
 	return fallbackOutcome(delivered, fallback), nil
+}
+
+// guardrailsWait is how long the ClusterPromptLayers that select p, which
+// its ConfigMap does not hold, may still wait at now for a render in time:
+// deadline after they began to wait, as held in memory or, after a restart,
+// as p's GuardrailsWaiting condition recorded it; 0 once it has passed. It
+// sets the condition.
+func (r *reconciler) guardrailsWait(p *v1alpha1.Persona, now time.Time) time.Duration {
+	var recorded time.Time
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.GuardrailsWaitingCondition); c != nil && c.Status == metav1.ConditionTrue {
+		recorded = c.LastTransitionTime.Time
+	}
+	since := r.guardrailsWaiting.begin(client.ObjectKeyFromObject(p), recorded, now)
+	until := since.Add(r.guardrailDeadline())
+	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: v1alpha1.GuardrailsWaitingCondition, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.AwaitingRenderReason, ObservedGeneration: p.Generation,
+		Message: fmt.Sprintf("the ConfigMap does not hold the ClusterPromptLayers that select the Persona: they wait for a render in time until %s (--guardrail-deadline %s), then are delivered with the last good inputs, or alone",
+			until.UTC().Format(time.RFC3339), r.guardrailDeadline())})
+	meta.FindStatusCondition(p.Status.Conditions, v1alpha1.GuardrailsWaitingCondition).LastTransitionTime = metav1.NewTime(since)
+	return max(0, until.Sub(now))
+}
+
+// guardrailsHeld ends p's wait: its ConfigMap holds the ClusterPromptLayers
+// that select it.
+func (r *reconciler) guardrailsHeld(p *v1alpha1.Persona) {
+	r.guardrailsWaiting.forgetPersona(client.ObjectKeyFromObject(p))
+	meta.RemoveStatusCondition(&p.Status.Conditions, v1alpha1.GuardrailsWaitingCondition)
 }
 
 // guardrailsAlone is the bundle of the guardrails alone

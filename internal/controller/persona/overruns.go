@@ -66,39 +66,43 @@ func (o *overruns) forgetPersona(persona types.NamespacedName) { o.reset(persona
 const DefaultGuardrailDeadline = 2 * time.Minute
 
 // guardrailsWaiting holds, per Persona whose renders run out of wall time,
-// the identity of the ClusterPromptLayers its ConfigMap does not hold yet
-// and since when they wait: a render out of time is retried rather than
-// fall back (clusterpromptlayers.md#kept-through-failures), but no longer
-// than the guardrail deadline.
+// since when ClusterPromptLayers its ConfigMap does not hold have waited: a
+// render out of time is retried rather than fall back
+// (clusterpromptlayers.md#kept-through-failures), but no longer than the
+// guardrail deadline. The wait is the Persona's, whatever the set of
+// ClusterPromptLayers wanted: a tenant who relabels its Persona in and out
+// of a personaSelector changes that set at will, and must not start the wait
+// again. It ends only when the ConfigMap holds the ClusterPromptLayers that
+// select the Persona. The Persona's GuardrailsWaiting condition keeps its
+// start across restarts of the manager; this holds it between the status
+// writes.
 type guardrailsWaiting struct {
 	mu    sync.Mutex
-	since map[types.NamespacedName]waitingGuardrails
-}
-
-type waitingGuardrails struct {
-	identity string
-	since    time.Time
+	since map[types.NamespacedName]time.Time
 }
 
 func newGuardrailsWaiting() *guardrailsWaiting {
-	return &guardrailsWaiting{since: map[types.NamespacedName]waitingGuardrails{}}
+	return &guardrailsWaiting{since: map[types.NamespacedName]time.Time{}}
 }
 
-// left is how long the guardrails of identity may still wait for persona's
-// render at now, deadline after they were first found waiting; 0 when the
-// deadline has passed.
-func (g *guardrailsWaiting) left(persona types.NamespacedName, identity string, now time.Time, deadline time.Duration) time.Duration {
+// begin is since when persona's guardrails have waited at now: the earliest
+// of what is held, the start its status recorded (zero: none) and now.
+func (g *guardrailsWaiting) begin(persona types.NamespacedName, recorded, now time.Time) time.Time {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	w, ok := g.since[persona]
-	if !ok || w.identity != identity {
-		w = waitingGuardrails{identity: identity, since: now}
-		g.since[persona] = w
+	since, ok := g.since[persona]
+	if !ok || since.After(now) {
+		since = now
 	}
-	return max(0, w.since.Add(deadline).Sub(now))
+	if !recorded.IsZero() && recorded.Before(since) {
+		since = recorded
+	}
+	g.since[persona] = since
+	return since
 }
 
-// forgetPersona forgets what persona's ConfigMap waited for: it rendered.
+// forgetPersona forgets persona's wait: its ConfigMap holds the
+// ClusterPromptLayers that select it, or it is gone.
 func (g *guardrailsWaiting) forgetPersona(persona types.NamespacedName) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -48,7 +48,6 @@ func (r *reconciler) tryRender(ctx context.Context, p *v1alpha1.Persona) (outcom
 		return o, nil
 	}
 	r.overruns.reset(key)
-	r.guardrailsWaiting.forgetPersona(key)
 	if err != nil {
 		o := failed(status.RenderReason(err), err)
 		o.read = read

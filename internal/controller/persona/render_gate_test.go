@@ -107,25 +107,29 @@ func TestARenderOutOfTimeAloneIsOutOfTime(t *testing.T) {
 	}
 }
 
-func TestGuardrailsWaitUntilTheDeadline(t *testing.T) {
+// The wait is the Persona's: it begins once, whatever guardrails wait,
+// at the earliest of what is held and what the status recorded, and begins
+// again only after it is forgotten.
+func TestGuardrailsWaitBeginsOnce(t *testing.T) {
 	g := newGuardrailsWaiting()
 	p := objectKey("ns", "p")
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if left := g.left(p, "g1", start, time.Minute); left != time.Minute {
-		t.Fatalf("left %v, want the whole deadline", left)
+	if since := g.begin(p, time.Time{}, start); !since.Equal(start) {
+		t.Fatalf("began %v, want now, %v", since, start)
 	}
-	if left := g.left(p, "g1", start.Add(40*time.Second), time.Minute); left != 20*time.Second {
-		t.Fatalf("left %v, want 20s", left)
+	if since := g.begin(p, time.Time{}, start.Add(time.Minute)); !since.Equal(start) {
+		t.Fatalf("a minute later: began %v, want %v", since, start)
 	}
-	if left := g.left(p, "g1", start.Add(61*time.Second), time.Minute); left != 0 {
-		t.Fatalf("left %v after the deadline, want 0", left)
+	recorded := start.Add(-time.Hour)
+	if since := g.begin(p, recorded, start.Add(2*time.Minute)); !since.Equal(recorded) {
+		t.Fatalf("with an earlier start recorded: began %v, want %v", since, recorded)
 	}
-	if left := g.left(p, "g2", start.Add(61*time.Second), time.Minute); left != time.Minute {
-		t.Fatalf("other guardrails: left %v, want the whole deadline again", left)
+	if since := g.begin(p, start.Add(time.Minute), start.Add(3*time.Minute)); !since.Equal(recorded) {
+		t.Fatalf("with a later start recorded: began %v, want the earlier held %v", since, recorded)
 	}
 	g.forgetPersona(p)
-	if left := g.left(p, "g2", start.Add(200*time.Second), time.Minute); left != time.Minute {
-		t.Fatalf("after a render: left %v, want the whole deadline again", left)
+	if since := g.begin(p, time.Time{}, start.Add(4*time.Minute)); !since.Equal(start.Add(4 * time.Minute)) {
+		t.Fatalf("after it ended: began %v, want now", since)
 	}
 }
 

@@ -25,6 +25,7 @@ func (r *reconciler) report(p *v1alpha1.Persona, before *v1alpha1.PersonaStatus,
 	}
 	previous := meta.FindStatusCondition(before.Conditions, v1alpha1.ReadyCondition)
 	if attempt.reason == v1alpha1.RenderedReason {
+		r.guardrailsHeld(p)
 		status.SetRendered(p, attempt.render)
 		// One Event per change of the ConfigMap's content that is the
 		// Persona's own news: a reconcile that read a stale Persona from
