@@ -58,14 +58,11 @@ func main() {
 	if err != nil {
 		fail(err, "manage the webhook certificate")
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		fail(err, "add the health check")
-	}
-	if err := mgr.AddReadyzCheck("webhook", webhookReady(certReady, mgr.GetWebhookServer().StartedChecker())); err != nil {
-		fail(err, "add the readiness check")
-	}
-	if err := mgr.AddReadyzCheck("shutdown", shutdown.readyz); err != nil {
-		fail(err, "add the readiness check")
+	if err := addProbes(mgr, flags.probeAddr, probes{
+		healthz: map[string]healthz.Checker{"healthz": healthz.Ping},
+		readyz:  map[string]healthz.Checker{"webhook": webhookReady(certReady, mgr.GetWebhookServer().StartedChecker()), "shutdown": shutdown.readyz},
+	}); err != nil {
+		fail(err, "serve the health probes")
 	}
 	log.Info("starting the manager")
 	if err := mgr.Start(ctx); err != nil {

@@ -11,12 +11,12 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/controller"
+	"github.com/persona-operator/persona-operator/internal/serving"
 )
 
 // newManager creates the manager: its API client, cache, metrics and
@@ -33,10 +33,6 @@ func newManager(f *managerFlags, restarts *controller.RestartOptions, shutdown *
 	if certs != nil {
 		webhookOpts.TLSOpts = append(webhookOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate })
 	}
-	metricsOpts := metricsserver.Options{BindAddress: f.metricsAddr, SecureServing: f.secureMetrics, TLSOpts: tlsOpts}
-	if f.secureMetrics {
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
 	cfg := restConfig(f)
 	cacheOpts := controller.CacheOptions(f.watchNamespaces)
 	if restarts != nil {
@@ -51,13 +47,15 @@ func newManager(f *managerFlags, restarts *controller.RestartOptions, shutdown *
 		cacheOpts.ByObject = controller.RestartCacheObjects(*restarts)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  cacheOpts,
-		NewCache:               controller.NewCache,
-		Client:                 controller.ClientOptions(),
-		Metrics:                metricsOpts,
-		WebhookServer:          drainingWebhookServer{webhook.NewServer(webhookOpts), shutdown},
-		HealthProbeBindAddress: f.probeAddr,
+		Scheme:   scheme,
+		Cache:    cacheOpts,
+		NewCache: controller.NewCache,
+		Client:   controller.ClientOptions(),
+		// The metrics and the probes are served by addMetrics and
+		// addProbes, within serving.DefaultLimits, as the webhooks are.
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		WebhookServer:          drainingWebhookServer{serving.NewWebhookServer(webhookOpts, serving.DefaultLimits), shutdown},
+		HealthProbeBindAddress: "0",
 		PprofBindAddress:       f.pprofAddr,
 		LeaderElection:         f.leaderElect,
 		LeaderElectionID:       "persona-operator.prompts.persona-operator.dev",
@@ -76,6 +74,9 @@ func newManager(f *managerFlags, restarts *controller.RestartOptions, shutdown *
 		if err := mgr.Add(certs); err != nil {
 			return nil, fmt.Errorf("watch the webhook certificate: %w", err)
 		}
+	}
+	if err := addMetrics(mgr, f); err != nil {
+		return nil, err
 	}
 	return mgr, nil
 }
