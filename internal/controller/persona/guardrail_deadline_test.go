@@ -19,26 +19,9 @@ import (
 // while a new guardrail waits for a render in time; once the guardrail
 // deadline has passed, the guardrail is delivered alone.
 func TestANewGuardrailWaitsForARenderInTimeUntilTheDeadline(t *testing.T) {
-	p := barePersona("p", "Hello")
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubernetes.io/metadata.name": ns}}}
-	s := newSteps(t, p, nsObj)
-	s.GuardrailDeadline = time.Hour
-	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
-	if _, err := s.Reconcile(t.Context(), req); err != nil {
-		t.Fatal(err)
-	}
+	p, s, req := renderedWithADeadlineOfAnHour(t)
 	// The tenant's text now always runs out of time; the guardrails alone do not.
-	s.renderConfigMap = func(b *render.Bundle, deadline time.Time) (*render.Output, error) {
-		if len(b.Extensions) > 0 {
-			return nil, &render.LimitError{Limit: render.LimitPersonaTime}
-		}
-		return render.Default().ConfigMapBy(b, deadline)
-	}
-	guard := &v1alpha1.ClusterPromptLayer{ObjectMeta: clusterLayerMeta("guard"),
-		Spec: v1alpha1.ClusterPromptLayerSpec{Position: v1alpha1.ClusterLayerLast, Template: "Guard."}}
-	if err := s.cluster.Create(t.Context(), guard); err != nil {
-		t.Fatal(err)
-	}
+	guardrailWhileOutOfTime(t, s)
 	res, err := s.Reconcile(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +52,34 @@ func TestANewGuardrailWaitsForARenderInTimeUntilTheDeadline(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ReadyCondition); c == nil || c.Reason != v1alpha1.GuardrailsOnlyReason {
 		t.Errorf("Ready %+v after the deadline, want GuardrailsOnly", c)
+	}
+}
+
+// renderedWithADeadlineOfAnHour is a Persona p, rendered, whose
+// guardrail deadline is an hour.
+func renderedWithADeadlineOfAnHour(t *testing.T) (*v1alpha1.Persona, *steps, ctrl.Request) {
+	t.Helper()
+	p := barePersona("p", "Hello")
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubernetes.io/metadata.name": ns}}}
+	s := newSteps(t, p, nsObj)
+	s.GuardrailDeadline = time.Hour
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	return p, s, req
+}
+
+// guardrailWhileOutOfTime makes every render that holds the Persona's text
+// run out of wall time, alone too (the guardrails alone render), then adds
+// the guardrail "Guard." for every Persona.
+func guardrailWhileOutOfTime(t *testing.T, s *steps) {
+	t.Helper()
+	outOfTimeWithText(s)
+	guard := &v1alpha1.ClusterPromptLayer{ObjectMeta: clusterLayerMeta("guard"),
+		Spec: v1alpha1.ClusterPromptLayerSpec{Position: v1alpha1.ClusterLayerLast, Template: "Guard."}}
+	if err := s.cluster.Create(t.Context(), guard); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -104,12 +115,7 @@ func TestRelabellingThePersonaDoesNotStartTheGuardrailWaitAgain(t *testing.T) {
 	if got := configMapOf(t, s, p).Data[render.SystemPromptKey]; got != "Style.\n\nHello\n" {
 		t.Fatalf("the first render holds %q", got)
 	}
-	outOfTimeWithText(s)
-	guard := &v1alpha1.ClusterPromptLayer{ObjectMeta: clusterLayerMeta("guard"),
-		Spec: v1alpha1.ClusterPromptLayerSpec{Position: v1alpha1.ClusterLayerLast, Template: "Guard."}}
-	if err := s.cluster.Create(t.Context(), guard); err != nil {
-		t.Fatal(err)
-	}
+	guardrailWhileOutOfTime(t, s)
 	start := time.Now()
 	for time.Since(start) < 3*deadline {
 		if _, err := s.Reconcile(t.Context(), req); err != nil {
@@ -140,20 +146,8 @@ func TestRelabellingThePersonaDoesNotStartTheGuardrailWaitAgain(t *testing.T) {
 // lastTransitionTime, so that a restart of the manager, which forgets what
 // it held, does not start the wait again.
 func TestTheGuardrailWaitOutlivesARestart(t *testing.T) {
-	p := barePersona("p", "Hello")
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubernetes.io/metadata.name": ns}}}
-	s := newSteps(t, p, nsObj)
-	s.GuardrailDeadline = time.Hour
-	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
-	if _, err := s.Reconcile(t.Context(), req); err != nil {
-		t.Fatal(err)
-	}
-	outOfTimeWithText(s)
-	guard := &v1alpha1.ClusterPromptLayer{ObjectMeta: clusterLayerMeta("guard"),
-		Spec: v1alpha1.ClusterPromptLayerSpec{Position: v1alpha1.ClusterLayerLast, Template: "Guard."}}
-	if err := s.cluster.Create(t.Context(), guard); err != nil {
-		t.Fatal(err)
-	}
+	p, s, req := renderedWithADeadlineOfAnHour(t)
+	guardrailWhileOutOfTime(t, s)
 	if _, err := s.Reconcile(t.Context(), req); err != nil {
 		t.Fatal(err)
 	}
