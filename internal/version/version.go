@@ -6,6 +6,7 @@ package version
 import (
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
@@ -22,11 +23,18 @@ func String() string {
 	if Version != "" {
 		return Version
 	}
+	return builtVersion()
+}
+
+// builtVersion is the release Go stamped on the binary, else "dev", read
+// once: every revision's record names the version, and reading the build
+// info parses it whole (about 12 KB of garbage a call).
+var builtVersion = sync.OnceValue(func() string {
 	if info, ok := debug.ReadBuildInfo(); ok && released(info.Main.Version) {
 		return info.Main.Version
 	}
 	return "dev"
-}
+})
 
 // released reports whether v is a release's version: not empty, "(devel)",
 // a pseudo-version or a build of a modified checkout.
