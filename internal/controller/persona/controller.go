@@ -281,11 +281,17 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	switch {
 	case pn.revision > 0:
 		if result, done, err := r.reconcilePinned(ctx, &p, before, &pn, attempt); done || err != nil {
+			if done {
+				r.guardrailsHeld(&p) // a pin delivers its revision with the current guardrails
+			}
 			r.endCanary(ctx, &p, fmt.Sprintf("pinned to revision %d", pn.revision))
 			return result, err
 		}
 	case p.Spec.Rollout != nil:
 		if result, done, err := r.reconcileCanary(ctx, &p, attempt); done || err != nil {
+			if done {
+				r.guardrailsHeld(&p) // a canary's revisions never wait for guardrails
+			}
 			return result, err
 		}
 	default:
