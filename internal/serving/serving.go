@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"sync"
 	"time"
-
-	"golang.org/x/net/netutil"
 )
 
 // Limits bound what clients may hold of a server.
@@ -22,17 +20,21 @@ type Limits struct {
 	// answer. WriteTimeout bounds the answer, IdleTimeout a kept-alive
 	// connection between requests.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
-	// MaxConnections bounds the connections open at once: past it a new one
-	// waits to be accepted. MaxConnectionsPerAddress bounds those of one
-	// remote address: past it a new one is closed at once. It leaves room
-	// for an API server, whose requests come from one address (or from the
-	// one of its network proxy) and which the webhooks' own lanes answer
-	// with 429 past their share long before.
+	// MaxConnections bounds the connections open at once: past it, the
+	// address that holds the most gives up its oldest to a new connection
+	// of an address that holds fewer, so that clients holding every place,
+	// from as many addresses as a tenant has pods, keep no one else out (a
+	// kubelet's probe, the API server). MaxConnectionsPerAddress bounds
+	// those of one remote address: past it a new one is closed at once. It
+	// is high: an API server's reviews come from one address (or its
+	// network proxy's), and the webhooks' lanes answer it 429 long before.
 	MaxConnections, MaxConnectionsPerAddress int
 }
 
 // DefaultLimits are the manager's: at most 1024 connections of about 16 KiB
-// of headers, TLS and bufio buffers besides, whatever clients send.
+// of headers each over HTTP/1.1, TLS and bufio buffers besides, whatever
+// clients send. (With --enable-http2 a connection carries up to 4 streams,
+// and costs more.)
 var DefaultLimits = Limits{
 	MaxHeaderBytes:    16 << 10,
 	ReadHeaderTimeout: 5 * time.Second,
@@ -55,6 +57,9 @@ func NewHTTPServer(ctx context.Context, handler http.Handler, l Limits) *http.Se
 		ReadTimeout:       l.ReadTimeout,
 		WriteTimeout:      l.WriteTimeout,
 		IdleTimeout:       l.IdleTimeout,
+		// With --enable-http2, a connection's streams are requests of
+		// their own: a few, so that the connection bound bounds requests.
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 4},
 	}
 }
 
@@ -72,29 +77,29 @@ func Listen(ctx context.Context, address string, tlsConfig *tls.Config, l Limits
 	return ln, nil
 }
 
-// Bound bounds the connections ln accepts as l says. The bound per address
-// is taken first, so that a connection closed for it holds no place of the
-// total.
+// Bound bounds the connections ln accepts as l says. At the total bound a
+// new connection does not wait: the address that holds the most
+// connections, when it holds more than the new one's, gives up its oldest,
+// so that no set of addresses can keep another (an API server, a kubelet's
+// probe) out by holding every place; otherwise the new one is closed.
 func Bound(ln net.Listener, l Limits) net.Listener {
-	if l.MaxConnectionsPerAddress > 0 {
-		ln = &perAddress{Listener: ln, max: l.MaxConnectionsPerAddress, open: map[string]int{}}
+	if l.MaxConnectionsPerAddress <= 0 && l.MaxConnections <= 0 {
+		return ln
 	}
-	if l.MaxConnections > 0 {
-		ln = netutil.LimitListener(ln, l.MaxConnections)
-	}
-	return ln
+	return &fair{Listener: ln, maxPer: l.MaxConnectionsPerAddress, maxTotal: l.MaxConnections, open: map[string][]*countedConn{}}
 }
 
-// perAddress closes, as it accepts it, a connection from an address that
-// already has max open.
-type perAddress struct {
+// fair bounds connections per address and in total, evicting from the
+// largest holder at the total.
+type fair struct {
 	net.Listener
-	max  int
-	mu   sync.Mutex
-	open map[string]int
+	maxPer, maxTotal int
+	mu               sync.Mutex
+	open             map[string][]*countedConn // oldest first
+	total            int
 }
 
-func (l *perAddress) Accept() (net.Conn, error) {
+func (l *fair) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
@@ -105,22 +110,55 @@ func (l *perAddress) Accept() (net.Conn, error) {
 			host = h
 		}
 		l.mu.Lock()
-		if l.open[host] >= l.max {
+		if l.maxPer > 0 && len(l.open[host]) >= l.maxPer {
 			l.mu.Unlock()
 			_ = c.Close()
 			continue
 		}
-		l.open[host]++
+		var victim *countedConn
+		if l.maxTotal > 0 && l.total >= l.maxTotal {
+			most := ""
+			for h, cs := range l.open {
+				if most == "" || len(cs) > len(l.open[most]) {
+					most = h
+				}
+			}
+			if most == "" || len(l.open[most]) <= len(l.open[host])+1 {
+				l.mu.Unlock()
+				_ = c.Close()
+				continue
+			}
+			victim = l.open[most][0]
+			l.remove(most, victim)
+		}
+		cc := &countedConn{Conn: c}
+		cc.release = sync.OnceFunc(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.remove(host, cc)
+		})
+		l.open[host] = append(l.open[host], cc)
+		l.total++
 		l.mu.Unlock()
-		return &countedConn{Conn: c, release: sync.OnceFunc(func() { l.closed(host) })}, nil
+		if victim != nil {
+			_ = victim.Conn.Close() // its place is already given
+		}
+		return cc, nil
 	}
 }
 
-func (l *perAddress) closed(host string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.open[host]--; l.open[host] <= 0 {
-		delete(l.open, host)
+// remove forgets c of host, once.
+func (l *fair) remove(host string, c *countedConn) {
+	cs := l.open[host]
+	for i, o := range cs {
+		if o == c {
+			l.open[host] = append(cs[:i:i], cs[i+1:]...)
+			l.total--
+			if len(l.open[host]) == 0 {
+				delete(l.open, host)
+			}
+			return
+		}
 	}
 }
 

@@ -236,8 +236,10 @@ func TestConnectionsOfOneAddressAreBounded(t *testing.T) {
 	_ = fourth.Close()
 }
 
-// At most MaxConnections are accepted at once: one more waits, and is
-// accepted once one closes.
+// At most MaxConnections are open at once: one more of the address that
+// holds the most is closed; one of another address takes the place of the
+// largest holder's oldest connection, so that holding every place keeps no
+// one else out.
 func TestConnectionsAreBoundedInTotal(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -245,20 +247,27 @@ func TestConnectionsAreBoundedInTotal(t *testing.T) {
 	}
 	accepted := acceptAll(t, Bound(inner, Limits{MaxConnections: 2}))
 	addr := inner.Addr().String()
+	first := plainDial(t, addr)
 	plainDial(t, addr)
-	plainDial(t, addr)
-	held := []net.Conn{<-accepted, <-accepted}
-	plainDial(t, addr)
-	select {
-	case <-accepted:
-		t.Fatal("a third connection was accepted with 2 open, want it to wait")
-	case <-time.After(300 * time.Millisecond):
+	<-accepted
+	<-accepted
+	third := plainDial(t, addr)
+	if !closedByPeer(third, 2*time.Second) {
+		t.Fatal("a third connection of the only address was kept with 2 open, want it closed")
 	}
-	_ = held[0].Close()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	other, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close() })
 	select {
 	case <-accepted:
 	case <-time.After(2 * time.Second):
-		t.Fatal("the waiting connection was not accepted once one closed")
+		t.Fatal("a connection of another address was not accepted")
+	}
+	if !closedByPeer(first, 2*time.Second) {
+		t.Fatal("the largest holder's oldest connection was kept, want it closed for the other address's")
 	}
 }
 
