@@ -1,6 +1,8 @@
 package persona
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,5 +178,68 @@ func TestTheGuardrailWaitOutlivesARestart(t *testing.T) {
 	s.get(t, p)
 	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.GuardrailsWaitingCondition); c != nil {
 		t.Errorf("GuardrailsWaiting %+v once the guardrail is delivered, want none", c)
+	}
+}
+
+// A pin delivers its revision with the current guardrails: the wait ends,
+// and GuardrailsWaiting goes with it.
+func TestAPinThatDeliversEndsTheGuardrailWait(t *testing.T) {
+	p := barePersona("p", "Hello")
+	s := newSteps(t, p)
+	s.GuardrailDeadline = time.Hour
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	s.get(t, p)
+	first := p.Status.CurrentRevision
+	// The tenant's new text always runs out of wall time.
+	s.renderConfigMap = func(b *render.Bundle, dl time.Time) (*render.Output, error) {
+		raw, _ := render.MarshalBundle(b)
+		if strings.Contains(string(raw), "Heavy") {
+			return nil, &render.LimitError{Limit: render.LimitTime}
+		}
+		return render.Default().ConfigMapBy(b, dl)
+	}
+	s.get(t, p)
+	p.Spec.SystemPrompt.Extensions[0].Template = "Heavy"
+	p.Generation++
+	if err := s.cluster.Update(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	guard := &v1alpha1.ClusterPromptLayer{ObjectMeta: clusterLayerMeta("guard"),
+		Spec: v1alpha1.ClusterPromptLayerSpec{Position: v1alpha1.ClusterLayerLast, Template: "Guard."}}
+	if err := s.cluster.Create(t.Context(), guard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	s.get(t, p)
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.GuardrailsWaitingCondition); c == nil || c.Status != "True" {
+		t.Fatalf("setup: no GuardrailsWaiting after the guardrail: %+v", p.Status.Conditions)
+	}
+	// kubectl annotate persona p prompts.persona-operator.dev/pin-revision=<first>
+	p.Annotations = map[string]string{v1alpha1.PinRevisionAnnotation: strconv.FormatInt(first, 10)}
+	if err := s.cluster.Update(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	s.get(t, p)
+	cm := configMapOf(t, s, p)
+	got := cm.Data[render.SystemPromptKey]
+	c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.GuardrailsWaitingCondition)
+	ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ReadyCondition)
+	t.Logf("pinned to %d: ConfigMap %q (guardrails %q); Ready %s/%s; GuardrailsWaiting %v", first, got, cm.Annotations[delivery.GuardrailsAnnotation], ready.Status, ready.Reason, c)
+	if !strings.Contains(got, "Guard.") {
+		t.Fatalf("the pinned revision was delivered without the guardrail: %q", got)
+	}
+	if c != nil {
+		t.Errorf("the ConfigMap holds the guardrail, and the status still says the guardrails wait: %s", c.Message)
 	}
 }
