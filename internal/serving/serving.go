@@ -22,9 +22,11 @@ type Limits struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// MaxConnections bounds the connections open at once: past it, the
 	// address that holds the most gives up its oldest to a new connection
-	// of an address that holds fewer, so that clients holding every place,
-	// from as many addresses as a tenant has pods, keep no one else out (a
-	// kubelet's probe, the API server). MaxConnectionsPerAddress bounds
+	// of an address that holds fewer, so that a few addresses holding every
+	// place keep no one else out (a kubelet's probe, the API server). The
+	// share is by address: many addresses that each hold theirs still crowd
+	// out the API server, which is one; only a NetworkPolicy that admits the
+	// control plane alone prevents that. MaxConnectionsPerAddress bounds
 	// those of one remote address: past it a new one is closed at once. It
 	// is high: an API server's reviews come from one address (or its
 	// network proxy's), and the webhooks' lanes answer it 429 long before.
