@@ -26,11 +26,11 @@ import (
 // routes to lo without configuration.
 var attackerAddrs = []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}
 
-// holdSlots opens perAddr connections from each address to addr, sends one
+// holdSlots opens perAddr connections from each address of from to addr, sends one
 // complete request on each (tls when set), reads the answer and leaves the
 // connection idle and kept alive. It returns the connections, and renew,
 // which sends one more request on each (as an attacker does every < 90 s).
-func holdSlots(t *testing.T, addr string, useTLS bool, perAddr int, path string) (held []net.Conn, renew func() int) {
+func holdSlots(t *testing.T, addr string, useTLS bool, from []string, perAddr int, path string) (held []net.Conn, renew func() int) {
 	t.Helper()
 	var mu sync.Mutex
 	readers := map[net.Conn]*bufio.Reader{}
@@ -50,7 +50,7 @@ func holdSlots(t *testing.T, addr string, useTLS bool, perAddr int, path string)
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 64)
-	for _, a := range attackerAddrs {
+	for _, a := range from {
 		for range perAddr {
 			wg.Add(1)
 			sem <- struct{}{}
@@ -126,7 +126,7 @@ func probe(url string) error {
 // The probe server (cmd/servers.go addProbes: plain HTTP, DefaultLimits):
 // four addresses hold every place with idle kept-alive connections; the
 // kubelet's probe, a new connection with a 1 s timeout, still gets in,
-// taking the place of the largest holder's oldest connection.
+// taking the place of the connection idle longest.
 func TestFourAddressesHoldingEveryPlaceKeepNoProbeOut(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -136,11 +136,11 @@ func TestFourAddressesHoldingEveryPlaceKeepNoProbeOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewHTTPServer(ctx, mux, DefaultLimits)
+	srv := NewHTTPServer(ctx, ln, mux, DefaultLimits)
 	go func() { _ = srv.Serve(ln) }()
 	defer func() { _ = srv.Close() }()
 	url := "http://" + ln.Addr().String() + "/healthz"
-	held, _ := holdSlots(t, ln.Addr().String(), false, DefaultLimits.MaxConnectionsPerAddress, "/healthz")
+	held, _ := holdSlots(t, ln.Addr().String(), false, attackerAddrs, DefaultLimits.MaxConnectionsPerAddress, "/healthz")
 	if len(held) != DefaultLimits.MaxConnections {
 		t.Fatalf("four addresses hold %d connections, want every one of the %d places", len(held), DefaultLimits.MaxConnections)
 	}
@@ -157,7 +157,7 @@ func TestFourAddressesHoldingEveryPlaceKeepNoProbeOut(t *testing.T) {
 // within the kubelet's 1 s probe.
 func TestFourAddressesHoldingEveryPlaceKeepNoReviewOut(t *testing.T) {
 	addr := startWebhook(t, DefaultLimits)
-	held, _ := holdSlots(t, addr, true, DefaultLimits.MaxConnectionsPerAddress, hookPath)
+	held, _ := holdSlots(t, addr, true, attackerAddrs, DefaultLimits.MaxConnectionsPerAddress, hookPath)
 	t.Logf("%d pods x %d TLS connections: %d held", len(attackerAddrs), DefaultLimits.MaxConnectionsPerAddress, len(held))
 	time.Sleep(6 * time.Second) // past ReadHeaderTimeout (5 s)
 
@@ -195,4 +195,184 @@ func webhookOptionsOf(addr string) webhook.Options {
 	var p int
 	_, _ = fmt.Sscan(port, &p)
 	return webhook.Options{Host: host, Port: p}
+}
+
+// podAddrs are n pods' addresses: loopback aliases from 127.0.first.1.
+func podAddrs(first, n int) []string {
+	addrs := make([]string, n)
+	for i := range addrs {
+		addrs[i] = fmt.Sprintf("127.0.%d.%d", first+i/200, 1+i%200)
+	}
+	return addrs
+}
+
+// startReviewServer serves /healthz and /review, a review of 50 ms, within
+// DefaultLimits, and returns its address.
+func startReviewServer(t *testing.T) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	mux.HandleFunc("/review", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		time.Sleep(50 * time.Millisecond)
+		_, _ = io.WriteString(w, `{"response":{"allowed":true}}`)
+	})
+	ln, err := Listen(t.Context(), "127.0.0.1:0", nil, DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewHTTPServer(t.Context(), ln, mux, DefaultLimits)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
+
+// reviewLoad is the API server: one address (127.0.0.9), conc reviews at
+// once for d, with client-go's keep-alive pool (25 idle a host), no retry.
+func reviewLoad(target string, conc int, d time.Duration) (answered, failed int64, firstErr error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 25, MaxIdleConns: 100,
+		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.9")}}).DialContext}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Timeout: 5 * time.Second, Transport: tr}
+	var ok, bad atomic.Int64
+	var once sync.Once
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				resp, err := c.Post("http://"+target+"/review", "application/json", strings.NewReader(`{"kind":"AdmissionReview"}`))
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				if err != nil {
+					bad.Add(1)
+					once.Do(func() { firstErr = err })
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return ok.Load(), bad.Load(), firstErr
+}
+
+// Places are not shared by address: 64 pods holding 16 idle kept-alive
+// connections each, every place, keep out none of the API server's 32
+// reviews at once (with an equal share by address, it kept 15 places and
+// most reviews failed).
+func TestManyPodsHoldingEveryPlaceKeepNoReviewOut(t *testing.T) {
+	target := startReviewServer(t)
+	pods := podAddrs(10, 64)
+	held, _ := holdSlots(t, target, false, pods, DefaultLimits.MaxConnections/len(pods), "/healthz")
+	if len(held) != DefaultLimits.MaxConnections {
+		t.Fatalf("%d pods hold %d connections, want every one of the %d places", len(pods), len(held), DefaultLimits.MaxConnections)
+	}
+	answered, failed, firstErr := reviewLoad(target, 32, 5*time.Second)
+	t.Logf("%d pods hold %d idle connections; the API server, 32 reviews at once for 5 s: %d answered, %d failed (first: %v)", len(pods), len(held), answered, failed, firstErr)
+	if failed > 0 || answered == 0 {
+		t.Errorf("%d of %d reviews failed while %d pods held every place, want none", failed, answered+failed, len(pods))
+	}
+}
+
+// A review in flight is never cut for a new connection: 41 pods hold 24
+// idle connections each and another 8, and four more pods dial on in a
+// loop, so that the API server's 32 connections are the largest holding;
+// its reviews still all succeed.
+func TestDialsAtTheBoundCutNoReviewInFlight(t *testing.T) {
+	target := startReviewServer(t)
+	held, _ := holdSlots(t, target, false, podAddrs(20, 41), 24, "/healthz")
+	more, _ := holdSlots(t, target, false, []string{"127.0.31.1"}, 8, "/healthz")
+	t.Logf("%d idle connections held", len(held)+len(more))
+	stop := make(chan struct{})
+	var dials atomic.Int64
+	var wg sync.WaitGroup
+	for _, a := range podAddrs(30, 4) {
+		wg.Go(func() {
+			d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(a)}, Timeout: time.Second}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if c, err := d.Dial("tcp", target); err == nil {
+					dials.Add(1)
+					time.Sleep(2 * time.Millisecond)
+					_ = c.Close()
+				}
+			}
+		})
+	}
+	answered, failed, firstErr := reviewLoad(target, 32, 5*time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d dials of 4 more pods meanwhile; the API server, 32 reviews at once for 5 s: %d answered, %d failed (first: %v)", dials.Load(), answered, failed, firstErr)
+	if failed > 0 || answered == 0 {
+		t.Errorf("%d of %d reviews failed while pods dialled at the bound, want none", failed, answered+failed)
+	}
+}
+
+// At the bound, a connection whose request has arrived whole and is being
+// answered keeps its place; one sending its body slowly, or idle, does not;
+// with every place answering, a new connection is closed.
+func TestARequestBeingAnsweredKeepsItsPlace(t *testing.T) {
+	limits := DefaultLimits
+	limits.MaxConnections = 2
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-release
+		_, _ = io.WriteString(w, "answered")
+	})
+	ln, err := Listen(t.Context(), "127.0.0.1:0", nil, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewHTTPServer(t.Context(), ln, mux, limits)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	addr := ln.Addr().String()
+	waitAccepted := func() { time.Sleep(100 * time.Millisecond) }
+
+	answered := plainDial(t, addr) // the oldest: a request being answered
+	if _, err := io.WriteString(answered, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+		t.Fatal(err)
+	}
+	waitAccepted()
+	trickling := plainDial(t, addr) // its body not arrived yet
+	if _, err := io.WriteString(trickling, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	waitAccepted()
+	idle := plainDial(t, addr) // takes the trickling one's place
+	if !closedByPeer(trickling, 2*time.Second) {
+		t.Fatal("a connection sending its body was kept at the total while another answered a request, want it closed for the new one")
+	}
+	waitAccepted()
+	second := plainDial(t, addr) // takes the idle one's place
+	if !closedByPeer(idle, 2*time.Second) {
+		t.Fatal("an idle connection was kept at the total, want it closed for the new one")
+	}
+	if _, err := io.WriteString(second, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitAccepted()
+	refused := plainDial(t, addr) // every place answers
+	if !closedByPeer(refused, 2*time.Second) {
+		t.Fatal("a new connection was kept with every place answering a request, want it closed")
+	}
+	close(release)
+	for name, c := range map[string]net.Conn{"the first": answered, "the second": second} {
+		if got := statusOf(c, 2*time.Second); got != "HTTP/1.1 200 OK" {
+			t.Errorf("%s request being answered at the total: %q, want HTTP/1.1 200 OK", name, got)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package serving
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -20,16 +21,18 @@ type Limits struct {
 	// answer. WriteTimeout bounds the answer, IdleTimeout a kept-alive
 	// connection between requests.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
-	// MaxConnections bounds the connections open at once: past it, the
-	// address that holds the most gives up its oldest to a new connection
-	// of an address that holds fewer, so that a few addresses holding every
-	// place keep no one else out (a kubelet's probe, the API server). The
-	// share is by address: many addresses that each hold theirs still crowd
-	// out the API server, which is one; only a NetworkPolicy that admits the
-	// control plane alone prevents that. MaxConnectionsPerAddress bounds
-	// those of one remote address: past it a new one is closed at once. It
-	// is high: an API server's reviews come from one address (or its
-	// network proxy's), and the webhooks' lanes answer it 429 long before.
+	// MaxConnections bounds the connections open at once. Past it a new
+	// connection takes the place of the one that has waited longest
+	// without a request being answered on it: idle, or still sending its
+	// handshake, its headers or its body. A connection whose request has
+	// arrived whole and is being answered is never given up, so clients
+	// that hold places, from however many addresses, keep out no one whose
+	// requests arrive at once (a kubelet's probe, the API server's
+	// reviews), and a review in flight is never cut. MaxConnectionsPerAddress
+	// bounds those of one remote address: past it a new one is closed at
+	// once. It is high: an API server's reviews come from one address (or
+	// its network proxy's), and the webhooks' lanes answer it 429 long
+	// before.
 	MaxConnections, MaxConnectionsPerAddress int
 }
 
@@ -48,12 +51,36 @@ var DefaultLimits = Limits{
 	MaxConnectionsPerAddress: 256,
 }
 
-// NewHTTPServer is a server of handler within l, whose requests' contexts
-// derive from ctx.
-func NewHTTPServer(ctx context.Context, handler http.Handler, l Limits) *http.Server {
+// Listener is a listener within Limits' bounds on connections. The server
+// of it (NewHTTPServer) tells it which connections have a request being
+// answered, the ones it keeps at the total bound.
+type Listener struct {
+	net.Listener
+	places *fair
+}
+
+// Listen listens on the TCP address within l's bounds on connections, with
+// TLS when tlsConfig is set.
+func Listen(ctx context.Context, address string, tlsConfig *tls.Config, l Limits) (*Listener, error) {
+	inner, err := (&net.ListenConfig{}).Listen(ctx, "tcp", address)
+	if err != nil {
+		return nil, err
+	}
+	places := bound(inner, l)
+	ln := &Listener{Listener: places, places: places}
+	if tlsConfig != nil {
+		ln.Listener = tls.NewListener(places, tlsConfig)
+	}
+	return ln, nil
+}
+
+// NewHTTPServer is a server of handler on ln within l, whose requests'
+// contexts derive from ctx.
+func NewHTTPServer(ctx context.Context, ln *Listener, handler http.Handler, l Limits) *http.Server {
 	return &http.Server{
 		BaseContext:       func(net.Listener) context.Context { return ctx },
-		Handler:           handler,
+		ConnContext:       ln.places.connContext,
+		Handler:           ln.places.answering(handler),
 		MaxHeaderBytes:    l.MaxHeaderBytes,
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		ReadTimeout:       l.ReadTimeout,
@@ -65,40 +92,48 @@ func NewHTTPServer(ctx context.Context, handler http.Handler, l Limits) *http.Se
 	}
 }
 
-// Listen listens on the TCP address within l's bounds on connections, with
-// TLS when tlsConfig is set.
-func Listen(ctx context.Context, address string, tlsConfig *tls.Config, l Limits) (net.Listener, error) {
-	inner, err := (&net.ListenConfig{}).Listen(ctx, "tcp", address)
-	if err != nil {
-		return nil, err
-	}
-	ln := Bound(inner, l)
-	if tlsConfig != nil {
-		ln = tls.NewListener(ln, tlsConfig)
-	}
-	return ln, nil
-}
-
-// Bound bounds the connections ln accepts as l says. At the total bound a
-// new connection does not wait: the address that holds the most
-// connections, when it holds more than the new one's, gives up its oldest,
-// so that no set of addresses can keep another (an API server, a kubelet's
-// probe) out by holding every place; otherwise the new one is closed.
+// Bound bounds the connections ln accepts as l says, as Listen does; its
+// connections are answering none until a server of it says so.
 func Bound(ln net.Listener, l Limits) net.Listener {
-	if l.MaxConnectionsPerAddress <= 0 && l.MaxConnections <= 0 {
-		return ln
-	}
-	return &fair{Listener: ln, maxPer: l.MaxConnectionsPerAddress, maxTotal: l.MaxConnections, open: map[string][]*countedConn{}}
+	return bound(ln, l)
 }
 
-// fair bounds connections per address and in total, evicting from the
-// largest holder at the total.
+func bound(ln net.Listener, l Limits) *fair {
+	return &fair{Listener: ln, maxPer: l.MaxConnectionsPerAddress, maxTotal: l.MaxConnections,
+		places: map[*place]struct{}{}, perAddress: map[string]int{}}
+}
+
+// fair bounds connections per address and in total. At the total a new
+// connection does not wait (a probe or a review would time out): it takes
+// the place of the connection that has waited longest with no request
+// being answered on it, whatever its address; when every place answers a
+// request that has arrived whole, the new one is closed. Holding a place
+// therefore costs a client a request answered: one the handlers bound.
 type fair struct {
 	net.Listener
 	maxPer, maxTotal int
-	mu               sync.Mutex
-	open             map[string][]*countedConn // oldest first
-	total            int
+
+	mu         sync.Mutex
+	places     map[*place]struct{}
+	perAddress map[string]int
+}
+
+// place is an accepted connection.
+type place struct {
+	net.Conn
+	address string
+	release func()
+	// Under fair.mu: the requests on it that have arrived whole and are
+	// being answered, and when it was accepted or last answered one.
+	answering int
+	since     time.Time
+}
+
+// Close gives the place back, once.
+func (p *place) Close() error {
+	err := p.Conn.Close()
+	p.release()
+	return err
 }
 
 func (l *fair) Accept() (net.Conn, error) {
@@ -107,71 +142,129 @@ func (l *fair) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		host := c.RemoteAddr().String()
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
+		address := c.RemoteAddr().String()
+		if h, _, err := net.SplitHostPort(address); err == nil {
+			address = h
 		}
 		l.mu.Lock()
-		if l.maxPer > 0 && len(l.open[host]) >= l.maxPer {
+		if l.maxPer > 0 && l.perAddress[address] >= l.maxPer {
 			l.mu.Unlock()
 			_ = c.Close()
 			continue
 		}
-		var victim *countedConn
-		if l.maxTotal > 0 && l.total >= l.maxTotal {
-			most := ""
-			for h, cs := range l.open {
-				if most == "" || len(cs) > len(l.open[most]) {
-					most = h
-				}
-			}
-			if most == "" || len(l.open[most]) <= len(l.open[host])+1 {
+		var victim *place
+		if l.maxTotal > 0 && len(l.places) >= l.maxTotal {
+			if victim = l.victimFor(); victim == nil {
 				l.mu.Unlock()
 				_ = c.Close()
 				continue
 			}
-			victim = l.open[most][0]
-			l.remove(most, victim)
+			l.remove(victim)
 		}
-		cc := &countedConn{Conn: c}
-		cc.release = sync.OnceFunc(func() {
+		p := &place{Conn: c, address: address, since: time.Now()}
+		p.release = sync.OnceFunc(func() {
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			l.remove(host, cc)
+			l.remove(p)
 		})
-		l.open[host] = append(l.open[host], cc)
-		l.total++
+		l.places[p] = struct{}{}
+		l.perAddress[address]++
 		l.mu.Unlock()
 		if victim != nil {
 			_ = victim.Conn.Close() // its place is already given
 		}
-		return cc, nil
+		return p, nil
 	}
 }
 
-// remove forgets c of host, once.
-func (l *fair) remove(host string, c *countedConn) {
-	cs := l.open[host]
-	for i, o := range cs {
-		if o == c {
-			l.open[host] = append(cs[:i:i], cs[i+1:]...)
-			l.total--
-			if len(l.open[host]) == 0 {
-				delete(l.open, host)
-			}
-			return
+// victimFor is the place a new connection takes at the total: the one
+// that has waited longest with no request being answered on it, or none.
+func (l *fair) victimFor() *place {
+	var victim *place
+	for p := range l.places {
+		if p.answering == 0 && (victim == nil || p.since.Before(victim.since)) {
+			victim = p
 		}
 	}
+	return victim
 }
 
-// countedConn gives its place back once, when it is closed.
-type countedConn struct {
-	net.Conn
-	release func()
+// remove forgets p, once.
+func (l *fair) remove(p *place) {
+	if _, ok := l.places[p]; !ok {
+		return
+	}
+	delete(l.places, p)
+	if l.perAddress[p.address]--; l.perAddress[p.address] == 0 {
+		delete(l.perAddress, p.address)
+	}
 }
 
-func (c *countedConn) Close() error {
-	err := c.Conn.Close()
-	c.release()
-	return err
+type placeKey struct{}
+
+// connContext keeps c's place in its requests' contexts.
+func (l *fair) connContext(ctx context.Context, c net.Conn) context.Context {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if p, ok := c.(*place); ok {
+		return context.WithValue(ctx, placeKey{}, p)
+	}
+	return ctx
+}
+
+// answering counts each request on its place as answered from when its
+// body has arrived whole (a body sent slowly holds no place) until h
+// returns.
+func (l *fair) answering(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := r.Context().Value(placeKey{}).(*place)
+		if !ok {
+			h.ServeHTTP(w, r)
+			return
+		}
+		arrived := false
+		arrive := func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if !arrived {
+				arrived = true
+				p.answering++
+			}
+		}
+		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+			arrive()
+		} else {
+			r.Body = &arriving{ReadCloser: r.Body, left: r.ContentLength, arrived: arrive}
+		}
+		defer func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if arrived {
+				p.answering--
+			}
+			arrived = true // a read after h returns counts nothing
+			p.since = time.Now()
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// arriving is a request body that says when it has arrived whole: at its
+// length, when known, or at its end.
+type arriving struct {
+	io.ReadCloser
+	left    int64 // -1: not known
+	arrived func()
+}
+
+func (b *arriving) Read(buf []byte) (int, error) {
+	n, err := b.ReadCloser.Read(buf)
+	if b.left > 0 {
+		b.left -= int64(n)
+	}
+	if err != nil || b.left == 0 {
+		b.arrived()
+	}
+	return n, err
 }

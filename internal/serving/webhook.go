@@ -97,7 +97,7 @@ func (s *WebhookServer) Start(ctx context.Context) error {
 	s.started = true
 	s.mu.Unlock()
 	shutdown := time.Minute
-	return (&manager.Server{Name: "webhook", Server: NewHTTPServer(ctx, s.options.WebhookMux, s.limits), Listener: ln, ShutdownTimeout: &shutdown}).Start(ctx)
+	return (&manager.Server{Name: "webhook", Server: NewHTTPServer(ctx, ln, s.options.WebhookMux, s.limits), Listener: ln, ShutdownTimeout: &shutdown}).Start(ctx)
 }
 
 // StartedChecker passes once the server is started and takes a TLS
