@@ -276,11 +276,58 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	// The lane's weight counts the body: it leaves the bodies received.
 	in.receiving.finish(rcpt)
 	// A client that never reads the answer holds the lane no longer than
-	// a request may wait for it.
+	// a request may wait for it, nor longer than answerWriteTime once the
+	// answer is written; then the connection has its server's bound again
+	// (none without one), for the rest of the answer and the requests after.
 	_ = rc.SetWriteDeadline(start.Add(2 * l.maxWait))
-	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection serves on
+	defer func() { _ = rc.SetWriteDeadline(serverWriteDeadline(r, start)) }()
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	next.ServeHTTP(w, r.WithContext(withClient(r.Context(), client)))
+	next.ServeHTTP(&promptWriter{ResponseWriter: w, rc: rc, by: start.Add(2 * l.maxWait)}, r.WithContext(withClient(r.Context(), client)))
+}
+
+// answerWriteTime is the longest the answer of a request holding a lane
+// may take to be written: the API server reads it at once.
+const answerWriteTime = time.Second
+
+// promptWriter gives the answer answerWriteTime to be written (and never
+// past by), from when it begins.
+type promptWriter struct {
+	http.ResponseWriter
+	rc    *http.ResponseController
+	by    time.Time
+	begun bool
+}
+
+func (p *promptWriter) begin() {
+	if !p.begun {
+		p.begun = true
+		deadline := time.Now().Add(answerWriteTime)
+		if deadline.After(p.by) {
+			deadline = p.by
+		}
+		_ = p.rc.SetWriteDeadline(deadline)
+	}
+}
+
+func (p *promptWriter) WriteHeader(status int) {
+	p.begin()
+	p.ResponseWriter.WriteHeader(status)
+}
+
+func (p *promptWriter) Write(b []byte) (int, error) {
+	p.begin()
+	return p.ResponseWriter.Write(b)
+}
+
+func (p *promptWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
+
+// serverWriteDeadline is the write deadline r's server set for it, from
+// its WriteTimeout (about when r began); none without one.
+func serverWriteDeadline(r *http.Request, start time.Time) time.Time {
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.WriteTimeout > 0 {
+		return start.Add(srv.WriteTimeout)
+	}
+	return time.Time{}
 }
 
 // mostTokens is the most JSON tokens a request of n body bytes may have

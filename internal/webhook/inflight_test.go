@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -141,5 +142,49 @@ func TestInflightBound(t *testing.T) {
 	resp.Body.Close()
 	if got.String() != "validated" {
 		t.Errorf("after the first was done, the next was answered %q", got)
+	}
+}
+
+// deadlineRecorder is a ResponseWriter that records the deadlines set on
+// its connection.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	write []time.Time
+}
+
+func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	d.write = append(d.write, t)
+	return nil
+}
+
+func (d *deadlineRecorder) SetReadDeadline(time.Time) error { return nil }
+
+// A client that never reads its answer holds the lane at most
+// answerWriteTime from when the answer is written; past the review the
+// connection keeps its server's write bound, as on any other request.
+func TestAnAnswerHoldsTheLaneBrieflyAndTheServersWriteDeadlineStands(t *testing.T) {
+	l := newInflight(render.DefaultLimits)
+	h := l.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("validated")) }))
+	srv := &http.Server{WriteTimeout: 32 * time.Second}
+	body := review(t, "deadline", 1<<10)
+	req := httptest.NewRequest(http.MethodPost, "/?timeout=10s", bytes.NewReader(body))
+	req = req.WithContext(context.WithValue(req.Context(), http.ServerContextKey, srv))
+	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	before := time.Now()
+	h.ServeHTTP(rec, req)
+	after := time.Now()
+	if rec.Code != http.StatusOK || len(rec.write) == 0 {
+		t.Fatalf("answer %d, write deadlines %v; want 200 and the lane's deadline set", rec.Code, rec.write)
+	}
+	answering := false
+	for _, d := range rec.write[:len(rec.write)-1] {
+		answering = answering || !d.After(after.Add(answerWriteTime))
+	}
+	if !answering {
+		t.Errorf("write deadlines %v: none within %v of the answer, want the lane held no longer", rec.write, answerWriteTime)
+	}
+	last := rec.write[len(rec.write)-1]
+	if last.Before(before.Add(srv.WriteTimeout)) || last.After(after.Add(srv.WriteTimeout)) {
+		t.Errorf("write deadline after the review %v, want the server's, %v after the request began", last, srv.WriteTimeout)
 	}
 }
