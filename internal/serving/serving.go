@@ -235,6 +235,9 @@ func (l *fair) answering(h http.Handler) http.Handler {
 		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 			arrive()
 		} else {
+			// On a copy: the server reads its own request's body type to
+			// drain or close it after the answer (net/http's *body).
+			r = r.WithContext(r.Context())
 			r.Body = &arriving{ReadCloser: r.Body, left: r.ContentLength, arrived: arrive}
 		}
 		defer func() {
