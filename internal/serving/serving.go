@@ -22,17 +22,17 @@ type Limits struct {
 	// connection between requests.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// MaxConnections bounds the connections open at once. Past it a new
-	// connection takes the place of the one that has waited longest
-	// without a request being answered on it: idle, or still sending its
-	// handshake, its headers or its body. A connection whose request has
-	// arrived whole and is being answered is never given up, so clients
-	// that hold places, from however many addresses, keep out no one whose
-	// requests arrive at once (a kubelet's probe, the API server's
-	// reviews), and a review in flight is never cut. MaxConnectionsPerAddress
-	// bounds those of one remote address: past it a new one is closed at
-	// once. It is high: an API server's reviews come from one address (or
-	// its network proxy's), and the webhooks' lanes answer it 429 long
-	// before.
+	// connection takes the place of one with no request being answered on
+	// it: idle, still sending its handshake, headers or body, or waiting
+	// for its turn (Waiting); those unused for a second first, of the
+	// address holding the most of them. A request that has arrived whole
+	// and has its turn is never cut. So clients that hold places, from
+	// however many addresses, keep out no one whose requests arrive at once
+	// and are answered (a kubelet's probe, the API server's reviews).
+	// MaxConnectionsPerAddress bounds those of one remote address: past it
+	// a new one is closed at once. It is high: an API server's reviews come
+	// from one address (or its network proxy's), and the webhooks' lanes
+	// answer it 429 long before.
 	MaxConnections, MaxConnectionsPerAddress int
 }
 
@@ -105,10 +105,10 @@ func bound(ln net.Listener, l Limits) *fair {
 
 // fair bounds connections per address and in total. At the total a new
 // connection does not wait (a probe or a review would time out): it takes
-// the place of the connection that has waited longest with no request
-// being answered on it, whatever its address; when every place answers a
-// request that has arrived whole, the new one is closed. Holding a place
-// therefore costs a client a request answered: one the handlers bound.
+// the place of one with no request being answered on it (victimFor); when
+// every place answers a request that has arrived whole and has its turn,
+// the new one is closed. Holding a place for long therefore costs a client
+// a request answered, which the handlers bound.
 type fair struct {
 	net.Listener
 	maxPer, maxTotal int
@@ -124,9 +124,10 @@ type place struct {
 	address string
 	release func()
 	// Under fair.mu: the requests on it that have arrived whole and are
-	// being answered, and when it was accepted or last answered one.
-	answering int
-	since     time.Time
+	// being answered, those that wait for their turn instead (Waiting),
+	// and when it was accepted or last answered one.
+	answering, waiting int
+	since              time.Time
 }
 
 // Close gives the place back, once.
@@ -177,10 +178,56 @@ func (l *fair) Accept() (net.Conn, error) {
 	}
 }
 
-// victimFor is the place a new connection takes at the total: the one
-// that has waited longest with no request being answered on it, or none.
+// unusedAfter is how long a place may go without a request answered on
+// it before it counts as unused: longer than an API server under load
+// leaves a kept-alive connection of its pool idle, shorter than a client
+// holding places can keep them busy at no cost.
+const unusedAfter = time.Second
+
+// victimFor is the place a new connection takes at the total, of those
+// with no request being answered on them (idle, still arriving, or whose
+// request waits for its turn, Waiting), or none. Unused ones (unusedAfter)
+// go first, of the address that holds the most of them, idle or arriving
+// before waiting, the oldest first: a tenant's pods, holding places idle,
+// arriving or waiting, hold more of them than the API server, whose
+// requests are answered but for moments, and whose kept-alive connections
+// go unused only at rest, the oldest of which its client reuses last.
+// Failing those, the oldest of all: places only a tenant that dials faster
+// than a handshake takes could make older than the API server's new ones.
 func (l *fair) victimFor() *place {
+	now := time.Now()
+	unused := func(p *place) bool { return p.answering == 0 && now.Sub(p.since) >= unusedAfter }
+	held := map[string]int{}
+	for p := range l.places {
+		if unused(p) {
+			held[p.address]++
+		}
+	}
 	var victim *place
+	if len(held) > 0 {
+		for p := range l.places {
+			if !unused(p) {
+				continue
+			}
+			if victim == nil {
+				victim = p
+				continue
+			}
+			switch hp, hv := held[p.address], held[victim.address]; {
+			case hp != hv:
+				if hp > hv {
+					victim = p
+				}
+			case (p.waiting == 0) != (victim.waiting == 0):
+				if p.waiting == 0 {
+					victim = p
+				}
+			case p.since.Before(victim.since):
+				victim = p
+			}
+		}
+		return victim
+	}
 	for p := range l.places {
 		if p.answering == 0 && (victim == nil || p.since.Before(victim.since)) {
 			victim = p
@@ -215,7 +262,7 @@ func (l *fair) connContext(ctx context.Context, c net.Conn) context.Context {
 
 // answering counts each request on its place as answered from when its
 // body has arrived whole (a body sent slowly holds no place) until h
-// returns.
+// returns, but while it waits (Waiting).
 func (l *fair) answering(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := r.Context().Value(placeKey{}).(*place)
@@ -223,34 +270,68 @@ func (l *fair) answering(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		arrived := false
+		var arrived, waiting, done bool // under l.mu
 		arrive := func() {
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			if !arrived {
+			if !arrived && !done {
 				arrived = true
 				p.answering++
 			}
 		}
+		wait := func(w bool) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if !arrived || done || waiting == w {
+				return
+			}
+			waiting = w
+			if w {
+				p.answering--
+				p.waiting++
+			} else {
+				p.answering++
+				p.waiting--
+			}
+		}
+		// On a copy: the server reads its own request's body type to
+		// drain or close it after the answer (net/http's *body).
+		r = r.WithContext(context.WithValue(r.Context(), waitKey{}, wait))
 		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 			arrive()
 		} else {
-			// On a copy: the server reads its own request's body type to
-			// drain or close it after the answer (net/http's *body).
-			r = r.WithContext(r.Context())
 			r.Body = &arriving{ReadCloser: r.Body, left: r.ContentLength, arrived: arrive}
 		}
 		defer func() {
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			if arrived {
+			switch {
+			case waiting:
+				p.waiting--
+			case arrived:
 				p.answering--
 			}
-			arrived = true // a read after h returns counts nothing
+			done = true // a read after h returns counts nothing
 			p.since = time.Now()
 		}()
 		h.ServeHTTP(w, r)
 	})
+}
+
+type waitKey struct{}
+
+// Waiting says that the request of ctx, which has arrived whole, waits for
+// its turn (the webhooks' lanes) rather than being answered, until the
+// returned function says its turn has come: meanwhile its connection's
+// place may be given to a newcomer, so that requests queued behind others
+// hold no place their client cannot be made to give back.
+func Waiting(ctx context.Context) (turn func()) {
+	wait, ok := ctx.Value(waitKey{}).(func(bool))
+	if !ok {
+		return func() {}
+	}
+	wait(true)
+	return func() { wait(false) }
 }
 
 // arriving is a request body that says when it has arrived whole: at its

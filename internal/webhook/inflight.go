@@ -23,6 +23,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/internal/fairshare"
 	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/internal/serving"
 )
 
 // The webhook bounds the memory its requests may take at once, by
@@ -268,7 +269,12 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 		}
 	}
 	need = min(need, in.limit)
-	if !in.acquire(r.Context(), waitUntil, client, need) {
+	// Waiting for its turn, a request holds a place of the connection
+	// bound that a newcomer may take (serving.Waiting).
+	turn := serving.Waiting(r.Context())
+	admitted := in.acquire(r.Context(), waitUntil, client, need)
+	turn()
+	if !admitted {
 		in.deny(w, bytes.NewReader(body), false)
 		return
 	}

@@ -1,0 +1,254 @@
+package webhook
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	certutil "k8s.io/client-go/util/cert"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/persona-operator/persona-operator/internal/serving"
+)
+
+// A request that waits for its lane holds a place of the connection bound
+// that a newcomer may take (serving.Waiting): a few tenant addresses that
+// keep the pod lane busy, and many connections of others whose small
+// reviews wait their turn, every place, keep neither the API server's new
+// connections nor the readiness check's self-dial out. The bound is scaled
+// down to placesBound, with more place holders than places: those evicted
+// dial again at once, as fast as the server accepts.
+const placesBound, placeHolders = 256, 280
+
+// laneFillingReview is a labelled pod review of 128 containers with long
+// names (a patch of ~47 KB) padded with annotations so that its tokens
+// weigh nearly all of the pod light lane (16 MiB) in under 64 KiB
+// (its patch, its answer, is about 64 KB).
+func laneFillingReview(uid string) []byte {
+	var cs []string
+	for i := 0; i < 128; i++ {
+		cs = append(cs, fmt.Sprintf(`{"name":"c%03d%s","image":"busybox"}`, i, strings.Repeat("x", 59)))
+	}
+	body := podReview(uid, strings.Join(cs, ","), 0)
+	var pad strings.Builder
+	for i := 0; ; i++ {
+		n := int64(len(body) + pad.Len() + 12)
+		toks := jsonTokens(body) + 2*int64(i+1)
+		if n > lightRequestBytes-64 || podBytesWeight*n+podTokenWeight*toks > PodInflightBytes {
+			break
+		}
+		fmt.Fprintf(&pad, `"a%05d":"",`, i)
+	}
+	return bytes.Replace(body, []byte(`"annotations":{`), []byte(`"annotations":{`+pad.String()), 1)
+}
+
+// loopReviews sends body on one kept-alive HTTP/1.1 connection from local,
+// again as soon as each answer is read, redialling when closed.
+func loopReviews(addr, local string, body []byte, stop <-chan struct{}) {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: time.Second}
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		br := bufio.NewReader(c)
+		for {
+			select {
+			case <-stop:
+				c.Close()
+				return
+			default:
+			}
+			fmt.Fprintf(c, "POST %s?timeout=10s HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", InjectPath, len(body))
+			_, _ = c.Write(body)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				break
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.Close {
+				break
+			}
+		}
+		c.Close()
+	}
+}
+
+// Four tenant addresses keep the pod light lane busy with lane-filling
+// reviews (each a turn of about 25 ms, read at once), and placeHolders
+// connections of four others resend small reviews that wait their address's turn (up
+// to 5 s, then denied): every place but the newcomer's. The API server's
+// reviews, each on a new connection, are all injected.
+func TestReviewsWaitingForTheLaneKeepNoReviewOut(t *testing.T) {
+	limits := serving.DefaultLimits
+	limits.MaxConnections, limits.MaxConnectionsPerAddress = placesBound, 0
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, err := serving.Listen(ctx, "127.0.0.1:0", nil, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := serving.NewHTTPServer(ctx, ln, (&Injector{Personas: failing{}, ConfigMaps: failing{}}).Handler(), limits)
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	addr := ln.Addr().String()
+	heavy, small := laneFillingReview("heavy"), podReview("small", agentContainer, 10)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	holders := 4
+	for i := 0; i < holders; i++ { // lane holders
+		wg.Add(1)
+		go func() { defer wg.Done(); loopReviews(addr, fmt.Sprintf("127.0.0.%d", 2+i), heavy, stop) }()
+	}
+	time.Sleep(200 * time.Millisecond)
+	for i := 0; i < placeHolders; i++ { // place holders: small reviews waiting their address' turn
+		wg.Add(1)
+		go func() { defer wg.Done(); loopReviews(addr, fmt.Sprintf("127.0.0.%d", 20+i%4), small, stop) }()
+	}
+	time.Sleep(time.Second)
+	failed, total := 0, 0
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+		total++
+		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 12 * time.Second}
+		start := time.Now()
+		resp, err := c.Post("http://"+addr+InjectPath+"?timeout=10s", "application/json", bytes.NewReader(podReview("apiserver", agentContainer, 100)))
+		if err != nil {
+			failed++
+			t.Logf("API server: %v after %v", err, time.Since(start).Round(time.Millisecond))
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `"allowed":true`) {
+			failed++
+			t.Logf("API server: %s after %v: %.120s", resp.Status, time.Since(start).Round(time.Millisecond), raw)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	close(stop)
+	cancel()
+	hs.Close()
+	wg.Wait()
+	t.Logf("the API server's reviews on new connections: %d of %d failed", failed, total)
+	if failed > 0 {
+		t.Errorf("tenant reviews waiting for the lane held every place: %d of %d of the API server's reviews failed", failed, total)
+	}
+}
+
+// The same, against the shipped webhook server (serving.WebhookServer,
+// TLS): its readiness check, StartedChecker's self-dial, always finds a
+// place (were it kept out, the kubelet would take the manager out of the
+// webhook Service's endpoints).
+func TestReviewsWaitingForTheLaneKeepTheReadinessCheckIn(t *testing.T) {
+	dir := t.TempDir()
+	cert, key, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{{127, 0, 0, 1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(dir+"/tls.crt", cert, 0o600)
+	_ = os.WriteFile(dir+"/tls.key", key, 0o600)
+	probe, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := probe.Addr().(*net.TCPAddr).Port
+	probe.Close()
+	limits := serving.DefaultLimits
+	limits.MaxConnections, limits.MaxConnectionsPerAddress = placesBound, 0
+	srv := serving.NewWebhookServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir}, limits)
+	srv.Register(InjectPath, (&Injector{Personas: failing{}, ConfigMaps: failing{}}).Handler())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+	check := srv.StartedChecker()
+	for i := 0; check(nil) != nil && i < 50; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := check(nil); err != nil {
+		t.Fatalf("not ready before the attack: %v", err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	heavy, small := laneFillingReview("heavy"), podReview("small", agentContainer, 10)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); loopTLSReviews(addr, fmt.Sprintf("127.0.0.%d", 2+i), heavy, stop) }()
+	}
+	time.Sleep(200 * time.Millisecond)
+	for i := 0; i < placeHolders; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); loopTLSReviews(addr, fmt.Sprintf("127.0.0.%d", 20+i%4), small, stop) }()
+	}
+	time.Sleep(time.Second)
+	failed, total := 0, 0
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		total++
+		if err := check(nil); err != nil {
+			failed++
+			if failed == 1 {
+				t.Logf("readiness: %v", err)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("readiness self-dials during the attack: %d of %d failed", failed, total)
+	if failed > 0 {
+		t.Errorf("the webhook server's readiness check failed %d of %d times while tenant reviews waited for the lane", failed, total)
+	}
+}
+
+// loopTLSReviews is loopReviews over TLS (HTTP/1.1).
+func loopTLSReviews(addr, local string, body []byte, stop <-chan struct{}) {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: time.Second}
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		c, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}) //nolint:gosec
+		if err != nil {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		br := bufio.NewReader(c)
+		for {
+			select {
+			case <-stop:
+				c.Close()
+				return
+			default:
+			}
+			fmt.Fprintf(c, "POST %s?timeout=10s HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", InjectPath, len(body))
+			_, _ = c.Write(body)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				break
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.Close {
+				break
+			}
+		}
+		c.Close()
+	}
+}
