@@ -24,8 +24,8 @@ type Limits struct {
 	// MaxConnections bounds the connections open at once. Past it a new
 	// connection takes the place of one with no request being answered on
 	// it: idle, still sending its handshake, headers or body, or waiting
-	// for its turn (Waiting); those unused for a second first, of the
-	// address holding the most of them. A request that has arrived whole
+	// for its turn (Waiting); those queued or unused for a second first,
+	// of the address holding the most of them. A request that has arrived whole
 	// and has its turn is never cut. So clients that hold places, from
 	// however many addresses, keep out no one whose requests arrive at once
 	// and are answered (a kubelet's probe, the API server's reviews).
@@ -178,35 +178,38 @@ func (l *fair) Accept() (net.Conn, error) {
 	}
 }
 
-// unusedAfter is how long a place may go without a request answered on
-// it before it counts as unused: longer than an API server under load
-// leaves a kept-alive connection of its pool idle, shorter than a client
-// holding places can keep them busy at no cost.
+// unusedAfter is how long a place may go without a request on it before
+// it counts as held unused: longer than an API server under load leaves a
+// kept-alive connection of its pool idle, shorter than a client holding
+// places can keep them busy at no cost.
 const unusedAfter = time.Second
 
 // victimFor is the place a new connection takes at the total, of those
-// with no request being answered on them (idle, still arriving, or whose
-// request waits for its turn, Waiting), or none. Unused ones (unusedAfter)
-// go first, of the address that holds the most of them, idle or arriving
-// before waiting, the oldest first: a tenant's pods, holding places idle,
-// arriving or waiting, hold more of them than the API server, whose
-// requests are answered but for moments, and whose kept-alive connections
-// go unused only at rest, the oldest of which its client reuses last.
-// Failing those, the oldest of all: places only a tenant that dials faster
-// than a handshake takes could make older than the API server's new ones.
+// with no request being answered on them, or none. Held ones go first:
+// a request queued for its turn (Waiting), or no request for unusedAfter
+// (idle, or still sending). They are taken from the address that holds the
+// most of them, idle or arriving before waiting, the oldest first: a
+// tenant's pods, holding places idle, sending slowly or queueing reviews,
+// hold more of them than the API server, whose requests arrive whole and
+// are answered, and whose connections new or just used count for nothing.
+// Failing those, the oldest place with no request being answered: only a
+// tenant that dials faster than a handshake takes could make the API
+// server's new connections the oldest.
 func (l *fair) victimFor() *place {
 	now := time.Now()
-	unused := func(p *place) bool { return p.answering == 0 && now.Sub(p.since) >= unusedAfter }
+	heldUnused := func(p *place) bool {
+		return p.answering == 0 && (p.waiting > 0 || now.Sub(p.since) >= unusedAfter)
+	}
 	held := map[string]int{}
 	for p := range l.places {
-		if unused(p) {
+		if heldUnused(p) {
 			held[p.address]++
 		}
 	}
 	var victim *place
 	if len(held) > 0 {
 		for p := range l.places {
-			if !unused(p) {
+			if !heldUnused(p) {
 				continue
 			}
 			if victim == nil {
