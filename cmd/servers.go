@@ -83,18 +83,23 @@ func addMetrics(mgr ctrl.Manager, f *managerFlags) error {
 	return mgr.Add(&manager.Server{Name: "metrics", Server: serving.NewHTTPServer(context.Background(), ln, mux, serving.DefaultLimits), Listener: ln, ShutdownTimeout: &shutdown})
 }
 
-// Scrapes with a token not seen authorized lately are authenticated at
-// most scrapesPerSecond a second (scrapeBurst at once), and answered 429
-// past that: each costs a TokenReview, sent as the manager in its own API
-// Priority and Fairness flow, beside its deliveries and status writes, and
-// anyone who reaches the port may send a new token every time. A token
-// authorized within the filter's cache time (a minute) passes at once, so a
-// Prometheus, which scrapes a few times a minute, is never held up by them.
+// Scrapes with a token not authorized lately are authenticated at most
+// scrapesPerSecond a second (scrapeBurst at once), and answered 429 past
+// that: each costs a TokenReview (and a SubjectAccessReview when the token
+// is a real one), sent as the manager in its own API Priority and Fairness
+// flow, beside its deliveries and status writes, and anyone who reaches
+// the port may send a new token every time. A token authorized within
+// knownScrapeFor passes at once (the filter still checks it, from its cache
+// of a minute); a new token from an address that scraped with an
+// authorized one within knownScraperFor (a scraper whose token rotated)
+// takes from a bucket of that address's own. So a scraper is held up by
+// others' new tokens only for its first scrape after the manager starts.
 const (
-	scrapesPerSecond  = 5
-	scrapeBurst       = 10
-	knownScrapeTokens = 64
-	knownScrapeFor    = time.Minute
+	scrapesPerSecond = 5
+	scrapeBurst      = 10
+	knownScrapeFor   = 10 * time.Minute
+	knownScraperFor  = 24 * time.Hour
+	knownScrapers    = 64 // tokens and addresses each
 )
 
 // authenticatedScrapes is handler behind the Kubernetes authentication and
@@ -105,69 +110,120 @@ func authenticatedScrapes(cfg *rest.Config, client *http.Client, handler http.Ha
 	if err != nil {
 		return nil, fmt.Errorf("authenticate and authorize the metrics' scrapers: %w", err)
 	}
-	known := &scrapeTokens{seen: map[[sha256.Size]byte]time.Time{}}
+	known := newScrapers(time.Now)
 	// The filter takes the Authorization header off the request it passes
-	// on: its digest goes in the context.
+	// on: what the scrape is known by goes in the context.
 	filtered, err := filter(ctrl.Log.WithName("metrics").WithValues("path", "/metrics"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if digest, ok := r.Context().Value(scrapeTokenKey{}).([sha256.Size]byte); ok {
-			known.authorized(digest, time.Now())
+		if s, ok := r.Context().Value(scrapeKey{}).(scrape); ok {
+			known.authorized(s)
 		}
 		handler.ServeHTTP(w, r)
 	}))
 	if err != nil {
 		return nil, fmt.Errorf("authenticate and authorize the metrics' scrapers: %w", err)
 	}
-	limiter := flowcontrol.NewTokenBucketRateLimiter(scrapesPerSecond, scrapeBurst)
+	newTokens := flowcontrol.NewTokenBucketRateLimiter(scrapesPerSecond, scrapeBurst)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		digest := sha256.Sum256([]byte(token))
-		authorizedLately := ok && known.recent(digest, time.Now())
-		if !authorizedLately && !limiter.TryAccept() {
+		s := scrapeOf(r)
+		if !known.admit(s, newTokens) {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, fmt.Sprintf("too many scrapes with new tokens: at most %d a second are authenticated", scrapesPerSecond), http.StatusTooManyRequests)
 			return
 		}
-		if ok {
-			r = r.WithContext(context.WithValue(r.Context(), scrapeTokenKey{}, digest))
-		}
-		filtered.ServeHTTP(w, r)
+		filtered.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), scrapeKey{}, s)))
 	}), nil
 }
 
-type scrapeTokenKey struct{}
+type scrapeKey struct{}
 
-// scrapeTokens are the digests of the bearer tokens authorized to scrape
-// within knownScrapeFor, at most knownScrapeTokens of them.
-type scrapeTokens struct {
-	mu   sync.Mutex
-	seen map[[sha256.Size]byte]time.Time
+// scrape is what a scrape is known by: its bearer token's digest (zero:
+// none) and its source address.
+type scrape struct {
+	token   [sha256.Size]byte
+	address string
 }
 
-// authorized remembers a token's digest, forgetting the oldest past the
-// bound.
-func (k *scrapeTokens) authorized(digest [sha256.Size]byte, now time.Time) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if _, seen := k.seen[digest]; !seen && len(k.seen) >= knownScrapeTokens {
-		var oldest [sha256.Size]byte
-		first := true
-		for d, at := range k.seen {
-			if first || at.Before(k.seen[oldest]) {
-				oldest, first = d, false
-			}
-		}
-		delete(k.seen, oldest)
+func scrapeOf(r *http.Request) scrape {
+	var s scrape
+	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && token != "" {
+		s.token = sha256.Sum256([]byte(token))
 	}
-	k.seen[digest] = now
+	s.address = r.RemoteAddr
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		s.address = host
+	}
+	return s
 }
 
-// recent reports whether a token of digest was authorized within
-// knownScrapeFor.
-func (k *scrapeTokens) recent(digest [sha256.Size]byte, now time.Time) bool {
+// scrapers are the tokens and the addresses of the scrapes authorized
+// lately, at most knownScrapers of each, the oldest forgotten first.
+type scrapers struct {
+	now       func() time.Time
+	mu        sync.Mutex
+	tokens    map[[sha256.Size]byte]time.Time
+	addresses map[string]*knownAddress
+}
+
+// knownAddress is when an address last scraped with an authorized token,
+// and its own bucket for new tokens.
+type knownAddress struct {
+	at        time.Time
+	newTokens flowcontrol.RateLimiter
+}
+
+func newScrapers(now func() time.Time) *scrapers {
+	return &scrapers{now: now, tokens: map[[sha256.Size]byte]time.Time{}, addresses: map[string]*knownAddress{}}
+}
+
+// admit reports whether s may be authenticated now: its token is known, or
+// a bucket has room for it, its address's when known, else newTokens.
+func (k *scrapers) admit(s scrape, newTokens flowcontrol.RateLimiter) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	at, seen := k.seen[digest]
-	return seen && now.Sub(at) < knownScrapeFor
+	now := k.now()
+	if at, ok := k.tokens[s.token]; ok && s.token != ([sha256.Size]byte{}) && now.Sub(at) < knownScrapeFor {
+		return true
+	}
+	if a, ok := k.addresses[s.address]; ok && now.Sub(a.at) < knownScraperFor {
+		return a.newTokens.TryAccept()
+	}
+	return newTokens.TryAccept()
+}
+
+// authorized remembers s, forgetting the oldest token or address past the
+// bound.
+func (k *scrapers) authorized(s scrape) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.now()
+	if s.token != ([sha256.Size]byte{}) {
+		if _, ok := k.tokens[s.token]; !ok && len(k.tokens) >= knownScrapers {
+			delete(k.tokens, oldestKey(k.tokens, func(at time.Time) time.Time { return at }))
+		}
+		k.tokens[s.token] = now
+	}
+	a, ok := k.addresses[s.address]
+	if !ok {
+		if len(k.addresses) >= knownScrapers {
+			delete(k.addresses, oldestKey(k.addresses, func(a *knownAddress) time.Time { return a.at }))
+		}
+		a = &knownAddress{newTokens: flowcontrol.NewTokenBucketRateLimiter(1, 3)}
+		k.addresses[s.address] = a
+	}
+	a.at = now
+}
+
+// oldestKey is the key of m whose value is oldest by at.
+func oldestKey[K comparable, V any](m map[K]V, at func(V) time.Time) K {
+	var oldest K
+	var oldestAt time.Time
+	first := true
+	for key, v := range m {
+		if first || at(v).Before(oldestAt) {
+			oldest, oldestAt, first = key, at(v), false
+		}
+	}
+	return oldest
 }
 
 // selfSignedTLS is the metrics' TLS: the servers' (serverTLS) with a

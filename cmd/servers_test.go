@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // A scrape with a token the metrics' filter has not seen costs the manager
@@ -54,6 +56,10 @@ func TestScrapesWithNewTokensCostBoundedTokenReviews(t *testing.T) {
 	}
 	scrape := func(token string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req.RemoteAddr = "10.0.0.2:40000" // a tenant's pod
+		if token == "prometheus" {
+			req.RemoteAddr = "10.0.0.1:40000"
+		}
 		req.Header.Set("Authorization", "Bearer "+token)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -90,5 +96,39 @@ func TestScrapesWithNewTokensCostBoundedTokenReviews(t *testing.T) {
 	}
 	if prometheusRefused > 0 {
 		t.Errorf("the authorized scraper was refused %d times among the others, want never", prometheusRefused)
+	}
+}
+
+// A scraper is never held up by others' new tokens once it has been
+// authorized: not at an interval of a minute or more (its token is known
+// for knownScrapeFor), nor when its token rotates (its address takes new
+// tokens from a bucket of its own); an address never authorized waits for
+// the shared bucket.
+func TestAKnownScraperPassesWhileTheSharedBucketIsEmpty(t *testing.T) {
+	now := time.Unix(0, 0)
+	known := newScrapers(func() time.Time { return now })
+	empty := flowcontrol.NewTokenBucketRateLimiter(0.001, 1)
+	empty.TryAccept()
+	prometheus := scrape{token: sha256.Sum256([]byte("token-1")), address: "10.0.0.1"}
+	known.authorized(prometheus)
+
+	now = now.Add(61 * time.Second) // Prometheus's default interval, and a bit
+	if !known.admit(prometheus, empty) {
+		t.Error("a token authorized 61 s ago waited for the shared bucket, want it known")
+	}
+	// Its token rotates: new tokens from its address take from that
+	// address's bucket (3 at once), not the shared one.
+	now = now.Add(knownScrapeFor)
+	for i, token := range []string{"token-1", "token-2", "token-3"} {
+		if !known.admit(scrape{token: sha256.Sum256([]byte(token)), address: "10.0.0.1"}, empty) {
+			t.Errorf("token %d, new to the manager, of a known scraper's address waited for the shared bucket, want its address's own", i+1)
+		}
+	}
+	if known.admit(scrape{token: sha256.Sum256([]byte("token-4")), address: "10.0.0.1"}, empty) {
+		t.Error("a known address's fourth new token at once passed, want its own bucket (3 at once) to bound it")
+	}
+	stranger := scrape{token: sha256.Sum256([]byte("random")), address: "10.0.0.2"}
+	if known.admit(stranger, empty) {
+		t.Error("a new token of an address never authorized passed with the shared bucket empty")
 	}
 }

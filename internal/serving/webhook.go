@@ -117,6 +117,9 @@ func (s *WebhookServer) StartedChecker() healthz.Checker {
 		if err != nil {
 			return fmt.Errorf("the webhook server is not reachable: %w", err)
 		}
-		return conn.Close()
+		// The handshake answered: whether the server or this end closes
+		// first says nothing more.
+		_ = conn.Close()
+		return nil
 	}
 }
