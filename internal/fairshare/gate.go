@@ -242,10 +242,13 @@ func (q *queues) take(may func(ns string) bool) *waiter {
 		w := q.byKey[ns][0]
 		q.drop(w, 0)
 		if len(q.ring) > 0 {
-			// at is now the key after ns, or ns itself when it still
-			// waits: the next turn is the following key's.
+			// A key that still waits goes to the ring's end, as one that
+			// leaves and comes back does: otherwise the cursor, which
+			// stays put as keys with one waiter each leave and come back
+			// at the end, never comes round to it again.
 			if idx := slices.Index(q.ring, ns); idx >= 0 {
-				q.next = (idx + 1) % len(q.ring)
+				q.ring = append(slices.Delete(q.ring, idx, idx+1), ns)
+				q.next = idx % len(q.ring)
 			} else {
 				q.next = at % len(q.ring)
 			}
