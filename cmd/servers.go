@@ -92,8 +92,9 @@ func addMetrics(mgr ctrl.Manager, f *managerFlags) error {
 // knownScrapeFor passes at once (the filter still checks it, from its cache
 // of a minute); a new token from an address that scraped with an
 // authorized one within knownScraperFor (a scraper whose token rotated)
-// takes from a bucket of that address's own. So a scraper is held up by
-// others' new tokens only for its first scrape after the manager starts.
+// takes from a bucket of that address's own. So once authorized, a scraper
+// is never held up by others' new tokens; its first scrape after a start
+// shares the bucket with them (the metrics NetworkPolicy closes that).
 const (
 	scrapesPerSecond = 5
 	scrapeBurst      = 10

@@ -123,11 +123,13 @@ type place struct {
 	net.Conn
 	address string
 	release func()
-	// Under fair.mu: the requests on it that have arrived whole and are
-	// being answered, those that wait for their turn instead (Waiting),
-	// and when it was accepted or last answered one.
-	answering, waiting int
-	since              time.Time
+	// Under fair.mu: its requests whose handler runs, of those the ones
+	// that have arrived whole and are being answered and those that wait
+	// for their turn instead (Waiting), whether one was ever answered, and
+	// when it was accepted or a handler last began or ended.
+	handling, answering, waiting int
+	served                       bool
+	since                        time.Time
 }
 
 // Close gives the place back, once.
@@ -178,62 +180,85 @@ func (l *fair) Accept() (net.Conn, error) {
 	}
 }
 
-// unusedAfter is how long a place may go without a request on it before
-// it counts as held unused: longer than an API server under load leaves a
-// kept-alive connection of its pool idle, shorter than a client holding
-// places can keep them busy at no cost.
-const unusedAfter = time.Second
+// At the total, a new connection takes a place with no request being
+// answered on it, in this order (victimFor):
+//   - idle for settledAfter since its last answer: of the address that
+//     holds the most such, the oldest. A client keeping places busy
+//     between its own requests must send on each faster than this, which
+//     an API server's kept-alive pool does only when it needs them.
+//   - still sending its handshake, headers or body after slowAfter: the
+//     oldest. The API server sends a request whole at once.
+//   - the rest, idle, arriving or queued for a turn (Waiting): of the
+//     address that holds the most of them, idle before arriving before
+//     queued, the oldest first. A tenant's pods queueing reviews behind
+//     their own lane-filling ones hold more of them than the API server,
+//     which queues behind them only the reviews it has in flight.
+//
+// A request that has arrived whole and has its turn is never cut; with
+// every place answering, the newcomer is closed.
+const (
+	settledAfter = 50 * time.Millisecond
+	slowAfter    = time.Second
+)
 
-// victimFor is the place a new connection takes at the total, of those
-// with no request being answered on them, or none. Held ones go first:
-// a request queued for its turn (Waiting), or no request for unusedAfter
-// (idle, or still sending). They are taken from the address that holds the
-// most of them, idle or arriving before waiting, the oldest first: a
-// tenant's pods, holding places idle, sending slowly or queueing reviews,
-// hold more of them than the API server, whose requests arrive whole and
-// are answered, and whose connections new or just used count for nothing.
-// Failing those, the oldest place with no request being answered: only a
-// tenant that dials faster than a handshake takes could make the API
-// server's new connections the oldest.
+// tier is where a place stands in the order above: 0 when it is answering.
+func (p *place) tier(now time.Time) (tier, within int) {
+	switch {
+	case p.answering > 0:
+		return 0, 0
+	case p.waiting > 0:
+		return 3, 2
+	case p.handling == 0 && p.served:
+		if now.Sub(p.since) >= settledAfter {
+			return 1, 0
+		}
+		return 3, 0
+	case now.Sub(p.since) >= slowAfter:
+		return 2, 0
+	default:
+		return 3, 1
+	}
+}
+
+// victimFor is the place a new connection takes at the total, or none.
 func (l *fair) victimFor() *place {
 	now := time.Now()
-	heldUnused := func(p *place) bool {
-		return p.answering == 0 && (p.waiting > 0 || now.Sub(p.since) >= unusedAfter)
-	}
+	first := 4
 	held := map[string]int{}
 	for p := range l.places {
-		if heldUnused(p) {
-			held[p.address]++
+		t, _ := p.tier(now)
+		if t == 0 || t > first {
+			continue
 		}
+		if t < first {
+			first = t
+			clear(held)
+		}
+		held[p.address]++
 	}
 	var victim *place
-	if len(held) > 0 {
-		for p := range l.places {
-			if !heldUnused(p) {
-				continue
-			}
-			if victim == nil {
-				victim = p
-				continue
-			}
-			switch hp, hv := held[p.address], held[victim.address]; {
-			case hp != hv:
-				if hp > hv {
-					victim = p
-				}
-			case (p.waiting == 0) != (victim.waiting == 0):
-				if p.waiting == 0 {
-					victim = p
-				}
-			case p.since.Before(victim.since):
-				victim = p
+	var victimWithin int
+	for p := range l.places {
+		t, within := p.tier(now)
+		if t != first {
+			continue
+		}
+		better := victim == nil
+		if !better {
+			hp, hv := held[p.address], held[victim.address]
+			switch {
+			case first != 2 && hp != hv:
+				better = hp > hv
+			case first != 2 && p.address != victim.address:
+				better = p.since.Before(victim.since)
+			case within != victimWithin:
+				better = within < victimWithin
+			default:
+				better = p.since.Before(victim.since)
 			}
 		}
-		return victim
-	}
-	for p := range l.places {
-		if p.answering == 0 && (victim == nil || p.since.Before(victim.since)) {
-			victim = p
+		if better {
+			victim, victimWithin = p, within
 		}
 	}
 	return victim
@@ -300,6 +325,10 @@ func (l *fair) answering(h http.Handler) http.Handler {
 		// On a copy: the server reads its own request's body type to
 		// drain or close it after the answer (net/http's *body).
 		r = r.WithContext(context.WithValue(r.Context(), waitKey{}, wait))
+		l.mu.Lock()
+		p.handling++
+		p.since = time.Now()
+		l.mu.Unlock()
 		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 			arrive()
 		} else {
@@ -315,6 +344,8 @@ func (l *fair) answering(h http.Handler) http.Handler {
 				p.answering--
 			}
 			done = true // a read after h returns counts nothing
+			p.handling--
+			p.served = true
 			p.since = time.Now()
 		}()
 		h.ServeHTTP(w, r)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -250,5 +251,155 @@ func loopTLSReviews(addr, local string, body []byte, stop <-chan struct{}) {
 			}
 		}
 		c.Close()
+	}
+}
+
+// freshHolder holds one kept-alive HTTP/1.1 connection from local and sends
+// a GET for a path no handler serves (the mux's 404, no lane) every `every`,
+// so its place is never idle long. Redials `redial` after its connection is
+// closed (evicted).
+func freshHolder(addr, local string, every, redial time.Duration, stop <-chan struct{}, dials *atomic.Int64) {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: time.Second}
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		c, err := d.Dial("tcp", addr)
+		dials.Add(1)
+		if err != nil {
+			time.Sleep(redial)
+			continue
+		}
+		br := bufio.NewReader(c)
+		for {
+			if _, err := fmt.Fprintf(c, "GET /nothing HTTP/1.1\r\nHost: webhook\r\n\r\n"); err != nil {
+				break
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				break
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			select {
+			case <-stop:
+				c.Close()
+				return
+			case <-time.After(every):
+			}
+		}
+		c.Close()
+		time.Sleep(redial)
+	}
+}
+
+// runPlacesAttack runs lanes tenant addresses keeping the pod light lane
+// busy, holders connections of 8 other addresses each refreshing its place
+// with a 404 every 0.5 s, and the API server, one address with a kept-alive
+// pool and apis reviews in flight for 3 s: it returns how many of the API
+// server's reviews failed, were cut before their answer, and were sent.
+func runPlacesAttack(t *testing.T, lanes, holders, apis int) (failed_, cut_, total_ int64) {
+	bound := placesBound
+	limits := serving.DefaultLimits
+	limits.MaxConnections = bound
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, err := serving.Listen(ctx, "127.0.0.1:0", nil, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(InjectPath, (&Injector{Personas: failing{}, ConfigMaps: failing{}}).Handler())
+	hs := serving.NewHTTPServer(ctx, ln, mux, limits)
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	addr := ln.Addr().String()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var dials atomic.Int64
+	heavy := laneFillingReview("heavy")
+	for i := 0; i < lanes; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); loopReviews(addr, fmt.Sprintf("127.0.0.%d", 2+i), heavy, stop) }()
+	}
+	for i := 0; i < holders; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			freshHolder(addr, fmt.Sprintf("127.0.0.%d", 20+i%8), 500*time.Millisecond, 20*time.Millisecond, stop, &dials)
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond)
+	// The API server: one address, a kept-alive pool, 4 reviews in flight.
+	api := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}, Timeout: 12 * time.Second}
+	var failed, total, slow atomic.Int64
+	var logged atomic.Int64
+	var awg sync.WaitGroup
+	d0 := dials.Load()
+	begin := time.Now()
+	var cut, maxOK atomic.Int64
+	for g := 0; g < apis; g++ {
+		awg.Add(1)
+		go func() {
+			defer awg.Done()
+			for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+				total.Add(1)
+				start := time.Now()
+				resp, err := api.Post("http://"+addr+InjectPath+"?timeout=5s", "application/json", bytes.NewReader(podReview("apiserver", agentContainer, 100)))
+				if err != nil {
+					failed.Add(1)
+					cut.Add(1)
+					if logged.Add(1) <= 5 {
+						t.Logf("API server: %v after %v", err, time.Since(start).Round(time.Millisecond))
+					}
+					continue
+				}
+				raw, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if el := time.Since(start); el > 50*time.Millisecond {
+					slow.Add(1)
+					for m := maxOK.Load(); int64(el) > m && !maxOK.CompareAndSwap(m, int64(el)); m = maxOK.Load() {
+					}
+				}
+				if resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `"allowed":true`) {
+					failed.Add(1)
+					if logged.Add(1) <= 5 {
+						t.Logf("API server: %s after %v: %.120s", resp.Status, time.Since(start).Round(time.Millisecond), raw)
+					}
+				}
+			}
+		}()
+	}
+	awg.Wait()
+	elapsed := time.Since(begin)
+	close(stop)
+	cancel()
+	hs.Close()
+	wg.Wait()
+	t.Logf("lanes %d, holders %d, API server's reviews in flight %d: tenant dials %.0f/s; the API server's reviews: %d of %d failed (%d cut before the answer), %d waited over 50 ms (the longest %v)",
+		lanes, holders, apis, float64(dials.Load()-d0)/elapsed.Seconds(), failed.Load(), total.Load(), cut.Load(), slow.Load(), time.Duration(maxOK.Load()).Round(time.Millisecond))
+	return failed.Load(), cut.Load(), total.Load()
+}
+
+// Tenant places refreshed every 0.5 s with a request of their own, more
+// than the bound, and four addresses keeping the pod lane busy, so that
+// the API server's reviews queue for their turn: none of them is cut (when
+// queued places went first, 32 of 37 were, at the bound of 1,024).
+func TestPlacesRefreshedByTheirHoldersCutNoQueuedReview(t *testing.T) {
+	if failed, cut, total := runPlacesAttack(t, 4, placesBound+8, 1); cut > 0 {
+		t.Errorf("the API server's queued reviews were the victims: %d of %d were cut before their answer (%d failed)", cut, total, failed)
+	}
+}
+
+// The API server is one address among those taking turns for a lane: with
+// four reviews in flight, behind four tenant addresses keeping the pod lane
+// busy, each of its reviews has a turn within the wait its 5 s timeout
+// allows (when an address with several waiting lost its turns, most were
+// denied 429).
+func TestTheAPIServersReviewsInFlightEachHaveATurn(t *testing.T) {
+	if failed, _, total := runPlacesAttack(t, 4, 0, 4); failed > 0 {
+		t.Errorf("4 tenant pods kept the API server's pod reviews out: %d of %d failed", failed, total)
 	}
 }
