@@ -53,9 +53,10 @@ func laneFillingReview(uid string) []byte {
 	return bytes.Replace(body, []byte(`"annotations":{`), []byte(`"annotations":{`+pad.String()), 1)
 }
 
-// loopReviews sends body on one kept-alive HTTP/1.1 connection from local,
-// again as soon as each answer is read, redialling when closed.
-func loopReviews(addr, local string, body []byte, stop <-chan struct{}) {
+// loopReviews sends body on one kept-alive HTTP/1.1 connection from local
+// (over TLS when useTLS), again as soon as each answer is read, redialling
+// when closed.
+func loopReviews(addr, local string, useTLS bool, body []byte, stop <-chan struct{}) {
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: time.Second}
 	for {
 		select {
@@ -63,7 +64,13 @@ func loopReviews(addr, local string, body []byte, stop <-chan struct{}) {
 			return
 		default:
 		}
-		c, err := d.Dial("tcp", addr)
+		var c net.Conn
+		var err error
+		if useTLS {
+			c, err = tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}) //nolint:gosec // a test's own server
+		} else {
+			c, err = d.Dial("tcp", addr)
+		}
 		if err != nil {
 			time.Sleep(20 * time.Millisecond)
 			continue
@@ -116,12 +123,12 @@ func TestReviewsWaitingForTheLaneKeepNoReviewOut(t *testing.T) {
 	holders := 4
 	for i := 0; i < holders; i++ { // lane holders
 		wg.Add(1)
-		go func() { defer wg.Done(); loopReviews(addr, fmt.Sprintf("127.0.0.%d", 2+i), heavy, stop) }()
+		go func() { defer wg.Done(); loopReviews(addr, fmt.Sprintf("127.0.0.%d", 2+i), false, heavy, stop) }()
 	}
 	time.Sleep(200 * time.Millisecond)
 	for i := 0; i < placeHolders; i++ { // place holders: small reviews waiting their address' turn
 		wg.Add(1)
-		go func() { defer wg.Done(); loopReviews(addr, fmt.Sprintf("127.0.0.%d", 20+i%4), small, stop) }()
+		go func() { defer wg.Done(); loopReviews(addr, fmt.Sprintf("127.0.0.%d", 20+i%4), false, small, stop) }()
 	}
 	time.Sleep(time.Second)
 	failed, total := 0, 0
@@ -190,12 +197,12 @@ func TestReviewsWaitingForTheLaneKeepTheReadinessCheckIn(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); loopTLSReviews(addr, fmt.Sprintf("127.0.0.%d", 2+i), heavy, stop) }()
+		go func() { defer wg.Done(); loopReviews(addr, fmt.Sprintf("127.0.0.%d", 2+i), true, heavy, stop) }()
 	}
 	time.Sleep(200 * time.Millisecond)
 	for i := 0; i < placeHolders; i++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); loopTLSReviews(addr, fmt.Sprintf("127.0.0.%d", 20+i%4), small, stop) }()
+		go func() { defer wg.Done(); loopReviews(addr, fmt.Sprintf("127.0.0.%d", 20+i%4), true, small, stop) }()
 	}
 	time.Sleep(time.Second)
 	failed, total := 0, 0
@@ -213,44 +220,6 @@ func TestReviewsWaitingForTheLaneKeepTheReadinessCheckIn(t *testing.T) {
 	t.Logf("readiness self-dials during the attack: %d of %d failed", failed, total)
 	if failed > 0 {
 		t.Errorf("the webhook server's readiness check failed %d of %d times while tenant reviews waited for the lane", failed, total)
-	}
-}
-
-// loopTLSReviews is loopReviews over TLS (HTTP/1.1).
-func loopTLSReviews(addr, local string, body []byte, stop <-chan struct{}) {
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: time.Second}
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		c, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}) //nolint:gosec
-		if err != nil {
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		br := bufio.NewReader(c)
-		for {
-			select {
-			case <-stop:
-				c.Close()
-				return
-			default:
-			}
-			fmt.Fprintf(c, "POST %s?timeout=10s HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", InjectPath, len(body))
-			_, _ = c.Write(body)
-			resp, err := http.ReadResponse(br, nil)
-			if err != nil {
-				break
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.Close {
-				break
-			}
-		}
-		c.Close()
 	}
 }
 
@@ -322,7 +291,7 @@ func runPlacesAttack(t *testing.T, lanes, holders, apis int) (failed_, cut_, tot
 	heavy := laneFillingReview("heavy")
 	for i := 0; i < lanes; i++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); loopReviews(addr, fmt.Sprintf("127.0.0.%d", 2+i), heavy, stop) }()
+		go func() { defer wg.Done(); loopReviews(addr, fmt.Sprintf("127.0.0.%d", 2+i), false, heavy, stop) }()
 	}
 	for i := 0; i < holders; i++ {
 		wg.Add(1)
