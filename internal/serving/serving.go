@@ -181,85 +181,73 @@ func (l *fair) Accept() (net.Conn, error) {
 }
 
 // At the total, a new connection takes a place with no request being
-// answered on it, in this order (victimFor):
-//   - idle for settledAfter since its last answer: of the address that
-//     holds the most such, the oldest. A client keeping places busy
-//     between its own requests must send on each faster than this, which
-//     an API server's kept-alive pool does only when it needs them.
-//   - still sending its handshake, headers or body after slowAfter: the
-//     oldest. The API server sends a request whole at once.
-//   - the rest, idle, arriving or queued for a turn (Waiting): of the
-//     address that holds the most of them, idle before arriving before
-//     queued, the oldest first. A tenant's pods queueing reviews behind
-//     their own lane-filling ones hold more of them than the API server,
-//     which queues behind them only the reviews it has in flight.
-//
-// A request that has arrived whole and has its turn is never cut; with
-// every place answering, the newcomer is closed.
-const (
-	settledAfter = 50 * time.Millisecond
-	slowAfter    = time.Second
-)
+// answered on it (victimFor): of the address that holds the most places
+// held, those idle between requests, still sending after slowAfter, or
+// queued for a turn (Waiting), one of those, idle before slow before
+// queued, the oldest first; failing any, the oldest of the new connections
+// still sending their first request. A tenant's pods holding places, idle,
+// sending slowly, refreshing them with requests of their own or queueing
+// reviews behind their own lane-filling ones, hold more of them than the
+// API server, which holds only its kept-alive pool and the reviews it has
+// in flight; the new connections of its bursts count for nothing. A
+// request that has arrived whole and has its turn is never cut; with every
+// place answering, the newcomer is closed.
+const slowAfter = time.Second
 
-// tier is where a place stands in the order above: 0 when it is answering.
-func (p *place) tier(now time.Time) (tier, within int) {
+// held is where a place stands among those held (1 idle, 2 slow, 3
+// queued), 0 when it is answering or new.
+func (p *place) held(now time.Time) int {
 	switch {
 	case p.answering > 0:
-		return 0, 0
+		return 0
 	case p.waiting > 0:
-		return 3, 2
+		return 3
 	case p.handling == 0 && p.served:
-		if now.Sub(p.since) >= settledAfter {
-			return 1, 0
-		}
-		return 3, 0
+		return 1
 	case now.Sub(p.since) >= slowAfter:
-		return 2, 0
+		return 2
 	default:
-		return 3, 1
+		return 0
 	}
 }
 
 // victimFor is the place a new connection takes at the total, or none.
 func (l *fair) victimFor() *place {
 	now := time.Now()
-	first := 4
 	held := map[string]int{}
 	for p := range l.places {
-		t, _ := p.tier(now)
-		if t == 0 || t > first {
-			continue
+		if p.held(now) > 0 {
+			held[p.address]++
 		}
-		if t < first {
-			first = t
-			clear(held)
-		}
-		held[p.address]++
 	}
-	var victim *place
-	var victimWithin int
+	var victim, oldestNew *place
+	victimHeld := 0
 	for p := range l.places {
-		t, within := p.tier(now)
-		if t != first {
+		h := p.held(now)
+		if h == 0 {
+			if p.answering == 0 && (oldestNew == nil || p.since.Before(oldestNew.since)) {
+				oldestNew = p // should none be held
+			}
 			continue
 		}
 		better := victim == nil
 		if !better {
 			hp, hv := held[p.address], held[victim.address]
 			switch {
-			case first != 2 && hp != hv:
+			case hp != hv:
 				better = hp > hv
-			case first != 2 && p.address != victim.address:
+			case p.address != victim.address || h == victimHeld:
 				better = p.since.Before(victim.since)
-			case within != victimWithin:
-				better = within < victimWithin
 			default:
-				better = p.since.Before(victim.since)
+				better = h < victimHeld
 			}
 		}
 		if better {
-			victim, victimWithin = p, within
+			victim, victimHeld = p, h
 		}
+	}
+	if victim == nil {
+		return oldestNew
 	}
 	return victim
 }
