@@ -22,13 +22,9 @@ type Limits struct {
 	// connection between requests.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// MaxConnections bounds the connections open at once. Past it a new
-	// connection takes the place of one with no request being answered on
-	// it: idle, still sending its handshake, headers or body, or waiting
-	// for its turn (Waiting); those queued or unused for a second first,
-	// of the address holding the most of them. A request that has arrived whole
-	// and has its turn is never cut. So clients that hold places, from
-	// however many addresses, keep out no one whose requests arrive at once
-	// and are answered (a kubelet's probe, the API server's reviews).
+	// connection takes a place held: idle, still sending, or queued for a
+	// turn (Waiting), the one longest without use (see victimFor). A
+	// request that has arrived whole and has its turn is never cut.
 	// MaxConnectionsPerAddress bounds those of one remote address: past it
 	// a new one is closed at once. It is high: an API server's reviews come
 	// from one address (or its network proxy's), and the webhooks' lanes
@@ -125,11 +121,12 @@ type place struct {
 	release func()
 	// Under fair.mu: its requests whose handler runs, of those the ones
 	// that have arrived whole and are being answered and those that wait
-	// for their turn instead (Waiting), whether one was ever answered, and
-	// when it was accepted or a handler last began or ended.
+	// for their turn instead (Waiting), whether one was ever answered, when
+	// it was accepted or last of use (victimFor), and when a handler last
+	// began.
 	handling, answering, waiting int
 	served                       bool
-	since                        time.Time
+	since, began                 time.Time
 }
 
 // Close gives the place back, once.
@@ -180,76 +177,87 @@ func (l *fair) Accept() (net.Conn, error) {
 	}
 }
 
-// At the total, a new connection takes a place with no request being
-// answered on it (victimFor): of the address that holds the most places
-// held, those idle between requests, still sending after slowAfter, or
-// queued for a turn (Waiting), one of those, idle before slow before
-// queued, the oldest first; failing any, the oldest of the new connections
-// still sending their first request. A tenant's pods holding places, idle,
-// sending slowly, refreshing them with requests of their own or queueing
-// reviews behind their own lane-filling ones, hold more of them than the
-// API server, which holds only its kept-alive pool and the reviews it has
-// in flight; the new connections of its bursts count for nothing. A
-// request that has arrived whole and has its turn is never cut; with every
-// place answering, the newcomer is closed.
+// At the total, a new connection takes a place held (victimFor): one with
+// no request being answered on it that is idle between requests or still
+// sending after slowAfter, the one longest without use; failing those, one
+// whose request is queued for a turn (Waiting), of the address holding the
+// most queued, the longest without use. A place was last of use when a
+// request on it was answered 2xx or queued. A tenant's pods holding places
+// idle, sending slowly or refreshing them with requests answered 404 never
+// make them of use, and those are taken before the API server's, whose
+// reviews arrive whole and are answered as they come, from however many
+// addresses: to keep its places of use, a tenant must have reviews
+// answered, as fast as the lanes answer anyone's. A tenant queueing
+// reviews behind its own lane-filling ones queues more of them than the
+// API server, which queues only those it has in flight, one a turn. New
+// connections still sending their first request are not held: taken only
+// when none is, the oldest first. A request that has arrived whole and has
+// its turn is never cut; with every place answering, the newcomer is
+// closed.
 const slowAfter = time.Second
 
-// held is where a place stands among those held (1 idle, 2 slow, 3
-// queued), 0 when it is answering or new.
+// held is 1 when p is idle or slow, 2 when its request is queued, as
+// above; 0 when it is answering or new.
 func (p *place) held(now time.Time) int {
 	switch {
 	case p.answering > 0:
 		return 0
 	case p.waiting > 0:
-		return 3
-	case p.handling == 0 && p.served:
-		return 1
-	case now.Sub(p.since) >= slowAfter:
 		return 2
+	case p.handling > 0:
+		return b2i(now.Sub(p.began) >= slowAfter)
+	case p.served:
+		return 1
 	default:
-		return 0
+		return b2i(now.Sub(p.since) >= slowAfter)
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // victimFor is the place a new connection takes at the total, or none.
 func (l *fair) victimFor() *place {
 	now := time.Now()
-	held := map[string]int{}
+	var idle, queued, fresh *place
+	queuedBy := map[string]int{}
 	for p := range l.places {
-		if p.held(now) > 0 {
-			held[p.address]++
+		if p.held(now) == 2 {
+			queuedBy[p.address]++
 		}
 	}
-	var victim, oldestNew *place
-	victimHeld := 0
 	for p := range l.places {
-		h := p.held(now)
-		if h == 0 {
-			if p.answering == 0 && (oldestNew == nil || p.since.Before(oldestNew.since)) {
-				oldestNew = p // should none be held
+		switch p.held(now) {
+		case 1:
+			if idle == nil || p.since.Before(idle.since) {
+				idle = p
 			}
-			continue
-		}
-		better := victim == nil
-		if !better {
-			hp, hv := held[p.address], held[victim.address]
-			switch {
-			case hp != hv:
-				better = hp > hv
-			case p.address != victim.address || h == victimHeld:
-				better = p.since.Before(victim.since)
-			default:
-				better = h < victimHeld
+		case 2:
+			if queued == nil {
+				queued = p
+				break
 			}
-		}
-		if better {
-			victim, victimHeld = p, h
+			hp, hq := queuedBy[p.address], queuedBy[queued.address]
+			if hp > hq || (hp == hq && p.since.Before(queued.since)) {
+				queued = p
+			}
+		default:
+			if p.answering == 0 && (fresh == nil || p.since.Before(fresh.since)) {
+				fresh = p
+			}
 		}
 	}
-	if victim == nil {
-		return oldestNew
+	switch {
+	case idle != nil:
+		return idle
+	case queued != nil:
+		return queued
 	}
-	return victim
+	return fresh
 }
 
 // remove forgets p, once.
@@ -305,6 +313,7 @@ func (l *fair) answering(h http.Handler) http.Handler {
 			if w {
 				p.answering--
 				p.waiting++
+				p.since = time.Now() // queued: of use
 			} else {
 				p.answering++
 				p.waiting--
@@ -315,8 +324,9 @@ func (l *fair) answering(h http.Handler) http.Handler {
 		r = r.WithContext(context.WithValue(r.Context(), waitKey{}, wait))
 		l.mu.Lock()
 		p.handling++
-		p.since = time.Now()
+		p.began = time.Now()
 		l.mu.Unlock()
+		sw := &statusWriter{ResponseWriter: w}
 		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 			arrive()
 		} else {
@@ -334,11 +344,35 @@ func (l *fair) answering(h http.Handler) http.Handler {
 			done = true // a read after h returns counts nothing
 			p.handling--
 			p.served = true
-			p.since = time.Now()
+			if sw.status < 300 {
+				p.since = time.Now() // answered: of use
+			}
 		}()
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(sw, r)
 	})
 }
+
+// statusWriter keeps the status of the answer written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 type waitKey struct{}
 
