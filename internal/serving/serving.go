@@ -185,11 +185,11 @@ func (l *fair) Accept() (net.Conn, error) {
 // request on it was answered 2xx or queued. A tenant's pods holding places
 // idle, sending slowly or refreshing them with requests answered 404 never
 // make them of use, and those are taken before the API server's, whose
-// reviews arrive whole and are answered as they come, from however many
-// addresses: to keep its places of use, a tenant must have reviews
-// answered, as fast as the lanes answer anyone's. A tenant queueing
-// reviews behind its own lane-filling ones queues more of them than the
-// API server, which queues only those it has in flight, one a turn. New
+// reviews arrive whole and are answered as they come. Nothing in a request
+// tells a tenant's pod from the API server, though: pods that keep their
+// places of use with requests answered 200, or churn their own queued
+// reviews, still make some of its places the ones taken, which only
+// admitting the control plane to the port prevents (install.md#memory). New
 // connections still sending their first request are not held: taken only
 // when none is, the oldest first. A request that has arrived whole and has
 // its turn is never cut; with every place answering, the newcomer is
