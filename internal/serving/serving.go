@@ -103,8 +103,7 @@ func bound(ln net.Listener, l Limits) *fair {
 // connection does not wait (a probe or a review would time out): it takes
 // the place of one with no request being answered on it (victimFor); when
 // every place answers a request that has arrived whole and has its turn,
-// the new one is closed. Holding a place for long therefore costs a client
-// a request answered, which the handlers bound.
+// the new one is closed.
 type fair struct {
 	net.Listener
 	maxPer, maxTotal int
