@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -29,6 +30,12 @@ type managerFlags struct {
 	webhookPort                                              int
 	webhookSecretName, webhookServiceName, webhookConfigName string
 	injectWebhookConfigName                                  string
+	// The control plane's connections to the webhooks: from these
+	// networks, from the API servers' own addresses (apiServerAddresses),
+	// or with a client certificate of webhookClientCA.
+	controlPlaneNetworks []netip.Prefix
+	apiServerAddresses   bool
+	webhookClientCA      string
 
 	watchNamespaces      []string
 	personaWorkers       int
@@ -157,6 +164,20 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 			}
 			return nil
 		})
+	fs.Func("webhook-control-plane-networks", "Comma-separated CIDRs the API servers call the webhooks from (theirs, or their network proxy's): those connections keep their places when the webhook's connections are at their bound. Empty: none but those --webhook-control-plane-endpoints finds.",
+		func(v string) error {
+			f.controlPlaneNetworks = nil
+			for _, s := range splitList(v) {
+				n, err := netip.ParsePrefix(s)
+				if err != nil {
+					return err
+				}
+				f.controlPlaneNetworks = append(f.controlPlaneNetworks, n.Masked())
+			}
+			return nil
+		})
+	fs.BoolVar(&f.apiServerAddresses, "webhook-control-plane-endpoints", true, "Read the API servers' addresses from the kubernetes Service's EndpointSlice in default, every 30s: connections from them keep their places when the webhook's connections are at their bound.")
+	fs.StringVar(&f.webhookClientCA, "webhook-client-ca", "", "A PEM file of the CA whose client certificates the API servers present to the webhooks (their admission configuration's kubeconfig): the webhooks then take no connection without one, and those keep their places. Empty: no client certificate is asked for.")
 	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
 	// --kubeconfig is registered by controller-runtime's config package.
 	logOpts := &zap.Options{}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -33,6 +34,15 @@ func newManager(f *managerFlags, restarts *controller.RestartOptions, shutdown *
 	if certs != nil {
 		webhookOpts.TLSOpts = append(webhookOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate })
 	}
+	if f.webhookClientCA != "" {
+		requireClientCert, err := serving.RequireClientCertificate(f.webhookClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--webhook-client-ca: %w", err)
+		}
+		webhookOpts.TLSOpts = append(webhookOpts.TLSOpts, requireClientCert)
+	}
+	webhookLimits := serving.DefaultLimits
+	webhookLimits.ControlPlane = serving.NewControlPlane(f.controlPlaneNetworks)
 	cfg := restConfig(f)
 	cacheOpts := controller.CacheOptions(f.watchNamespaces)
 	if restarts != nil {
@@ -54,7 +64,7 @@ func newManager(f *managerFlags, restarts *controller.RestartOptions, shutdown *
 		// The metrics and the probes are served by addMetrics and
 		// addProbes, within serving.DefaultLimits, as the webhooks are.
 		Metrics:                metricsserver.Options{BindAddress: "0"},
-		WebhookServer:          drainingWebhookServer{serving.NewWebhookServer(webhookOpts, serving.DefaultLimits), shutdown},
+		WebhookServer:          drainingWebhookServer{serving.NewWebhookServer(webhookOpts, webhookLimits), shutdown},
 		HealthProbeBindAddress: "0",
 		PprofBindAddress:       f.pprofAddr,
 		LeaderElection:         f.leaderElect,
@@ -73,6 +83,11 @@ func newManager(f *managerFlags, restarts *controller.RestartOptions, shutdown *
 	if certs != nil {
 		if err := mgr.Add(certs); err != nil {
 			return nil, fmt.Errorf("watch the webhook certificate: %w", err)
+		}
+	}
+	if f.apiServerAddresses {
+		if err := mgr.Add(&serving.APIServers{Reader: mgr.GetAPIReader(), ControlPlane: webhookLimits.ControlPlane, Every: 30 * time.Second}); err != nil {
+			return nil, fmt.Errorf("read the API servers' addresses: %w", err)
 		}
 	}
 	if err := addMetrics(mgr, f); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -30,6 +31,9 @@ type Limits struct {
 	// from one address (or its network proxy's), and the webhooks' lanes
 	// answer it 429 long before.
 	MaxConnections, MaxConnectionsPerAddress int
+	// ControlPlane, when set, says which connections are the control
+	// plane's: their places are never taken (see victimFor).
+	ControlPlane *ControlPlane
 }
 
 // DefaultLimits are the manager's: at most 1024 connections of about 16 KiB
@@ -95,7 +99,7 @@ func Bound(ln net.Listener, l Limits) net.Listener {
 }
 
 func bound(ln net.Listener, l Limits) *fair {
-	return &fair{Listener: ln, maxPer: l.MaxConnectionsPerAddress, maxTotal: l.MaxConnections,
+	return &fair{Listener: ln, maxPer: l.MaxConnectionsPerAddress, maxTotal: l.MaxConnections, controlPlane: l.ControlPlane,
 		places: map[*place]struct{}{}, perAddress: map[string]int{}}
 }
 
@@ -107,6 +111,7 @@ func bound(ln net.Listener, l Limits) *fair {
 type fair struct {
 	net.Listener
 	maxPer, maxTotal int
+	controlPlane     *ControlPlane
 
 	mu         sync.Mutex
 	places     map[*place]struct{}
@@ -117,6 +122,7 @@ type fair struct {
 type place struct {
 	net.Conn
 	address string
+	ip      netip.Addr
 	release func()
 	// Under fair.mu: its requests whose handler runs, of those the ones
 	// that have arrived whole and are being answered and those that wait
@@ -126,6 +132,9 @@ type place struct {
 	handling, answering, waiting int
 	served                       bool
 	since, began                 time.Time
+	// certified: a request on it came with a client certificate of the
+	// control plane's CA (ControlPlane).
+	certified bool
 }
 
 // Close gives the place back, once.
@@ -160,7 +169,8 @@ func (l *fair) Accept() (net.Conn, error) {
 			}
 			l.remove(victim)
 		}
-		p := &place{Conn: c, address: address, since: time.Now()}
+		ip, _ := netip.ParseAddr(address)
+		p := &place{Conn: c, address: address, ip: ip.Unmap(), since: time.Now()}
 		p.release = sync.OnceFunc(func() {
 			l.mu.Lock()
 			defer l.mu.Unlock()
@@ -187,12 +197,14 @@ func (l *fair) Accept() (net.Conn, error) {
 // reviews arrive whole and are answered as they come. Nothing in a request
 // tells a tenant's pod from the API server, though: pods that keep their
 // places of use with requests answered 200, or churn their own queued
-// reviews, still make some of its places the ones taken, which only
-// admitting the control plane to the port prevents (install.md#memory). New
+// reviews, would still make some of its places the ones taken. So the
+// places of the control plane (ControlPlane: its addresses, or a client
+// certificate of its CA) are never taken, and without it only admitting
+// the control plane to the port prevents that (install.md#memory). New
 // connections still sending their first request are not held: taken only
 // when none is, the oldest first. A request that has arrived whole and has
-// its turn is never cut; with every place answering, the newcomer is
-// closed.
+// its turn is never cut; with every other place answering or the control
+// plane's, the newcomer is closed.
 const slowAfter = time.Second
 
 // held is 1 when p is idle or slow, 2 when its request is queued, as
@@ -230,6 +242,9 @@ func (l *fair) victimFor() *place {
 		}
 	}
 	for p := range l.places {
+		if p.certified || l.controlPlane.Has(p.ip) {
+			continue
+		}
 		switch p.held(now) {
 		case 1:
 			if idle == nil || p.since.Before(idle.since) {
@@ -324,6 +339,7 @@ func (l *fair) answering(h http.Handler) http.Handler {
 		l.mu.Lock()
 		p.handling++
 		p.began = time.Now()
+		p.certified = p.certified || (r.TLS != nil && len(r.TLS.VerifiedChains) > 0)
 		l.mu.Unlock()
 		sw := &statusWriter{ResponseWriter: w}
 		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {

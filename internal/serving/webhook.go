@@ -79,15 +79,11 @@ func (s *WebhookServer) Start(ctx context.Context) error {
 		}()
 	}
 	if s.options.ClientCAName != "" {
-		pem, err := os.ReadFile(filepath.Join(s.options.CertDir, s.options.ClientCAName))
+		requireClientCert, err := RequireClientCertificate(filepath.Join(s.options.CertDir, s.options.ClientCAName))
 		if err != nil {
 			return fmt.Errorf("read the webhook's client CA: %w", err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return errors.New("the webhook's client CA holds no certificate")
-		}
-		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		requireClientCert(cfg)
 	}
 	ln, err := Listen(ctx, s.address(), cfg, s.limits)
 	if err != nil {
@@ -98,6 +94,30 @@ func (s *WebhookServer) Start(ctx context.Context) error {
 	s.mu.Unlock()
 	shutdown := time.Minute
 	return (&manager.Server{Name: "webhook", Server: NewHTTPServer(ctx, ln, s.options.WebhookMux, s.limits), Listener: ln, ShutdownTimeout: &shutdown}).Start(ctx)
+}
+
+// ReadCertPool reads the PEM file of CA certificates at path.
+func ReadCertPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
+}
+
+// RequireClientCertificate is a TLS option that takes no connection without
+// a client certificate of the CAs in the PEM file at caPath: the control
+// plane's (ControlPlane), whose places are never taken.
+func RequireClientCertificate(caPath string) (func(*tls.Config), error) {
+	pool, err := ReadCertPool(caPath)
+	if err != nil {
+		return nil, err
+	}
+	return func(c *tls.Config) { c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert }, nil
 }
 
 // StartedChecker passes once the server is started and takes a TLS

@@ -143,6 +143,14 @@ that restarts on change are off while workloads opt in).
   verbs:
   - create
 - apiGroups:
+  - discovery.k8s.io
+  resourceNames:
+  - kubernetes
+  resources:
+  - endpointslices
+  verbs:
+  - get
+- apiGroups:
   - prompts.persona-operator.dev
   resources:
   - clusterpromptlayers
