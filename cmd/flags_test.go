@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -53,5 +54,32 @@ func TestRestartFlags(t *testing.T) {
 	}
 	if o := f.restartOptions(); o == nil || o.MaxConcurrent != 3 || o.Deadline.String() != "2m0s" {
 		t.Fatalf("options %+v, want 3 at once within 2m", o)
+	}
+}
+
+func TestControlPlaneNetworksFlag(t *testing.T) {
+	for _, tc := range []struct {
+		value, want, err string
+	}{
+		{"", "[]", ""},
+		{"10.0.0.7/24, fd00::/64", "[10.0.0.0/24 fd00::/64]", ""},
+		{"10.0.0.7", "", `invalid value "10.0.0.7" for flag -webhook-control-plane-networks: netip.ParsePrefix("10.0.0.7"): no '/'`},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			f, _ := registerFlags(fs)
+			err := fs.Parse([]string{"--webhook-control-plane-networks=" + tc.value})
+			switch {
+			case tc.err != "":
+				if err == nil || err.Error() != tc.err {
+					t.Errorf("error %v, want %s", err, tc.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case fmt.Sprint(f.controlPlaneNetworks) != tc.want:
+				t.Errorf("networks %v, want %s", f.controlPlaneNetworks, tc.want)
+			}
+		})
 	}
 }

@@ -349,3 +349,34 @@ func chartAppVersion(t *testing.T) string {
 	t.Fatal("Chart.yaml has no appVersion")
 	return ""
 }
+
+// How the webhooks know the API servers' connections: the networks and the
+// client CA become flags, the CA's ConfigMap a volume at the flag's path;
+// the EndpointSlice's addresses are read unless turned off.
+func TestChartControlPlane(t *testing.T) {
+	_, c := manager(t, renderChart(t))
+	wantArgs(t, c, nil, []string{"--webhook-control-plane-networks", "--webhook-control-plane-endpoints=false", "--webhook-client-ca"})
+	d, c := manager(t, renderChart(t, "--set", "webhook.controlPlane.networks={10.0.0.0/24,fd00::/64}", "--set", "webhook.controlPlane.endpoints=false",
+		"--set", "webhook.controlPlane.clientCAConfigMap=apiserver-client-ca"))
+	wantArgs(t, c, []string{"--webhook-control-plane-networks=10.0.0.0/24,fd00::/64", "--webhook-control-plane-endpoints=false",
+		"--webhook-client-ca=/etc/persona-operator/webhook-client-ca/ca.crt"}, nil)
+	mounted := false
+	for _, m := range c.VolumeMounts {
+		if m.Name == "webhook-client-ca" && m.MountPath == "/etc/persona-operator/webhook-client-ca" && m.ReadOnly {
+			mounted = true
+		}
+	}
+	volume := false
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == "webhook-client-ca" && v.ConfigMap != nil && v.ConfigMap.Name == "apiserver-client-ca" &&
+			len(v.ConfigMap.Items) == 1 && v.ConfigMap.Items[0].Key == "ca.crt" && v.ConfigMap.Items[0].Path == "ca.crt" {
+			volume = true
+		}
+	}
+	if !mounted || !volume {
+		t.Errorf("the client CA's ConfigMap is mounted %v, a volume %v: want both, at the flag's path", mounted, volume)
+	}
+	if _, err := helmTemplate(t, "--set", "webhook.controlPlane.networks={10.0.0.0}"); err == nil {
+		t.Error("the chart takes a network without its prefix length")
+	}
+}
