@@ -29,6 +29,9 @@ type phase struct {
 	// holds the watch cache, which grows with the events of the last
 	// minute or so, and its garbage collection costs with it.
 	apiserverRSS int64
+	// managerPeakRSS is the manager's peak RSS (VmHWM) as the phase ends:
+	// it only grows, so the phase where it grows is the one that sets it.
+	managerPeakRSS int64
 }
 
 func (r *report) begin(name string, procs processes, before scrape.Snapshot) *phase {
@@ -49,6 +52,11 @@ func (r *report) end(ph *phase, after scrape.Snapshot) {
 	ph.wall = time.Since(ph.start)
 	ph.cpu = ph.procs.cpu().minus(ph.cpuBefore)
 	ph.after = after
+	if ph.procs.manager > 0 {
+		if hwm, err := procStatusBytes(ph.procs.manager, "VmHWM"); err == nil {
+			ph.managerPeakRSS = hwm
+		}
+	}
 	if r.logPath != "" {
 		ph.throttled, ph.maxThrottleWait = throttling(r.logPath, r.logOffset)
 	}

@@ -31,6 +31,9 @@ func (ph *phase) describe(n int) string {
 	if ph.apiserverRSS > 0 {
 		fmt.Fprintf(&b, "; kube-apiserver's RSS at the start %d MiB", ph.apiserverRSS>>20)
 	}
+	if ph.managerPeakRSS > 0 {
+		fmt.Fprintf(&b, "; the manager's peak RSS at the end %d MiB", ph.managerPeakRSS>>20)
+	}
 	if ph.before == nil || ph.after == nil {
 		return b.String()
 	}
