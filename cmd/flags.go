@@ -31,10 +31,10 @@ type managerFlags struct {
 	webhookSecretName, webhookServiceName, webhookConfigName string
 	injectWebhookConfigName                                  string
 	// The control plane's connections to the webhooks: from these
-	// networks, from the API servers' own addresses (apiServerAddresses),
-	// or with a client certificate of webhookClientCA.
+	// networks, from the addresses the API servers prove by their checks
+	// (controlPlaneChecks), or with a client certificate of webhookClientCA.
 	controlPlaneNetworks []netip.Prefix
-	apiServerAddresses   bool
+	controlPlaneChecks   bool
 	webhookClientCA      string
 
 	watchNamespaces      []string
@@ -164,7 +164,7 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 			}
 			return nil
 		})
-	fs.Func("webhook-control-plane-networks", "Comma-separated CIDRs the API servers call the webhooks from (theirs, or their network proxy's): those connections keep their places when the webhook's connections are at their bound. Empty: none but those --webhook-control-plane-endpoints finds.",
+	fs.Func("webhook-control-plane-networks", "Comma-separated CIDRs the API servers call the webhooks from (theirs, or their network proxy's): those connections keep their places when the webhook's connections are at their bound. Empty: none but those the checks prove (--webhook-control-plane-checks).",
 		func(v string) error {
 			f.controlPlaneNetworks = nil
 			for _, s := range splitList(v) {
@@ -176,7 +176,7 @@ func registerFlags(fs *flag.FlagSet) (*managerFlags, *zap.Options) {
 			}
 			return nil
 		})
-	fs.BoolVar(&f.apiServerAddresses, "webhook-control-plane-endpoints", true, "Read the API servers' addresses from the kubernetes Service's EndpointSlice in default, every 30s: connections from them keep their places when the webhook's connections are at their bound.")
+	fs.BoolVar(&f.controlPlaneChecks, "webhook-control-plane-checks", true, "Every 30s, have each API server (of the kubernetes Service's EndpointSlice in default) prove the address it calls the webhooks from, by a dry-run create of a Persona in the manager's namespace (POD_NAMESPACE): connections from it keep their places when the webhook's connections are at their bound.")
 	fs.StringVar(&f.webhookClientCA, "webhook-client-ca", "", "A PEM file of the CA whose client certificates the API servers present to the webhooks (their admission configuration's kubeconfig): the webhooks then take no connection without one, and those keep their places. Empty: no client certificate is asked for.")
 	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset).")
 	// --kubeconfig is registered by controller-runtime's config package.

@@ -18,6 +18,7 @@ import (
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/controller"
 	"github.com/persona-operator/persona-operator/internal/serving"
+	personawebhook "github.com/persona-operator/persona-operator/internal/webhook"
 )
 
 // newManager creates the manager: its API client, cache, metrics and
@@ -85,9 +86,15 @@ func newManager(f *managerFlags, restarts *controller.RestartOptions, shutdown *
 			return nil, fmt.Errorf("watch the webhook certificate: %w", err)
 		}
 	}
-	if f.apiServerAddresses {
-		if err := mgr.Add(&serving.APIServers{Reader: mgr.GetAPIReader(), ControlPlane: webhookLimits.ControlPlane, Every: 30 * time.Second}); err != nil {
-			return nil, fmt.Errorf("read the API servers' addresses: %w", err)
+	if f.controlPlaneChecks {
+		namespace := os.Getenv("POD_NAMESPACE")
+		if namespace == "" {
+			namespace = "default"
+		}
+		checks := &personawebhook.ControlPlaneChecks{Config: cfg, Scheme: scheme, Mapper: mgr.GetRESTMapper(), Reader: mgr.GetAPIReader(),
+			Namespace: namespace, ControlPlane: webhookLimits.ControlPlane, Every: 30 * time.Second}
+		if err := mgr.Add(checks); err != nil {
+			return nil, fmt.Errorf("check the API servers' addresses: %w", err)
 		}
 	}
 	if err := addMetrics(mgr, f); err != nil {

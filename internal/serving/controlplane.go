@@ -2,35 +2,52 @@ package serving
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
-
-	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// ControlPlane tells the control plane's connections from others' by the
-// address they come from: the networks given (the API servers' own, or
-// their network proxy's), and the API servers' addresses found in the
-// `kubernetes` Service's EndpointSlice (APIServers). A connection whose
-// request came with a client certificate of the webhook server's client CA
-// is the control plane's too. Nothing else in a request tells them apart.
+// ControlPlane tells the control plane's connections from others'. Nothing
+// in a request tells them apart, and the address the API servers call from
+// depends on the network (the node's, the pod network's gateway on the
+// node, a tunnel's, a network proxy's), so it is proven rather than
+// guessed: the manager has each API server send the webhooks a dry-run
+// review carrying a token (Token) that only holders of the webhook's
+// serving key can make, and the webhook that receives it (Prove) learns
+// the address it came from. Connections from an address learned within
+// learnedFor, or from the networks given, are the control plane's; so is a
+// connection whose request carried a client certificate of the webhook
+// server's client CA.
 type ControlPlane struct {
 	networks []netip.Prefix
 
-	mu         sync.RWMutex
-	apiServers []netip.Addr
+	mu      sync.RWMutex
+	key     func() ([]byte, error)
+	learned map[netip.Addr]time.Time
 }
 
 // NewControlPlane is a ControlPlane of the given networks.
 func NewControlPlane(networks []netip.Prefix) *ControlPlane {
-	return &ControlPlane{networks: networks}
+	return &ControlPlane{networks: networks, learned: map[netip.Addr]time.Time{}}
 }
+
+const (
+	// learnedFor is how long a proven address stays the control plane's
+	// without another proof: the checks come every 30 s.
+	learnedFor = 10 * time.Minute
+	// tokenFor is how long a token proves: a dry-run's way from the manager
+	// through an API server to the webhooks takes well under it.
+	tokenFor = time.Minute
+)
 
 // Has says whether ip is one of the control plane's; none is of none.
 func (c *ControlPlane) Has(ip netip.Addr) bool {
@@ -44,85 +61,121 @@ func (c *ControlPlane) Has(ip netip.Addr) bool {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return slices.Contains(c.apiServers, ip)
+	at, ok := c.learned[ip]
+	return ok && time.Since(at) < learnedFor
 }
 
-// setAPIServers replaces the API servers' addresses found, and says
-// whether they changed.
-func (c *ControlPlane) setAPIServers(ips []netip.Addr) bool {
-	slices.SortFunc(ips, func(a, b netip.Addr) int { return a.Compare(b) })
-	ips = slices.Compact(ips)
+// Learned is the number of addresses proven within learnedFor.
+func (c *ControlPlane) Learned() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := 0
+	for _, at := range c.learned {
+		if time.Since(at) < learnedFor {
+			n++
+		}
+	}
+	return n
+}
+
+// learn records ip as proven now, and says whether it was not before.
+func (c *ControlPlane) learn(ip netip.Addr) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if slices.Equal(c.apiServers, ips) {
+	now := time.Now()
+	for a, at := range c.learned {
+		if now.Sub(at) >= learnedFor {
+			delete(c.learned, a)
+		}
+	}
+	_, known := c.learned[ip]
+	c.learned[ip] = now
+	return !known
+}
+
+// keyFromCertificate makes the tokens' key the serving certificate's
+// private key, which every replica serving the webhooks holds and no
+// tenant does.
+func (c *ControlPlane) keyFromCertificate(get func(*tls.ClientHelloInfo) (*tls.Certificate, error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.key = func() ([]byte, error) {
+		cert, err := get(&tls.ClientHelloInfo{})
+		if err != nil {
+			return nil, err
+		}
+		if cert == nil || cert.PrivateKey == nil {
+			return nil, errors.New("the webhook serves no certificate yet")
+		}
+		der, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(der)
+		return sum[:], nil
+	}
+}
+
+func (c *ControlPlane) mac(payload []byte) ([]byte, error) {
+	c.mu.RLock()
+	key := c.key
+	c.mu.RUnlock()
+	if key == nil {
+		return nil, errors.New("the webhook server has not started")
+	}
+	k, err := key()
+	if err != nil {
+		return nil, fmt.Errorf("the webhook's serving key: %w", err)
+	}
+	m := hmac.New(sha256.New, k)
+	m.Write(payload)
+	return m.Sum(nil)[:16], nil
+}
+
+// Token is a new proof for a review the manager has an API server send:
+// when made, 16 random bytes, and their MAC under the serving key.
+func (c *ControlPlane) Token() (string, error) {
+	return c.tokenAt(time.Now())
+}
+
+func (c *ControlPlane) tokenAt(made time.Time) (string, error) {
+	payload := make([]byte, 8+16)
+	binary.BigEndian.PutUint64(payload, uint64(made.Unix()))
+	if _, err := rand.Read(payload[8:]); err != nil {
+		return "", err
+	}
+	sum, err := c.mac(payload)
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(append(payload, sum...)), nil
+}
+
+// valid says whether token is one Token made within tokenFor.
+func (c *ControlPlane) valid(token string) bool {
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || len(raw) != 8+16+16 {
 		return false
 	}
-	c.apiServers = ips
-	return true
+	payload, sum := raw[:24], raw[24:]
+	want, err := c.mac(payload)
+	if err != nil || !hmac.Equal(sum, want) {
+		return false
+	}
+	made := time.Unix(int64(binary.BigEndian.Uint64(payload)), 0)
+	return time.Since(made) < tokenFor && time.Until(made) < 10*time.Second
 }
 
-// APIServers keeps ControlPlane's API server addresses those of the
-// `kubernetes` Service's EndpointSlice in `default`, which the API servers
-// write themselves: read every Every, by name, uncached (a watch of every
-// EndpointSlice in the cluster would cost more than it tells). It runs on
-// every replica: each serves the webhooks.
-type APIServers struct {
-	Reader       client.Reader
-	ControlPlane *ControlPlane
-	Every        time.Duration
-}
+type proveKey struct{}
 
-// The EndpointSlice that the API servers keep of their own addresses.
-const (
-	apiServersNamespace = "default"
-	apiServersName      = "kubernetes"
-)
-
-// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,resourceNames=kubernetes,verbs=get
-
-// Start reads the API servers' addresses until ctx is done. A failed read
-// keeps the addresses read before and is logged when it first fails.
-func (a *APIServers) Start(ctx context.Context) error {
-	logger := log.FromContext(ctx).WithName("control-plane")
-	failing := false
-	for {
-		err := a.read(ctx)
-		switch {
-		case err != nil && !failing:
-			logger.Error(err, "read the API servers' addresses: their connections to the webhooks are not told from others' but by --webhook-control-plane-networks or a client certificate")
-		case err == nil && failing:
-			logger.Info("read the API servers' addresses again")
-		}
-		failing = err != nil
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(a.Every):
-		}
+// Prove says that the request of ctx carries token: when it is valid, the
+// request's connection and the address it came from are the control
+// plane's from now on, and Prove returns the address and whether it is
+// newly learned. A request served without a ControlPlane proves nothing.
+func Prove(ctx context.Context, token string) (ip netip.Addr, learned, ok bool) {
+	prove, found := ctx.Value(proveKey{}).(func(string) (netip.Addr, bool, bool))
+	if !found {
+		return netip.Addr{}, false, false
 	}
-}
-
-// NeedLeaderElection is false: every replica serves the webhooks.
-func (a *APIServers) NeedLeaderElection() bool { return false }
-
-func (a *APIServers) read(ctx context.Context) error {
-	var slice discoveryv1.EndpointSlice
-	err := a.Reader.Get(ctx, client.ObjectKey{Namespace: apiServersNamespace, Name: apiServersName}, &slice)
-	if apierrors.IsNotFound(err) {
-		slice = discoveryv1.EndpointSlice{}
-	} else if err != nil {
-		return fmt.Errorf("get EndpointSlice %s/%s: %w", apiServersNamespace, apiServersName, err)
-	}
-	var ips []netip.Addr
-	for _, e := range slice.Endpoints {
-		for _, s := range e.Addresses {
-			if ip, err := netip.ParseAddr(s); err == nil {
-				ips = append(ips, ip.Unmap())
-			}
-		}
-	}
-	if a.ControlPlane.setAPIServers(ips) {
-		log.FromContext(ctx).WithName("control-plane").Info("the API servers' addresses", "addresses", ips)
-	}
-	return nil
+	return prove(token)
 }

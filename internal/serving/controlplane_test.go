@@ -2,7 +2,6 @@ package serving
 
 import (
 	"bufio"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -21,12 +20,6 @@ import (
 	"testing"
 	"time"
 
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
@@ -202,45 +195,135 @@ func newClientCert(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey) 
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-// APIServers reads the addresses of the kubernetes EndpointSlice in
-// default, and of no other, and follows their changes.
-func TestAPIServersAreTheKubernetesEndpointSlicesAddresses(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+// A control plane of the certificate in dir, as WebhookServer.Start makes
+// it: its tokens' key is the serving key.
+func controlPlaneOf(t *testing.T, dir string) *ControlPlane {
+	t.Helper()
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	slice := func(ns string, addrs ...string) *discoveryv1.EndpointSlice {
-		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubernetes"}, AddressType: discoveryv1.AddressTypeIPv4,
-			Endpoints: []discoveryv1.Endpoint{{Addresses: addrs}}}
-	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(slice("default", "10.0.0.10", "10.0.0.11"), slice("tenant", "10.244.1.7")).Build()
-	cp := NewControlPlane(nil)
-	a := &APIServers{Reader: c, ControlPlane: cp, Every: time.Hour}
-	ctx := context.Background()
-	if err := a.read(ctx); err != nil {
+	c := NewControlPlane(nil)
+	c.keyFromCertificate(func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil })
+	return c
+}
+
+// A token proves when it is one the serving key made within a minute: not
+// an older one, not one of another key, not one changed in a byte.
+func TestATokenProvesOnlyMadeByTheServingKeyWithinAMinute(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	writeSelfSigned(t, dir)
+	writeSelfSigned(t, other)
+	c, stranger := controlPlaneOf(t, dir), controlPlaneOf(t, other)
+	fresh, err := c.Token()
+	if err != nil {
 		t.Fatal(err)
 	}
-	for ip, want := range map[string]bool{"10.0.0.10": true, "10.0.0.11": true, "10.244.1.7": false, "10.0.0.12": false} {
-		if got := cp.Has(netip.MustParseAddr(ip)); got != want {
-			t.Errorf("Has(%s) = %v, want %v", ip, got, want)
+	old, err := c.tokenAt(time.Now().Add(-61 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	future, err := c.tokenAt(time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := stranger.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := []byte(fresh)
+	changed[5] ^= 1
+	for name, tc := range map[string]struct {
+		token string
+		want  bool
+	}{
+		"fresh": {fresh, true}, "61 s old": {old, false}, "a minute ahead": {future, false},
+		"of another key": {foreign, false}, "changed": {string(changed), false}, "empty": {"", false},
+	} {
+		if got := c.valid(tc.token); got != tc.want {
+			t.Errorf("a token %s proves %v, want %v", name, got, tc.want)
 		}
 	}
-	moved := slice("default", "10.0.0.12")
-	var current discoveryv1.EndpointSlice
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, &current); err != nil {
+	if _, err := NewControlPlane(nil).Token(); err == nil {
+		t.Error("a control plane without a serving key made a token")
+	}
+}
+
+// An API server's review carrying a valid token proves its connection and
+// its address: at the bound, neither that connection nor a later one from
+// the same address is taken by a tenant's flood. A forged token proves
+// nothing.
+func TestAProvenAddressKeepsItsPlaces(t *testing.T) {
+	dir := t.TempDir()
+	writeSelfSigned(t, dir)
+	c := controlPlaneOf(t, dir)
+	l := DefaultLimits
+	l.MaxConnections = controlPlaneBound
+	l.ControlPlane = c
+	port := freePort(t)
+	srv := NewWebhookServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir}, l)
+	srv.Register(hookPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if token := r.Header.Get("X-Token"); token != "" {
+			if _, _, ok := Prove(r.Context(), token); !ok {
+				w.WriteHeader(http.StatusForbidden)
+			}
+		}
+	}))
+	go func() { _ = srv.Start(t.Context()) }()
+	waitStarted(t, srv)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	dialFrom := func(ip string) *bufio.ReadWriter {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // a test's own server
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		return bufio.NewReadWriter(bufio.NewReader(conn), bufio.NewWriter(conn))
+	}
+	send := func(rw *bufio.ReadWriter, token string) (int, error) {
+		if _, err := fmt.Fprintf(rw, "GET %s HTTP/1.1\r\nHost: x\r\nX-Token: %s\r\n\r\n", hookPath, token); err != nil {
+			return 0, err
+		}
+		if err := rw.Flush(); err != nil {
+			return 0, err
+		}
+		resp, err := http.ReadResponse(rw.Reader, nil)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	forger := dialFrom("127.0.0.7")
+	if status, err := send(forger, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"); err != nil || status != http.StatusForbidden {
+		t.Fatalf("a forged token: %d, %v; want it refused", status, err)
+	}
+	token, err := c.Token()
+	if err != nil {
 		t.Fatal(err)
 	}
-	moved.ResourceVersion = current.ResourceVersion
-	if err := c.Update(ctx, moved); err != nil {
+	proven := dialFrom("127.0.0.6")
+	if status, err := send(proven, token); err != nil || status != http.StatusOK {
+		t.Fatalf("the API server's check: %d, %v", status, err)
+	}
+	later := dialFrom("127.0.0.6")
+	if _, err := send(later, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.read(ctx); err != nil {
-		t.Fatal(err)
+	if !c.Has(netip.MustParseAddr("127.0.0.6")) || c.Has(netip.MustParseAddr("127.0.0.7")) || c.Learned() != 1 {
+		t.Fatalf("learned 127.0.0.6: %v, 127.0.0.7: %v, %d in all; want the proven one only", c.Has(netip.MustParseAddr("127.0.0.6")), c.Has(netip.MustParseAddr("127.0.0.7")), c.Learned())
 	}
-	if cp.Has(netip.MustParseAddr("10.0.0.10")) || !cp.Has(netip.MustParseAddr("10.0.0.12")) {
-		t.Error("the API servers' addresses did not follow the EndpointSlice")
+	time.Sleep(50 * time.Millisecond)
+	holdSlots(t, addr, true, attackerAddrs, controlPlaneBound, hookPath)
+	for name, rw := range map[string]*bufio.ReadWriter{"proven": proven, "later": later} {
+		if _, err := send(rw, ""); err != nil {
+			t.Errorf("the API server's %s connection lost its place: %v", name, err)
+		}
 	}
-	if (*ControlPlane)(nil).Has(netip.MustParseAddr("10.0.0.12")) {
-		t.Error("no control plane has an address")
+	if _, err := send(forger, ""); err == nil {
+		t.Error("the forger's idle connection kept its place through the flood")
 	}
 }

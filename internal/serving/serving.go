@@ -32,7 +32,8 @@ type Limits struct {
 	// answer it 429 long before.
 	MaxConnections, MaxConnectionsPerAddress int
 	// ControlPlane, when set, says which connections are the control
-	// plane's: their places are never taken (see victimFor).
+	// plane's (proven, or of the networks named): their places are never
+	// taken (see victimFor).
 	ControlPlane *ControlPlane
 }
 
@@ -132,9 +133,9 @@ type place struct {
 	handling, answering, waiting int
 	served                       bool
 	since, began                 time.Time
-	// certified: a request on it came with a client certificate of the
-	// control plane's CA (ControlPlane).
-	certified bool
+	// proven: a request on it proved it the control plane's, by a client
+	// certificate of the client CA or a token (ControlPlane, Prove).
+	proven bool
 }
 
 // Close gives the place back, once.
@@ -198,9 +199,10 @@ func (l *fair) Accept() (net.Conn, error) {
 // tells a tenant's pod from the API server, though: pods that keep their
 // places of use with requests answered 200, or churn their own queued
 // reviews, would still make some of its places the ones taken. So the
-// places of the control plane (ControlPlane: its addresses, or a client
-// certificate of its CA) are never taken, and without it only admitting
-// the control plane to the port prevents that (install.md#memory). New
+// places of the control plane (ControlPlane: the addresses its reviews are
+// proven to come from, the networks named, or a client certificate of its
+// CA) are never taken; until its address is proven, only admitting the
+// control plane to the port prevents that (install.md#control-plane). New
 // connections still sending their first request are not held: taken only
 // when none is, the oldest first. A request that has arrived whole and has
 // its turn is never cut; with every other place answering or the control
@@ -242,7 +244,7 @@ func (l *fair) victimFor() *place {
 		}
 	}
 	for p := range l.places {
-		if p.certified || l.controlPlane.Has(p.ip) {
+		if p.proven || l.controlPlane.Has(p.ip) {
 			continue
 		}
 		switch p.held(now) {
@@ -335,11 +337,20 @@ func (l *fair) answering(h http.Handler) http.Handler {
 		}
 		// On a copy: the server reads its own request's body type to
 		// drain or close it after the answer (net/http's *body).
-		r = r.WithContext(context.WithValue(r.Context(), waitKey{}, wait))
+		prove := func(token string) (netip.Addr, bool, bool) {
+			if l.controlPlane == nil || !l.controlPlane.valid(token) {
+				return p.ip, false, false
+			}
+			l.mu.Lock()
+			p.proven = true
+			l.mu.Unlock()
+			return p.ip, l.controlPlane.learn(p.ip), true
+		}
+		r = r.WithContext(context.WithValue(context.WithValue(r.Context(), waitKey{}, wait), proveKey{}, prove))
 		l.mu.Lock()
 		p.handling++
 		p.began = time.Now()
-		p.certified = p.certified || (r.TLS != nil && len(r.TLS.VerifiedChains) > 0)
+		p.proven = p.proven || (r.TLS != nil && len(r.TLS.VerifiedChains) > 0)
 		l.mu.Unlock()
 		sw := &statusWriter{ResponseWriter: w}
 		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {

@@ -85,6 +85,9 @@ func (s *WebhookServer) Start(ctx context.Context) error {
 		}
 		requireClientCert(cfg)
 	}
+	if s.limits.ControlPlane != nil {
+		s.limits.ControlPlane.keyFromCertificate(cfg.GetCertificate)
+	}
 	ln, err := Listen(ctx, s.address(), cfg, s.limits)
 	if err != nil {
 		return fmt.Errorf("listen for the webhooks: %w", err)

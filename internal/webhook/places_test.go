@@ -272,8 +272,9 @@ func freshHolder(addr, local, request string, every, redial time.Duration, stop 
 // addresses keeping the pod light lane busy, holders connections of addrs
 // other addresses each refreshing its place with request (freshHolder)
 // every every, dialling again 5 ms after it is closed; and the API server
-// (127.0.0.1), with a kept-alive pool and apis reviews in flight, known as
-// the control plane's by its address when controlPlane is set.
+// (127.0.0.1), with a kept-alive pool and apis reviews in flight, its
+// address known as the control plane's (as a check proves it) when
+// controlPlane is set.
 type placesAttack struct {
 	lanes, holders, addrs, apis int
 	every                       time.Duration
@@ -421,7 +422,7 @@ func rawRequest(path string, body []byte) string {
 // Nothing in a request tells a tenant's pod from the API server: a GET of
 // the injection's path is answered 200 (controller-runtime's error review)
 // at no cost, so places refreshed with it every 30 ms are "of use" as much
-// as the API server's. Known by its address (ControlPlane), the API
+// as the API server's. Its address known (as its checks prove it), the API
 // server's places are never taken: none of its reviews is cut (without it,
 // 29 to 104 of 500 to 1,700 were, at the bound of 1,024).
 func TestPlacesKeptOfUseWithAnswers200CutNoReviewOfTheControlPlane(t *testing.T) {
@@ -434,7 +435,7 @@ func TestPlacesKeptOfUseWithAnswers200CutNoReviewOfTheControlPlane(t *testing.T)
 // Tenant pods churning lane-filling reviews of their own on new
 // connections, behind four addresses keeping the pod lane busy: their new
 // connections, still sending, are not held, so the places queued are the
-// API server's. Known by its address, none of its reviews is cut (without
+// API server's. Its address known, none of its reviews is cut (without
 // it, 26 to 64 of 52 to 68 were, at the bound of 1,024).
 func TestQueuedChurnCutsNoReviewOfTheControlPlane(t *testing.T) {
 	if failed, cut, total := runPlacesAttack(t, placesAttack{lanes: 4, holders: placesBound + 8, addrs: 8, apis: 8, every: time.Millisecond,

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"net/http"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -20,6 +22,7 @@ import (
 	personaadmission "github.com/persona-operator/persona-operator/internal/admission"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/resolve"
+	"github.com/persona-operator/persona-operator/internal/serving"
 )
 
 // Paths the webhook is served at, as config/webhook registers them.
@@ -78,6 +81,14 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	var obj map[string]any
 	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("the %s object %s", req.Kind.Kind, personaadmission.DecodeErrorDetail(err)))
+	}
+	if token := controlPlaneToken(req, obj); token != "" {
+		if ip, learned, ok := serving.Prove(ctx, token); ok {
+			if learned {
+				log.FromContext(ctx).WithName("control-plane").Info("an API server's check proved the address it calls the webhooks from", "address", ip)
+			}
+			return admission.Allowed("a control plane check")
+		}
 	}
 	if errs := personaadmission.Validate(obj); len(errs) > 0 {
 		return refusal(v1alpha1.GroupVersion.WithKind(req.Kind.Kind).GroupKind(), req.Name, errs)
@@ -169,4 +180,16 @@ func (v *Validator) forbiddenReplace(ctx context.Context, p *v1alpha1.Persona) [
 			f, v1alpha1.PromptPlatformKind, v1alpha1.PromptPlatformName, v1alpha1.HarnessPromptForbiddenReason)
 	}
 	return out
+}
+
+// controlPlaneToken is the token of a control plane check (a dry-run create
+// of a Persona, ControlPlaneChecks) that req is, or empty.
+func controlPlaneToken(req admission.Request, obj map[string]any) string {
+	if req.Kind.Kind != "Persona" || req.Operation != admissionv1.Create || req.DryRun == nil || !*req.DryRun {
+		return ""
+	}
+	metadata, _ := obj["metadata"].(map[string]any)
+	annotations, _ := metadata["annotations"].(map[string]any)
+	token, _ := annotations[ControlPlaneCheckAnnotation].(string)
+	return token
 }

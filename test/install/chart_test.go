@@ -352,13 +352,21 @@ func chartAppVersion(t *testing.T) string {
 
 // How the webhooks know the API servers' connections: the networks and the
 // client CA become flags, the CA's ConfigMap a volume at the flag's path;
-// the EndpointSlice's addresses are read unless turned off.
+// the checks run, with their Role, unless turned off.
 func TestChartControlPlane(t *testing.T) {
-	_, c := manager(t, renderChart(t))
-	wantArgs(t, c, nil, []string{"--webhook-control-plane-networks", "--webhook-control-plane-endpoints=false", "--webhook-client-ca"})
-	d, c := manager(t, renderChart(t, "--set", "webhook.controlPlane.networks={10.0.0.0/24,fd00::/64}", "--set", "webhook.controlPlane.endpoints=false",
-		"--set", "webhook.controlPlane.clientCAConfigMap=apiserver-client-ca"))
-	wantArgs(t, c, []string{"--webhook-control-plane-networks=10.0.0.0/24,fd00::/64", "--webhook-control-plane-endpoints=false",
+	defaults := renderChart(t)
+	_, c := manager(t, defaults)
+	wantArgs(t, c, nil, []string{"--webhook-control-plane-networks", "--webhook-control-plane-checks=false", "--webhook-client-ca"})
+	if !defaults.has("Role", namespace, "persona-operator-control-plane-check-role") || !defaults.has("RoleBinding", namespace, "persona-operator-control-plane-check-rolebinding") {
+		t.Error("the checks are on by default, without the Role they need")
+	}
+	set := renderChart(t, "--set", "webhook.controlPlane.networks={10.0.0.0/24,fd00::/64}", "--set", "webhook.controlPlane.checks=false",
+		"--set", "webhook.controlPlane.clientCAConfigMap=apiserver-client-ca")
+	if set.has("Role", namespace, "persona-operator-control-plane-check-role") {
+		t.Error("the checks are off, and the chart still grants their Role")
+	}
+	d, c := manager(t, set)
+	wantArgs(t, c, []string{"--webhook-control-plane-networks=10.0.0.0/24,fd00::/64", "--webhook-control-plane-checks=false",
 		"--webhook-client-ca=/etc/persona-operator/webhook-client-ca/ca.crt"}, nil)
 	mounted := false
 	for _, m := range c.VolumeMounts {

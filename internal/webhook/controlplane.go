@@ -1,0 +1,208 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/serving"
+)
+
+// ControlPlaneCheckAnnotation carries the token of a control plane check
+// (ControlPlaneChecks) on a dry-run Persona.
+const ControlPlaneCheckAnnotation = "prompts.persona-operator.dev/control-plane-check"
+
+// ControlPlaneChecks has the API servers prove to the webhooks the address
+// they call from (serving.ControlPlane): every Every, a dry-run create of a
+// Persona carrying a token, through each API server of the `kubernetes`
+// Service's EndpointSlice in default (through the configured host when it
+// lists none or cannot be read). The API server sends the review to a
+// replica of the webhooks, which learns the address it came from. It runs on
+// every replica: each mints tokens the others can check, with the serving
+// key they share.
+type ControlPlaneChecks struct {
+	Config *rest.Config
+	Scheme *runtime.Scheme
+	Mapper meta.RESTMapper
+	// Reader reads the EndpointSlice, uncached (a watch of every
+	// EndpointSlice in the cluster would cost more than it tells).
+	Reader       client.Reader
+	Namespace    string
+	ControlPlane *serving.ControlPlane
+	Every        time.Duration
+
+	clients map[string]client.Client
+	failing bool
+}
+
+// The EndpointSlice that the API servers keep of their own addresses, and
+// the most API servers checked.
+const (
+	apiServersNamespace = "default"
+	apiServersName      = "kubernetes"
+	maxAPIServers       = 8
+)
+
+// controlPlaneCheckName names the dry-run Persona of the checks, and
+// retryAfter is how soon a failed check is sent again first.
+const (
+	controlPlaneCheckName = "control-plane-check"
+	retryAfter            = 2 * time.Second
+)
+
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,resourceNames=kubernetes,verbs=get
+
+// Start checks until ctx is done: as soon as the webhooks serve, every
+// Every after a check that passed, and sooner (from retryAfter, doubling)
+// after one that failed, as while no replica is ready yet.
+func (c *ControlPlaneChecks) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("control-plane")
+	metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "persona_webhook_control_plane_addresses",
+		Help: "Addresses this replica's webhooks know as the control plane's, proven by a check within the last 10 minutes; 0 while none is, when a tenant's pods that reach the webhook port can compete with the API servers for its connections.",
+	}, func() float64 { return float64(c.ControlPlane.Learned()) }))
+	c.clients = map[string]client.Client{}
+	wait, retry := time.Duration(0), retryAfter
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		if _, err := c.ControlPlane.Token(); err != nil {
+			wait = 200 * time.Millisecond // the webhook server has not started
+			continue
+		}
+		err := c.check(ctx)
+		if wait = c.Every; err != nil {
+			wait, retry = min(retry, c.Every), 2*retry
+		} else {
+			retry = retryAfter
+		}
+		switch {
+		case err != nil && !c.failing:
+			logger.Error(err, "check the API servers' addresses: until one is proven, the webhooks do not tell the API servers' connections from others' (docs/install.md#control-plane)")
+		case err == nil && c.failing:
+			logger.Info("the API servers' checks pass again")
+		}
+		c.failing = err != nil
+	}
+}
+
+// NeedLeaderElection is false: every replica serves the webhooks.
+func (c *ControlPlaneChecks) NeedLeaderElection() bool { return false }
+
+// check sends one dry-run through each API server. One that cannot be
+// reached at its address (a cluster may advertise one that pods cannot
+// dial) is replaced by one check through the configured host.
+func (c *ControlPlaneChecks) check(ctx context.Context) error {
+	var errs []error
+	unreached := false
+	for _, host := range c.apiServers(ctx) {
+		err := c.checkThrough(ctx, host)
+		var status apierrors.APIStatus
+		switch {
+		case err == nil:
+		case host != "" && !errors.As(err, &status):
+			unreached = true
+		default:
+			errs = append(errs, err)
+		}
+	}
+	if unreached {
+		if err := c.checkThrough(ctx, ""); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// apiServers are the hosts of the API servers: the EndpointSlice's
+// addresses, or the configured host ("") when it has none.
+func (c *ControlPlaneChecks) apiServers(ctx context.Context) []string {
+	var slice discoveryv1.EndpointSlice
+	if err := c.Reader.Get(ctx, client.ObjectKey{Namespace: apiServersNamespace, Name: apiServersName}, &slice); err != nil || len(slice.Ports) == 0 || slice.Ports[0].Port == nil {
+		return []string{""}
+	}
+	port := strconv.Itoa(int(*slice.Ports[0].Port))
+	var hosts []string
+	for _, e := range slice.Endpoints {
+		for _, a := range e.Addresses {
+			if len(hosts) < maxAPIServers {
+				hosts = append(hosts, net.JoinHostPort(a, port))
+			}
+		}
+	}
+	if len(hosts) == 0 {
+		return []string{""}
+	}
+	return hosts
+}
+
+// checkThrough sends a dry-run through the API server at host.
+func (c *ControlPlaneChecks) checkThrough(ctx context.Context, host string) error {
+	cl, err := c.client(host)
+	if err != nil {
+		return err
+	}
+	token, err := c.ControlPlane.Token()
+	if err != nil {
+		return err
+	}
+	p := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: controlPlaneCheckName,
+		Annotations: map[string]string{ControlPlaneCheckAnnotation: token}}}
+	err = cl.Create(ctx, p, client.DryRunAll)
+	if apierrors.IsAlreadyExists(err) {
+		// Admission ran before storage said so: the review was sent.
+		err = nil
+	}
+	if err != nil {
+		if host == "" {
+			host = c.Config.Host
+		}
+		return fmt.Errorf("a dry-run through the API server at %s: %w", host, err)
+	}
+	return nil
+}
+
+// client is a client of the API server at host ("": the configured one),
+// which its certificate names as the configured host: the Service's address
+// in a cluster.
+func (c *ControlPlaneChecks) client(host string) (client.Client, error) {
+	if cl, ok := c.clients[host]; ok {
+		return cl, nil
+	}
+	cfg := rest.CopyConfig(c.Config)
+	if host != "" {
+		configured, err := url.Parse(c.Config.Host)
+		if err != nil {
+			return nil, fmt.Errorf("the API server's address %q: %w", c.Config.Host, err)
+		}
+		if cfg.ServerName == "" {
+			cfg.ServerName = configured.Hostname()
+		}
+		cfg.Host = "https://" + host
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: c.Scheme, Mapper: c.Mapper})
+	if err != nil {
+		return nil, fmt.Errorf("a client of the API server at %s: %w", cfg.Host, err)
+	}
+	c.clients[host] = cl
+	return cl, nil
+}
