@@ -99,6 +99,13 @@ func (c *ControlPlane) learn(ip netip.Addr) bool {
 func (c *ControlPlane) keyFromCertificate(get func(*tls.ClientHelloInfo) (*tls.Certificate, error)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// The key of the last certificate: a review that anyone may send
+	// costs a derivation only when the certificate rotates.
+	var (
+		mu   sync.Mutex
+		last *tls.Certificate
+		key  []byte
+	)
 	c.key = func() ([]byte, error) {
 		cert, err := get(&tls.ClientHelloInfo{})
 		if err != nil {
@@ -107,12 +114,17 @@ func (c *ControlPlane) keyFromCertificate(get func(*tls.ClientHelloInfo) (*tls.C
 		if cert == nil || cert.PrivateKey == nil {
 			return nil, errors.New("the webhook serves no certificate yet")
 		}
-		der, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
-		if err != nil {
-			return nil, err
+		mu.Lock()
+		defer mu.Unlock()
+		if cert != last {
+			der, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+			if err != nil {
+				return nil, err
+			}
+			sum := sha256.Sum256(der)
+			last, key = cert, sum[:]
 		}
-		sum := sha256.Sum256(der)
-		return sum[:], nil
+		return key, nil
 	}
 }
 
