@@ -73,7 +73,7 @@ const (
 // after one that failed, as while no replica is ready yet.
 func (c *ControlPlaneChecks) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("control-plane")
-	metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	metrics.Registry.MustRegister(controlPlaneChecksSent, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "persona_webhook_control_plane_addresses",
 		Help: "Addresses this replica's webhooks know as the control plane's, proven by a check within the last 10 minutes; 0 while none is, when a tenant's pods that reach the webhook port can compete with the API servers for its connections.",
 	}, func() float64 { return float64(c.ControlPlane.Learned()) }))
@@ -155,6 +155,13 @@ func (c *ControlPlaneChecks) apiServers(ctx context.Context) []string {
 	return hosts
 }
 
+// controlPlaneChecksSent counts the checks' dry-run creates: client-go
+// counts them among the manager's POSTs, though they store nothing.
+var controlPlaneChecksSent = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "persona_webhook_control_plane_checks_total",
+	Help: "Dry-run creates this replica sent through the API servers to have them prove the address they call the webhooks from; client-go's rest_client_requests_total counts them among the POSTs, though they store nothing.",
+})
+
 // checkThrough sends a dry-run through the API server at host.
 func (c *ControlPlaneChecks) checkThrough(ctx context.Context, host string) error {
 	cl, err := c.client(host)
@@ -167,6 +174,7 @@ func (c *ControlPlaneChecks) checkThrough(ctx context.Context, host string) erro
 	}
 	p := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: controlPlaneCheckName,
 		Annotations: map[string]string{ControlPlaneCheckAnnotation: token}}}
+	controlPlaneChecksSent.Inc()
 	err = cl.Create(ctx, p, client.DryRunAll)
 	if apierrors.IsAlreadyExists(err) {
 		// Admission ran before storage said so: the review was sent.
