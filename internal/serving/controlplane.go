@@ -29,15 +29,21 @@ import (
 // server's client CA.
 type ControlPlane struct {
 	networks []netip.Prefix
+	// replica tells this replica's tokens from the others'.
+	replica [8]byte
 
 	mu      sync.RWMutex
 	key     func() ([]byte, error)
 	learned map[netip.Addr]time.Time
+	// spent are the nonces of the tokens proven here, each once.
+	spent map[[16]byte]time.Time
 }
 
 // NewControlPlane is a ControlPlane of the given networks.
 func NewControlPlane(networks []netip.Prefix) *ControlPlane {
-	return &ControlPlane{networks: networks, learned: map[netip.Addr]time.Time{}}
+	c := &ControlPlane{networks: networks, learned: map[netip.Addr]time.Time{}, spent: map[[16]byte]time.Time{}}
+	_, _ = rand.Read(c.replica[:])
+	return c
 }
 
 const (
@@ -144,16 +150,24 @@ func (c *ControlPlane) mac(payload []byte) ([]byte, error) {
 	return m.Sum(nil)[:16], nil
 }
 
-// Token is a new proof for a review the manager has an API server send:
-// when made, 16 random bytes, and their MAC under the serving key.
+// A token is when it was made (8 bytes), the replica that made it (8), a
+// nonce (16), and the MAC of those under the serving key (16).
+const (
+	tokenPayload = 8 + 8 + 16
+	tokenBytes   = tokenPayload + 16
+)
+
+// Token is a new proof for a review the manager has an API server send,
+// to be proven once, within tokenFor, by any replica (Prove).
 func (c *ControlPlane) Token() (string, error) {
 	return c.tokenAt(time.Now())
 }
 
 func (c *ControlPlane) tokenAt(made time.Time) (string, error) {
-	payload := make([]byte, 8+16)
+	payload := make([]byte, tokenPayload)
 	binary.BigEndian.PutUint64(payload, uint64(made.Unix()))
-	if _, err := rand.Read(payload[8:]); err != nil {
+	copy(payload[8:16], c.replica[:])
+	if _, err := rand.Read(payload[16:]); err != nil {
 		return "", err
 	}
 	sum, err := c.mac(payload)
@@ -163,27 +177,62 @@ func (c *ControlPlane) tokenAt(made time.Time) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(append(payload, sum...)), nil
 }
 
-// valid says whether token is one Token made within tokenFor.
-func (c *ControlPlane) valid(token string) bool {
+// spend says whether token proves, once: made by a replica of the serving
+// key within tokenFor, and not spent before here; and whether this replica
+// made it.
+func (c *ControlPlane) spend(token string) (ok, own bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil || len(raw) != 8+16+16 {
-		return false
+	if err != nil || len(raw) != tokenBytes {
+		return false, false
 	}
-	payload, sum := raw[:24], raw[24:]
+	payload, sum := raw[:tokenPayload], raw[tokenPayload:]
 	want, err := c.mac(payload)
 	if err != nil || !hmac.Equal(sum, want) {
-		return false
+		return false, false
 	}
 	made := time.Unix(int64(binary.BigEndian.Uint64(payload)), 0)
-	return time.Since(made) < tokenFor && time.Until(made) < 10*time.Second
+	if time.Since(made) >= tokenFor || time.Until(made) >= 10*time.Second {
+		return false, false
+	}
+	nonce := [16]byte(payload[16:])
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for n, at := range c.spent {
+		if now.Sub(at) >= tokenFor+10*time.Second {
+			delete(c.spent, n)
+		}
+	}
+	if _, spent := c.spent[nonce]; spent {
+		return false, false
+	}
+	c.spent[nonce] = now
+	return true, [8]byte(payload[8:16]) == c.replica
+}
+
+// ProvenHere says whether this replica's webhooks have proven token, which
+// it made: an API server's check that went to another replica proves
+// nothing here, and is sent again.
+func (c *ControlPlane) ProvenHere(token string) bool {
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || len(raw) != tokenBytes {
+		return false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, spent := c.spent[[16]byte(raw[16:tokenPayload])]
+	return spent
 }
 
 type proveKey struct{}
 
-// Prove says that the request of ctx carries token: when it is valid, the
-// request's connection and the address it came from are the control
+// Prove says that the request of ctx carries token: when it proves (spend),
+// the request's connection and the address it came from are the control
 // plane's from now on, and Prove returns the address and whether it is
-// newly learned. A request served without a ControlPlane proves nothing.
+// newly learned. A token another replica made is answered with the
+// connection closed, so that the API server's next review opens another,
+// which may reach that replica. A request served without a ControlPlane
+// proves nothing.
 func Prove(ctx context.Context, token string) (ip netip.Addr, learned, ok bool) {
 	prove, found := ctx.Value(proveKey{}).(func(string) (netip.Addr, bool, bool))
 	if !found {

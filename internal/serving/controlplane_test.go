@@ -208,41 +208,43 @@ func controlPlaneOf(t *testing.T, dir string) *ControlPlane {
 	return c
 }
 
-// A token proves when it is one the serving key made within a minute: not
-// an older one, not one of another key, not one changed in a byte.
-func TestATokenProvesOnlyMadeByTheServingKeyWithinAMinute(t *testing.T) {
+// A token proves once, when one of the serving key's replicas made it
+// within a minute: not an older one, not one of another key, not one
+// changed in a byte, not twice.
+func TestATokenProvesOnceOnlyMadeByTheServingKeyWithinAMinute(t *testing.T) {
 	dir, other := t.TempDir(), t.TempDir()
 	writeSelfSigned(t, dir)
 	writeSelfSigned(t, other)
-	c, stranger := controlPlaneOf(t, dir), controlPlaneOf(t, other)
-	fresh, err := c.Token()
-	if err != nil {
-		t.Fatal(err)
-	}
-	old, err := c.tokenAt(time.Now().Add(-61 * time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	future, err := c.tokenAt(time.Now().Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	foreign, err := stranger.Token()
-	if err != nil {
-		t.Fatal(err)
-	}
-	changed := []byte(fresh)
-	changed[5] ^= 1
-	for name, tc := range map[string]struct {
-		token string
-		want  bool
-	}{
-		"fresh": {fresh, true}, "61 s old": {old, false}, "a minute ahead": {future, false},
-		"of another key": {foreign, false}, "changed": {string(changed), false}, "empty": {"", false},
-	} {
-		if got := c.valid(tc.token); got != tc.want {
-			t.Errorf("a token %s proves %v, want %v", name, got, tc.want)
+	c, replica, stranger := controlPlaneOf(t, dir), controlPlaneOf(t, dir), controlPlaneOf(t, other)
+	token := func(c *ControlPlane, made time.Time) string {
+		tok, err := c.tokenAt(made)
+		if err != nil {
+			t.Fatal(err)
 		}
+		return tok
+	}
+	fresh, ofReplica := token(c, time.Now()), token(replica, time.Now())
+	changed := []byte(token(c, time.Now()))
+	changed[5] ^= 1
+	for _, tc := range []struct {
+		name, token string
+		ok, own     bool
+	}{
+		{"fresh", fresh, true, true},
+		{"fresh, again", fresh, false, false},
+		{"of the other replica", ofReplica, true, false},
+		{"61 s old", token(c, time.Now().Add(-61*time.Second)), false, false},
+		{"a minute ahead", token(c, time.Now().Add(time.Minute)), false, false},
+		{"of another key", token(stranger, time.Now()), false, false},
+		{"changed", string(changed), false, false},
+		{"empty", "", false, false},
+	} {
+		if ok, own := c.spend(tc.token); ok != tc.ok || own != tc.own {
+			t.Errorf("a token %s proves %v (its own %v), want %v (%v)", tc.name, ok, own, tc.ok, tc.own)
+		}
+	}
+	if !c.ProvenHere(fresh) || replica.ProvenHere(ofReplica) {
+		t.Errorf("proven here: %v, want true; the other replica's token proven at that replica: %v, want false", c.ProvenHere(fresh), replica.ProvenHere(ofReplica))
 	}
 	if _, err := NewControlPlane(nil).Token(); err == nil {
 		t.Error("a control plane without a serving key made a token")
@@ -273,6 +275,7 @@ func TestAProvenAddressKeepsItsPlaces(t *testing.T) {
 	go func() { _ = srv.Start(t.Context()) }()
 	waitStarted(t, srv)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	replica := controlPlaneOf(t, dir) // the other replica, of the same key
 	dialFrom := func(ip string) *bufio.ReadWriter {
 		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 		conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // a test's own server
@@ -313,7 +316,24 @@ func TestAProvenAddressKeepsItsPlaces(t *testing.T) {
 	if _, err := send(later, ""); err != nil {
 		t.Fatal(err)
 	}
-	if !c.Has(netip.MustParseAddr("127.0.0.6")) || c.Has(netip.MustParseAddr("127.0.0.7")) || c.Learned() != 1 {
+	// The other replica's check, sent over this replica's connection, is
+	// proven here too, and the connection is closed so that the API
+	// server's next review may go to that replica.
+	theirs, err := replica.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := dialFrom("127.0.0.8")
+	if status, err := send(elsewhere, theirs); err != nil || status != http.StatusOK {
+		t.Fatalf("the other replica's check: %d, %v", status, err)
+	}
+	if _, err := send(elsewhere, ""); err == nil {
+		t.Error("the connection of the other replica's check was kept open")
+	}
+	if replica.ProvenHere(theirs) || !c.Has(netip.MustParseAddr("127.0.0.8")) {
+		t.Error("the other replica's check should prove its address here, and not be proven at the other replica")
+	}
+	if !c.Has(netip.MustParseAddr("127.0.0.6")) || c.Has(netip.MustParseAddr("127.0.0.7")) || c.Learned() != 2 {
 		t.Fatalf("learned 127.0.0.6: %v, 127.0.0.7: %v, %d in all; want the proven one only", c.Has(netip.MustParseAddr("127.0.0.6")), c.Has(netip.MustParseAddr("127.0.0.7")), c.Learned())
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -326,4 +346,102 @@ func TestAProvenAddressKeepsItsPlaces(t *testing.T) {
 	if _, err := send(forger, ""); err == nil {
 		t.Error("the forger's idle connection kept its place through the flood")
 	}
+}
+
+// Two replicas, and the API server's kept-alive connection to the Service
+// pinned to A: B's check, proven at A, closes that connection, so the API
+// server's next review dials the Service again; B, not proven here, sends
+// its check again, and the Service, which spreads new connections over
+// both replicas, brings one to B, which then knows the API server's
+// address and keeps its connections through a flood. (When a check proven
+// elsewhere passed, B never learned, and the flood took them.)
+func TestEachReplicaHasTheAPIServerProvenAtLast(t *testing.T) {
+	dir := t.TempDir()
+	writeSelfSigned(t, dir) // the Secret both replicas mount
+	start := func() (*ControlPlane, string) {
+		l := DefaultLimits
+		l.MaxConnections = controlPlaneBound
+		l.ControlPlane = NewControlPlane(nil)
+		port := freePort(t)
+		srv := NewWebhookServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir}, l)
+		srv.Register(hookPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			if token := r.Header.Get("X-Token"); token != "" {
+				if _, _, ok := Prove(r.Context(), token); !ok {
+					w.WriteHeader(http.StatusForbidden)
+				}
+			}
+		}))
+		go func() { _ = srv.Start(t.Context()) }()
+		waitStarted(t, srv)
+		return l.ControlPlane, fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	a, addrA := start()
+	b, addrB := start()
+	// The API server, from 127.0.0.6: one kept-alive connection, which it
+	// dials again through the Service (A, then B, in turn) once closed.
+	service := []string{addrA, addrB}
+	dials := 0
+	var conn *tls.Conn
+	var rw *bufio.ReadWriter
+	review := func(token string) error {
+		if conn == nil {
+			d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.6")}}
+			c, err := tls.DialWithDialer(d, "tcp", service[dials%2], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // a test's own server
+			if err != nil {
+				return err
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			dials++
+			conn, rw = c, bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c))
+		}
+		if _, err := fmt.Fprintf(rw, "GET %s HTTP/1.1\r\nHost: x\r\nX-Token: %s\r\n\r\n", hookPath, token); err != nil {
+			return err
+		}
+		if err := rw.Flush(); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(rw.Reader, nil)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.Close {
+			_ = conn.Close()
+			conn = nil
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	// Each replica checks until its own check is proven where it runs, as
+	// ControlPlaneChecks does; A first, which pins the connection to A.
+	for _, replica := range []*ControlPlane{a, b} {
+		for try := 0; ; try++ {
+			if try == 4 {
+				t.Fatalf("a replica's check was not proven there after 4 tries")
+			}
+			token, err := replica.Token()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := review(token); err != nil {
+				t.Fatal(err)
+			}
+			if replica.ProvenHere(token) {
+				break
+			}
+		}
+	}
+	if a.Learned() != 1 || b.Learned() != 1 {
+		t.Fatalf("learned: replica A %d, replica B %d; want the API server's address at both", a.Learned(), b.Learned())
+	}
+	// The API server's connections to B idle between reviews; a tenant
+	// floods B past its bound.
+	_, renewAPIServer := holdSlots(t, addrB, true, []string{"127.0.0.6"}, 4, hookPath)
+	time.Sleep(50 * time.Millisecond)
+	holdSlots(t, addrB, true, attackerAddrs, controlPlaneBound, hookPath)
+	renewAll(t, renewAPIServer, 4, "the API server (at replica B)")
 }

@@ -337,13 +337,19 @@ func (l *fair) answering(h http.Handler) http.Handler {
 		}
 		// On a copy: the server reads its own request's body type to
 		// drain or close it after the answer (net/http's *body).
+		sw := &statusWriter{ResponseWriter: w}
 		prove := func(token string) (netip.Addr, bool, bool) {
-			if l.controlPlane == nil || !l.controlPlane.valid(token) {
+			if l.controlPlane == nil {
+				return p.ip, false, false
+			}
+			ok, own := l.controlPlane.spend(token)
+			if !ok {
 				return p.ip, false, false
 			}
 			l.mu.Lock()
 			p.proven = true
 			l.mu.Unlock()
+			sw.closeConnection = !own
 			return p.ip, l.controlPlane.learn(p.ip), true
 		}
 		r = r.WithContext(context.WithValue(context.WithValue(r.Context(), waitKey{}, wait), proveKey{}, prove))
@@ -352,7 +358,6 @@ func (l *fair) answering(h http.Handler) http.Handler {
 		p.began = time.Now()
 		p.proven = p.proven || (r.TLS != nil && len(r.TLS.VerifiedChains) > 0)
 		l.mu.Unlock()
-		sw := &statusWriter{ResponseWriter: w}
 		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 			arrive()
 		} else {
@@ -375,18 +380,24 @@ func (l *fair) answering(h http.Handler) http.Handler {
 			}
 		}()
 		h.ServeHTTP(sw, r)
+		if sw.status == 0 {
+			sw.closing() // the server writes the header now
+		}
 	})
 }
 
-// statusWriter keeps the status of the answer written through it.
+// statusWriter keeps the status of the answer written through it, and
+// closes the connection after it when closeConnection is set before.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	status          int
+	closeConnection bool
 }
 
 func (w *statusWriter) WriteHeader(status int) {
 	if w.status == 0 {
 		w.status = status
+		w.closing()
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
@@ -394,8 +405,15 @@ func (w *statusWriter) WriteHeader(status int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.closing()
 	}
 	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) closing() {
+	if w.closeConnection {
+		w.Header().Set("Connection", "close")
+	}
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -60,10 +60,13 @@ const (
 )
 
 // controlPlaneCheckName names the dry-run Persona of the checks, and
-// retryAfter is how soon a failed check is sent again first.
+// retryAfter is how soon a failed check is sent again first: one proven by
+// another replica, too.
 const (
 	controlPlaneCheckName = "control-plane-check"
 	retryAfter            = 2 * time.Second
+	// failingFor is how long checks fail before the log says so.
+	failingFor = time.Minute
 )
 
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,resourceNames=kubernetes,verbs=get
@@ -79,6 +82,7 @@ func (c *ControlPlaneChecks) Start(ctx context.Context) error {
 	}, func() float64 { return float64(c.ControlPlane.Learned()) }))
 	c.clients = map[string]client.Client{}
 	wait, retry := time.Duration(0), retryAfter
+	var failingSince time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -92,16 +96,21 @@ func (c *ControlPlaneChecks) Start(ctx context.Context) error {
 		err := c.check(ctx)
 		if wait = c.Every; err != nil {
 			wait, retry = min(retry, c.Every), 2*retry
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
 		} else {
-			retry = retryAfter
+			retry, failingSince = retryAfter, time.Time{}
 		}
-		switch {
-		case err != nil && !c.failing:
-			logger.Error(err, "check the API servers' addresses: until one is proven, the webhooks do not tell the API servers' connections from others' (docs/install.md#control-plane)")
+		// A replica's first checks may go to another replica: only
+		// failing for a while is told.
+		switch failing := err != nil && time.Since(failingSince) >= failingFor; {
+		case failing && !c.failing:
+			logger.Error(err, "check the API servers' addresses: until one is proven here, this replica's webhooks do not tell the API servers' connections from others' (docs/install.md#control-plane)")
 		case err == nil && c.failing:
 			logger.Info("the API servers' checks pass again")
 		}
-		c.failing = err != nil
+		c.failing = err != nil && time.Since(failingSince) >= failingFor
 	}
 }
 
@@ -119,7 +128,7 @@ func (c *ControlPlaneChecks) check(ctx context.Context) error {
 		var status apierrors.APIStatus
 		switch {
 		case err == nil:
-		case host != "" && !errors.As(err, &status):
+		case host != "" && !errors.As(err, &status) && !errors.Is(err, errElsewhere):
 			unreached = true
 		default:
 			errs = append(errs, err)
@@ -180,14 +189,22 @@ func (c *ControlPlaneChecks) checkThrough(ctx context.Context, host string) erro
 		// Admission ran before storage said so: the review was sent.
 		err = nil
 	}
-	if err != nil {
-		if host == "" {
-			host = c.Config.Host
-		}
+	if host == "" {
+		host = c.Config.Host
+	}
+	switch {
+	case err != nil:
 		return fmt.Errorf("a dry-run through the API server at %s: %w", host, err)
+	case !c.ControlPlane.ProvenHere(token):
+		// Another replica proved it, and closed the API server's
+		// connection, so that the next check may come here.
+		return fmt.Errorf("the check through the API server at %s went to another replica of the webhooks: %w", host, errElsewhere)
 	}
 	return nil
 }
+
+// errElsewhere is a check another replica proved.
+var errElsewhere = errors.New("not proven here yet")
 
 // client is a client of the API server at host ("": the configured one),
 // which its certificate names as the configured host: the Service's address

@@ -83,12 +83,15 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("the %s object %s", req.Kind.Kind, personaadmission.DecodeErrorDetail(err)))
 	}
 	if token := controlPlaneToken(req, obj); token != "" {
-		if ip, learned, ok := serving.Prove(ctx, token); ok {
-			if learned {
-				log.FromContext(ctx).WithName("control-plane").Info("an API server's check proved the address it calls the webhooks from", "address", ip)
-			}
-			return admission.Allowed("a control plane check")
+		ip, learned, ok := serving.Prove(ctx, token)
+		if !ok {
+			// Refused, so that the manager that sent it, if any, checks again.
+			return admission.Denied("a control plane check that proves nothing: its token is not one of this webhook's serving key from the last minute, or was used before")
 		}
+		if learned {
+			log.FromContext(ctx).WithName("control-plane").Info("an API server's check proved the address it calls the webhooks from", "address", ip)
+		}
+		return admission.Allowed("a control plane check")
 	}
 	if errs := personaadmission.Validate(obj); len(errs) > 0 {
 		return refusal(v1alpha1.GroupVersion.WithKind(req.Kind.Kind).GroupKind(), req.Name, errs)

@@ -217,3 +217,27 @@ func TestWarnsOfAForbiddenHarnessPromptReplace(t *testing.T) {
 		t.Errorf("with replace allowed: %+v", resp)
 	}
 }
+
+// A control plane check whose token proves nothing here (forged, spent,
+// of another key, or served without a ControlPlane) is refused, so that
+// the manager that sent it, if any, sends it again rather than count it
+// as passed.
+func TestAControlPlaneCheckThatProvesNothingIsRefused(t *testing.T) {
+	dry := true
+	req := request(v1alpha1.PersonaKind, controlPlaneCheckName, `
+kind: Persona
+metadata:
+  name: control-plane-check
+  annotations:
+    prompts.persona-operator.dev/control-plane-check: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
+`)
+	req.Operation, req.DryRun = admissionv1.Create, &dry
+	if resp := (&Validator{}).Handle(context.Background(), req); resp.Allowed {
+		t.Errorf("a control plane check that proved nothing was admitted: %q", resp.Result.Message)
+	}
+	// Not a dry run: validated as any Persona.
+	req.DryRun = nil
+	if resp := (&Validator{}).Handle(context.Background(), req); !resp.Allowed {
+		t.Errorf("a Persona with the annotation, not a dry run, was refused: %q", resp.Result.Message)
+	}
+}
