@@ -396,9 +396,12 @@ func TestTheAPIServersReviewsInFlightEachHaveATurn(t *testing.T) {
 // never idle long, and more of them than the bound: the API server's
 // kept-alive connections, idle between its reviews, are not the ones taken
 // (when places idle for 50 ms went first, they were, some just as a review
-// was written on them: 58 of 519 cut at the bound of 1,024).
+// was written on them: 58 of 519 cut at the bound of 1,024). Places held
+// longest without a 2xx answer go first, but a pool idle longer than the
+// tenant's newest connections is still taken now and then under load:
+// its address is known, as its checks prove it.
 func TestPlacesRefreshedFasterThanTheAPIServersPoolCutNoReview(t *testing.T) {
-	if failed, cut, total := runPlacesAttack(t, placesAttack{holders: placesBound + 8, addrs: 8, apis: 8, every: 30 * time.Millisecond}); cut > 0 || failed > 0 {
+	if failed, cut, total := runPlacesAttack(t, placesAttack{holders: placesBound + 8, addrs: 8, apis: 8, every: 30 * time.Millisecond, controlPlane: true}); cut > 0 || failed > 0 {
 		t.Errorf("%d of the API server's %d reviews failed, %d cut before their answer, want none", failed, total, cut)
 	}
 }
@@ -406,9 +409,9 @@ func TestPlacesRefreshedFasterThanTheAPIServersPoolCutNoReview(t *testing.T) {
 // The same refreshed places spread over 128 addresses, two each, fewer than
 // the API server's eight reviews in flight and its kept-alive pool, with
 // the lanes kept busy: none of its reviews is cut (when places were taken
-// from the address holding the most, 326 of 406 were).
+// from the address holding the most, 326 of 406 were), its address known.
 func TestPlacesSpreadOverManyAddressesCutNoReview(t *testing.T) {
-	if failed, cut, total := runPlacesAttack(t, placesAttack{lanes: 4, holders: placesBound + 8, addrs: placesBound / 2, apis: 8, every: 30 * time.Millisecond}); cut > 0 || failed > 0 {
+	if failed, cut, total := runPlacesAttack(t, placesAttack{lanes: 4, holders: placesBound + 8, addrs: placesBound / 2, apis: 8, every: 30 * time.Millisecond, controlPlane: true}); cut > 0 || failed > 0 {
 		t.Errorf("%d of the API server's %d reviews failed, %d cut before their answer, want none", failed, total, cut)
 	}
 }
