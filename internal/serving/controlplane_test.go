@@ -262,45 +262,20 @@ func TestAProvenAddressKeepsItsPlaces(t *testing.T) {
 	l := DefaultLimits
 	l.MaxConnections = controlPlaneBound
 	l.ControlPlane = c
-	port := freePort(t)
-	srv := NewWebhookServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir}, l)
-	srv.Register(hookPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		if token := r.Header.Get("X-Token"); token != "" {
-			if _, _, ok := Prove(r.Context(), token); !ok {
-				w.WriteHeader(http.StatusForbidden)
-			}
-		}
-	}))
-	go func() { _ = srv.Start(t.Context()) }()
-	waitStarted(t, srv)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	addr := startProving(t, dir, l)
 	replica := controlPlaneOf(t, dir) // the other replica, of the same key
-	dialFrom := func(ip string) *bufio.ReadWriter {
-		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
-		conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // a test's own server
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = conn.Close() })
-		return bufio.NewReadWriter(bufio.NewReader(conn), bufio.NewWriter(conn))
+	dial := func(ip string) *bufio.ReadWriter {
+		_, rw := dialFrom(t, ip, addr)
+		return rw
 	}
 	send := func(rw *bufio.ReadWriter, token string) (int, error) {
-		if _, err := fmt.Fprintf(rw, "GET %s HTTP/1.1\r\nHost: x\r\nX-Token: %s\r\n\r\n", hookPath, token); err != nil {
-			return 0, err
-		}
-		if err := rw.Flush(); err != nil {
-			return 0, err
-		}
-		resp, err := http.ReadResponse(rw.Reader, nil)
+		resp, err := sendToken(rw, token)
 		if err != nil {
 			return 0, err
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
 		return resp.StatusCode, nil
 	}
-	forger := dialFrom("127.0.0.7")
+	forger := dial("127.0.0.7")
 	if status, err := send(forger, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"); err != nil || status != http.StatusForbidden {
 		t.Fatalf("a forged token: %d, %v; want it refused", status, err)
 	}
@@ -308,11 +283,11 @@ func TestAProvenAddressKeepsItsPlaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proven := dialFrom("127.0.0.6")
+	proven := dial("127.0.0.6")
 	if status, err := send(proven, token); err != nil || status != http.StatusOK {
 		t.Fatalf("the API server's check: %d, %v", status, err)
 	}
-	later := dialFrom("127.0.0.6")
+	later := dial("127.0.0.6")
 	if _, err := send(later, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +298,7 @@ func TestAProvenAddressKeepsItsPlaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	elsewhere := dialFrom("127.0.0.8")
+	elsewhere := dial("127.0.0.8")
 	if status, err := send(elsewhere, theirs); err != nil || status != http.StatusOK {
 		t.Fatalf("the other replica's check: %d, %v", status, err)
 	}
@@ -362,19 +337,7 @@ func TestEachReplicaHasTheAPIServerProvenAtLast(t *testing.T) {
 		l := DefaultLimits
 		l.MaxConnections = controlPlaneBound
 		l.ControlPlane = NewControlPlane(nil)
-		port := freePort(t)
-		srv := NewWebhookServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir}, l)
-		srv.Register(hookPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
-			if token := r.Header.Get("X-Token"); token != "" {
-				if _, _, ok := Prove(r.Context(), token); !ok {
-					w.WriteHeader(http.StatusForbidden)
-				}
-			}
-		}))
-		go func() { _ = srv.Start(t.Context()) }()
-		waitStarted(t, srv)
-		return l.ControlPlane, fmt.Sprintf("127.0.0.1:%d", port)
+		return l.ControlPlane, startProving(t, dir, l)
 	}
 	a, addrA := start()
 	b, addrB := start()
@@ -386,27 +349,13 @@ func TestEachReplicaHasTheAPIServerProvenAtLast(t *testing.T) {
 	var rw *bufio.ReadWriter
 	review := func(token string) error {
 		if conn == nil {
-			d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.6")}}
-			c, err := tls.DialWithDialer(d, "tcp", service[dials%2], &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // a test's own server
-			if err != nil {
-				return err
-			}
-			t.Cleanup(func() { _ = c.Close() })
+			conn, rw = dialFrom(t, "127.0.0.6", service[dials%2])
 			dials++
-			conn, rw = c, bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c))
 		}
-		if _, err := fmt.Fprintf(rw, "GET %s HTTP/1.1\r\nHost: x\r\nX-Token: %s\r\n\r\n", hookPath, token); err != nil {
-			return err
-		}
-		if err := rw.Flush(); err != nil {
-			return err
-		}
-		resp, err := http.ReadResponse(rw.Reader, nil)
+		resp, err := sendToken(rw, token)
 		if err != nil {
 			return err
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
 		if resp.Close {
 			_ = conn.Close()
 			conn = nil
@@ -444,4 +393,52 @@ func TestEachReplicaHasTheAPIServerProvenAtLast(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	holdSlots(t, addrB, true, attackerAddrs, controlPlaneBound, hookPath)
 	renewAll(t, renewAPIServer, 4, "the API server (at replica B)")
+}
+
+// startProving serves, within l, a webhook whose requests prove the token
+// of their X-Token header (answered 403 when it proves nothing), with the
+// certificate in dir, and returns its address.
+func startProving(t *testing.T, dir string, l Limits) string {
+	t.Helper()
+	port := freePort(t)
+	srv := NewWebhookServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir}, l)
+	srv.Register(hookPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if token := r.Header.Get("X-Token"); token != "" {
+			if _, _, ok := Prove(r.Context(), token); !ok {
+				w.WriteHeader(http.StatusForbidden)
+			}
+		}
+	}))
+	go func() { _ = srv.Start(t.Context()) }()
+	waitStarted(t, srv)
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+// dialFrom is a TLS connection from ip to addr, closed when the test ends.
+func dialFrom(t *testing.T, ip, addr string) (*tls.Conn, *bufio.ReadWriter) {
+	t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // a test's own server
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn, bufio.NewReadWriter(bufio.NewReader(conn), bufio.NewWriter(conn))
+}
+
+// sendToken sends a GET of hookPath with token on rw and reads the answer.
+func sendToken(rw *bufio.ReadWriter, token string) (*http.Response, error) {
+	if _, err := fmt.Fprintf(rw, "GET %s HTTP/1.1\r\nHost: x\r\nX-Token: %s\r\n\r\n", hookPath, token); err != nil {
+		return nil, err
+	}
+	if err := rw.Flush(); err != nil {
+		return nil, err
+	}
+	resp, err := http.ReadResponse(rw.Reader, nil)
+	if err != nil {
+		return nil, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp, resp.Body.Close()
 }
