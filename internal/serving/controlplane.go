@@ -48,8 +48,9 @@ func NewControlPlane(networks []netip.Prefix) *ControlPlane {
 
 const (
 	// learnedFor is how long a proven address stays the control plane's
-	// without another proof: the checks come every 30 s.
-	learnedFor = 10 * time.Minute
+	// without another proof: the checks come every 30 s, and an address
+	// may pass to another (a network proxy's agent, rescheduled).
+	learnedFor = 2 * time.Minute
 	// tokenFor is how long a token proves: a dry-run's way from the manager
 	// through an API server to the webhooks takes well under it.
 	tokenFor = time.Minute

@@ -442,3 +442,24 @@ func sendToken(rw *bufio.ReadWriter, token string) (*http.Response, error) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp, resp.Body.Close()
 }
+
+// The per-address bound does not apply to the control plane's address: an
+// API server holds one connection per review in flight, and under load
+// more than the bound of any other address.
+func TestTheControlPlanesAddressIsNotBoundPerAddress(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := acceptAll(t, Bound(inner, Limits{MaxConnectionsPerAddress: 2,
+		ControlPlane: NewControlPlane([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")})}))
+	addr := inner.Addr().String()
+	for i := range 4 {
+		plainDial(t, addr)
+		select {
+		case <-accepted:
+		case <-time.After(2 * time.Second):
+			t.Fatalf("the control plane's connection %d was not accepted past the bound of 2 an address", i+1)
+		}
+	}
+}

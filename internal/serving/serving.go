@@ -28,8 +28,8 @@ type Limits struct {
 	// request that has arrived whole and has its turn is never cut.
 	// MaxConnectionsPerAddress bounds those of one remote address: past it
 	// a new one is closed at once. It is high: an API server's reviews come
-	// from one address (or its network proxy's), and the webhooks' lanes
-	// answer it 429 long before.
+	// from one address (or its network proxy's), and a control plane's
+	// address (ControlPlane) is not bound by it.
 	MaxConnections, MaxConnectionsPerAddress int
 	// ControlPlane, when set, says which connections are the control
 	// plane's (proven, or of the networks named): their places are never
@@ -155,8 +155,10 @@ func (l *fair) Accept() (net.Conn, error) {
 		if h, _, err := net.SplitHostPort(address); err == nil {
 			address = h
 		}
+		ip, _ := netip.ParseAddr(address)
+		ip = ip.Unmap()
 		l.mu.Lock()
-		if l.maxPer > 0 && l.perAddress[address] >= l.maxPer {
+		if l.maxPer > 0 && l.perAddress[address] >= l.maxPer && !l.controlPlane.Has(ip) {
 			l.mu.Unlock()
 			_ = c.Close()
 			continue
@@ -170,8 +172,7 @@ func (l *fair) Accept() (net.Conn, error) {
 			}
 			l.remove(victim)
 		}
-		ip, _ := netip.ParseAddr(address)
-		p := &place{Conn: c, address: address, ip: ip.Unmap(), since: time.Now()}
+		p := &place{Conn: c, address: address, ip: ip, since: time.Now()}
 		p.release = sync.OnceFunc(func() {
 			l.mu.Lock()
 			defer l.mu.Unlock()

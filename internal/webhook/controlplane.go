@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -76,13 +77,18 @@ const (
 // after one that failed, as while no replica is ready yet.
 func (c *ControlPlaneChecks) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("control-plane")
-	metrics.Registry.MustRegister(controlPlaneChecksSent, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "persona_webhook_control_plane_addresses",
-		Help: "Addresses this replica's webhooks know as the control plane's, proven by a check within the last 10 minutes; 0 while none is, when a tenant's pods that reach the webhook port can compete with the API servers for its connections.",
-	}, func() float64 { return float64(c.ControlPlane.Learned()) }))
+	registerControlPlaneMetrics.Do(func() {
+		metrics.Registry.MustRegister(controlPlaneChecksSent, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "persona_webhook_control_plane_addresses",
+			Help: "Addresses this replica's webhooks know as the control plane's, proven by a check within the last 2 minutes; 0 while none is, when a tenant's pods that reach the webhook port can compete with the API servers for its connections.",
+		}, func() float64 { return float64(c.ControlPlane.Learned()) }))
+	})
 	c.clients = map[string]client.Client{}
 	wait, retry := time.Duration(0), retryAfter
 	var failingSince time.Time
+	// pending are the API servers whose checks have not been proven here
+	// yet this round: only those are sent again.
+	var pending []string
 	for {
 		select {
 		case <-ctx.Done():
@@ -93,9 +99,13 @@ func (c *ControlPlaneChecks) Start(ctx context.Context) error {
 			wait = 200 * time.Millisecond // the webhook server has not started
 			continue
 		}
-		err := c.check(ctx)
+		if len(pending) == 0 {
+			pending = c.apiServers(ctx)
+		}
+		var err error
+		pending, err = c.check(ctx, pending)
 		if wait = c.Every; err != nil {
-			wait, retry = min(retry, c.Every), 2*retry
+			wait, retry = retry, min(2*retry, c.Every)
 			if failingSince.IsZero() {
 				failingSince = time.Now()
 			}
@@ -117,29 +127,32 @@ func (c *ControlPlaneChecks) Start(ctx context.Context) error {
 // NeedLeaderElection is false: every replica serves the webhooks.
 func (c *ControlPlaneChecks) NeedLeaderElection() bool { return false }
 
-// check sends one dry-run through each API server. One that cannot be
-// reached at its address (a cluster may advertise one that pods cannot
-// dial) is replaced by one check through the configured host.
-func (c *ControlPlaneChecks) check(ctx context.Context) error {
+// check sends one dry-run through each API server of hosts, and returns
+// those whose checks were not proven here. One that cannot be reached at
+// its address (a cluster may advertise one that pods cannot dial) is
+// replaced by one check through the configured host.
+func (c *ControlPlaneChecks) check(ctx context.Context, hosts []string) (failed []string, err error) {
 	var errs []error
-	unreached := false
-	for _, host := range c.apiServers(ctx) {
+	var unreached []string
+	for _, host := range hosts {
 		err := c.checkThrough(ctx, host)
 		var status apierrors.APIStatus
 		switch {
 		case err == nil:
 		case host != "" && !errors.As(err, &status) && !errors.Is(err, errElsewhere):
-			unreached = true
+			unreached = append(unreached, host)
 		default:
 			errs = append(errs, err)
+			failed = append(failed, host)
 		}
 	}
-	if unreached {
+	if len(unreached) > 0 {
 		if err := c.checkThrough(ctx, ""); err != nil {
 			errs = append(errs, err)
+			failed = append(failed, unreached...)
 		}
 	}
-	return errors.Join(errs...)
+	return failed, errors.Join(errs...)
 }
 
 // apiServers are the hosts of the API servers: the EndpointSlice's
@@ -164,6 +177,8 @@ func (c *ControlPlaneChecks) apiServers(ctx context.Context) []string {
 	return hosts
 }
 
+var registerControlPlaneMetrics sync.Once
+
 // controlPlaneChecksSent counts the checks' dry-run creates: client-go
 // counts them among the manager's POSTs, though they store nothing.
 var controlPlaneChecksSent = prometheus.NewCounter(prometheus.CounterOpts{
@@ -185,14 +200,14 @@ func (c *ControlPlaneChecks) checkThrough(ctx context.Context, host string) erro
 		Annotations: map[string]string{ControlPlaneCheckAnnotation: token}}}
 	controlPlaneChecksSent.Inc()
 	err = cl.Create(ctx, p, client.DryRunAll)
-	if apierrors.IsAlreadyExists(err) {
-		// Admission ran before storage said so: the review was sent.
-		err = nil
-	}
 	if host == "" {
 		host = c.Config.Host
 	}
 	switch {
+	case c.ControlPlane.ProvenHere(token):
+		// Whatever refused the create after (a quota, a policy), the
+		// webhook here proved it.
+		return nil
 	case err != nil:
 		return fmt.Errorf("a dry-run through the API server at %s: %w", host, err)
 	case !c.ControlPlane.ProvenHere(token):
