@@ -85,7 +85,7 @@ func TestAClientCertificateOfTheClientCAKeepsItsPlace(t *testing.T) {
 	// VerifyClientCertIfGiven, so that the tenant's connections without one
 	// get in to compete for places (with ClientCAName, none would).
 	srv := NewWebhookServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: []func(*tls.Config){func(c *tls.Config) {
-		pool, err := ReadCertPool(filepath.Join(dir, "client-ca.crt"))
+		pool, err := readCertPool(filepath.Join(dir, "client-ca.crt"))
 		if err != nil {
 			t.Error(err)
 		}
@@ -276,7 +276,7 @@ func TestAProvenAddressKeepsItsPlaces(t *testing.T) {
 		return resp.StatusCode, nil
 	}
 	forger := dial("127.0.0.7")
-	if status, err := send(forger, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"); err != nil || status != http.StatusForbidden {
+	if status, err := send(forger, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"); err != nil || status != http.StatusForbidden {
 		t.Fatalf("a forged token: %d, %v; want it refused", status, err)
 	}
 	token, err := c.Token()

@@ -99,8 +99,8 @@ func (s *WebhookServer) Start(ctx context.Context) error {
 	return (&manager.Server{Name: "webhook", Server: NewHTTPServer(ctx, ln, s.options.WebhookMux, s.limits), Listener: ln, ShutdownTimeout: &shutdown}).Start(ctx)
 }
 
-// ReadCertPool reads the PEM file of CA certificates at path.
-func ReadCertPool(path string) (*x509.CertPool, error) {
+// readCertPool reads the PEM file of CA certificates at path.
+func readCertPool(path string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func ReadCertPool(path string) (*x509.CertPool, error) {
 // a client certificate of the CAs in the PEM file at caPath: the control
 // plane's (ControlPlane), whose places are never taken.
 func RequireClientCertificate(caPath string) (func(*tls.Config), error) {
-	pool, err := ReadCertPool(caPath)
+	pool, err := readCertPool(caPath)
 	if err != nil {
 		return nil, err
 	}

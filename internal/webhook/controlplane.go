@@ -49,7 +49,6 @@ type ControlPlaneChecks struct {
 	Every        time.Duration
 
 	clients map[string]client.Client
-	failing bool
 }
 
 // The EndpointSlice that the API servers keep of their own addresses, and
@@ -86,6 +85,7 @@ func (c *ControlPlaneChecks) Start(ctx context.Context) error {
 	c.clients = map[string]client.Client{}
 	wait, retry := time.Duration(0), retryAfter
 	var failingSince time.Time
+	told := false // that the checks fail
 	// pending are the API servers whose checks have not been proven here
 	// yet this round: only those are sent again.
 	var pending []string
@@ -115,12 +115,13 @@ func (c *ControlPlaneChecks) Start(ctx context.Context) error {
 		// A replica's first checks may go to another replica: only
 		// failing for a while is told.
 		switch failing := err != nil && time.Since(failingSince) >= failingFor; {
-		case failing && !c.failing:
+		case failing && !told:
 			logger.Error(err, "check the API servers' addresses: until one is proven here, this replica's webhooks do not tell the API servers' connections from others' (docs/install.md#control-plane)")
-		case err == nil && c.failing:
+			told = true
+		case err == nil && told:
 			logger.Info("the API servers' checks pass again")
+			told = false
 		}
-		c.failing = err != nil && time.Since(failingSince) >= failingFor
 	}
 }
 

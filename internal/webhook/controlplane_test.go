@@ -24,7 +24,7 @@ var _ = Describe("The control plane's checks", func() {
 		// refused: no proof, and nothing stored.
 		ns := suite.NewNamespace()
 		forged := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "control-plane-check",
-			Annotations: map[string]string{personawebhook.ControlPlaneCheckAnnotation: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}}}
+			Annotations: map[string]string{personawebhook.ControlPlaneCheckAnnotation: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}}}
 		Expect(suite.K8s.Create(suite.Ctx, forged, client.DryRunAll)).To(MatchError(ContainSubstring("a control plane check that proves nothing")))
 		Expect(suite.Logs.String()).NotTo(ContainSubstring(ns))
 	})

@@ -229,7 +229,7 @@ kind: Persona
 metadata:
   name: control-plane-check
   annotations:
-    prompts.persona-operator.dev/control-plane-check: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
+    prompts.persona-operator.dev/control-plane-check: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
 `)
 	req.Operation, req.DryRun = admissionv1.Create, &dry
 	if resp := (&Validator{}).Handle(context.Background(), req); resp.Allowed {

@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -28,13 +29,9 @@ const ManagerNamespace = "default"
 // grantRole installs the Role of the file path in namespace and binds it
 // to user, leaving either as it is when it is there already.
 func (p *Plane) grantRole(path, namespace, user string) error {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
 	var role rbacv1.Role
-	if err := yaml.UnmarshalStrict(raw, &role); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err := readStrict(path, &role); err != nil {
+		return err
 	}
 	role.Namespace = namespace
 	binding := &rbacv1.RoleBinding{
@@ -42,38 +39,43 @@ func (p *Plane) grantRole(path, namespace, user string) error {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	}
-	ctx := context.Background()
-	if err := p.Client.Create(ctx, &role); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create Role %s/%s: %w", namespace, role.Name, err)
-	}
-	if err := p.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create RoleBinding %s/%s: %w", namespace, binding.Name, err)
-	}
-	return nil
+	return p.createIfAbsent(&role, binding)
 }
 
 // GrantClusterRole installs the ClusterRole of the file path and binds it
 // to user, leaving either as it is when it is there already.
 func (p *Plane) GrantClusterRole(path, user string) error {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
 	var role rbacv1.ClusterRole
-	if err := yaml.UnmarshalStrict(raw, &role); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err := readStrict(path, &role); err != nil {
+		return err
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	}
-	ctx := context.Background()
-	if err := p.Client.Create(ctx, &role); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create ClusterRole %s: %w", role.Name, err)
+	return p.createIfAbsent(&role, binding)
+}
+
+// readStrict reads the YAML file at path into obj, refusing unknown fields.
+func readStrict(path string, obj any) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
 	}
-	if err := p.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create ClusterRoleBinding %s: %w", binding.Name, err)
+	if err := yaml.UnmarshalStrict(raw, obj); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// createIfAbsent creates each of objs, leaving one that is there already
+// as it is.
+func (p *Plane) createIfAbsent(objs ...client.Object) error {
+	for _, o := range objs {
+		if err := p.Client.Create(context.Background(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %T %s: %w", o, client.ObjectKeyFromObject(o), err)
+		}
 	}
 	return nil
 }
