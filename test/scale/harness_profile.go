@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -29,6 +30,8 @@ type profiler struct {
 	mu    sync.Mutex
 	files []string
 	errs  []error
+	// stopPeak ends the running phase's watchPeak.
+	stopPeak context.CancelFunc
 }
 
 // start profiles both processes for the first p.seconds of the phase named
@@ -66,6 +69,53 @@ func (p *profiler) start(ctx context.Context, phase string) {
 	}
 }
 
+// watchPeak writes the manager's heap profile, as of its last garbage
+// collection, each time its RSS rises 4 MiB above the highest read so far
+// in the phase named phase (read every 250 ms), until the phase's heap
+// profile: the last one written shows what the heap held near the phase's
+// peak, which the profile as the phase ends, after its garbage is gone,
+// does not.
+func (p *profiler) watchPeak(ctx context.Context, phase string, pid int) {
+	if p == nil {
+		return
+	}
+	ctx, stop := context.WithCancel(ctx)
+	p.mu.Lock()
+	p.stopPeak = stop
+	p.mu.Unlock()
+	path := filepath.Join(p.dir, fmt.Sprintf("%s-manager-heap-peak.pprof", strings.ReplaceAll(phase, " ", "-")))
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		var highest int64
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			rss, err := procStatusBytes(pid, "VmRSS")
+			if err != nil || rss < highest+4<<20 {
+				continue
+			}
+			if err := fetchProfile(ctx, http.DefaultClient, p.manager+"/debug/pprof/heap", path); err != nil {
+				if ctx.Err() == nil {
+					p.fail(fmt.Errorf("heap profile of the manager at its peak in %s: %w", phase, err))
+				}
+				return
+			}
+			if highest == 0 {
+				p.mu.Lock()
+				p.files = append(p.files, path)
+				p.mu.Unlock()
+			}
+			highest = rss
+		}
+	}()
+}
+
 // heap writes the manager's heap profile as the phase named phase ends,
 // after a garbage collection, so that its in-use figures are what is live
 // then (go tool pprof -sample_index=inuse_space -top FILE).
@@ -73,6 +123,12 @@ func (p *profiler) heap(ctx context.Context, phase string) {
 	if p == nil {
 		return
 	}
+	p.mu.Lock()
+	if p.stopPeak != nil {
+		p.stopPeak()
+		p.stopPeak = nil
+	}
+	p.mu.Unlock()
 	path := filepath.Join(p.dir, fmt.Sprintf("%s-manager-heap.pprof", strings.ReplaceAll(phase, " ", "-")))
 	if err := fetchProfile(ctx, http.DefaultClient, p.manager+"/debug/pprof/heap?gc=1", path); err != nil {
 		p.fail(fmt.Errorf("heap profile of the manager after %s: %w", phase, err))
@@ -114,13 +170,18 @@ func fetchProfile(ctx context.Context, c *http.Client, url, path string) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	f, err := os.Create(path)
+	// Written whole or not at all: a profile cut short leaves the last one.
+	f, err := os.CreateTemp(filepath.Dir(path), ".profile-*")
 	if err != nil {
 		return err
 	}
+	defer os.Remove(f.Name())
 	if _, err := io.Copy(f, resp.Body); err != nil {
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }

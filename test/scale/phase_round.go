@@ -115,6 +115,7 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	}
 	if last {
 		h.prof.start(ctx, "convergence")
+		h.prof.watchPeak(ctx, "convergence", h.procs.manager)
 	}
 	rr.convergenceStart = time.Now()
 	rr.convergence, rr.convergenceCreates, err = convergence(ctx, h.c, world, h.o.workers, convergenceTimeout)
@@ -208,6 +209,7 @@ func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit f
 	}
 	if last {
 		h.prof.start(ctx, name)
+		h.prof.watchPeak(ctx, name, h.procs.manager)
 	}
 	start, configMaps, statuses, err = fanOut(ctx, h.c, h.procs, w, name, edit, want, fanOutTimeout)
 	if isTimeout(err) {

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"fmt"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -49,7 +51,11 @@ var _ = Describe("Orphaned ConfigMaps", func() {
 
 		By("making the Persona again: it takes the ConfigMap back and restores its content")
 		apply(ns, barePersona("p", "Second"))
-		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
+		Eventually(ready(ns, "p")).Should(Equal("Rendered"), func() string {
+			// Which owner the ConfigMap names, beside the two Personas' UIDs.
+			return fmt.Sprintf("the old Persona's UID %s, the new one's %s; the ConfigMap's owners %+v",
+				old.UID, getPersona(ns, "p").UID, configMap(ns, "p").OwnerReferences)
+		})
 		Eventually(prompt(ns, "p")).Should(Equal("Second\n"))
 		now := getPersona(ns, "p")
 		Expect(now.UID).NotTo(Equal(old.UID))
