@@ -23,6 +23,8 @@ type Manager struct {
 	// Log receives the manager's output.
 	Log   io.Writer
 	Extra []string
+	// Env is added to the manager's environment, e.g. GOMEMLIMIT.
+	Env []string
 	// ManageCertificate runs the manager without --webhook-cert-path, so
 	// that it makes its own certificate in its Secret and injects the CA.
 	ManageCertificate bool
@@ -95,6 +97,9 @@ func (m *Manager) Launch() error {
 	args = append(args, m.Extra...)
 	m.cmd = exec.Command(m.Binary, args...)
 	m.cmd.Stdout, m.cmd.Stderr = m.Log, m.Log
+	if len(m.Env) > 0 {
+		m.cmd.Env = append(os.Environ(), m.Env...)
+	}
 	if err := m.cmd.Start(); err != nil {
 		return fmt.Errorf("start the manager: %w", err)
 	}

@@ -84,6 +84,9 @@ func (h *harness) newManager(plane *controlplane.Plane, binary string, log io.Wr
 	flags = append(flags, h.o.managerFlags...)
 	h.r.managerFlags = flags
 	h.manager, err = plane.NewManager(binary, log, flags...)
+	if err == nil {
+		h.manager.Env = h.o.managerEnv
+	}
 	return err
 }
 

@@ -37,6 +37,8 @@ type options struct {
 	webhookSamples int
 	workers        int
 	managerFlags   []string
+	// managerEnv is added to the manager's environment alone.
+	managerEnv     []string
 	out            string
 	profileDir     string
 	profileSeconds int
@@ -60,7 +62,7 @@ func main() {
 	// The informer floor starts its informers as the manager does.
 	controller.ListAtStart()
 	var o options
-	var managerFlags string
+	var managerFlags, managerEnv string
 	flag.IntVar(&o.n, "n", 2000, "Personas to converge and fan out to.")
 	flag.DurationVar(&o.steady, "steady", 60*time.Second, "The steady-state window in which the manager should write nothing.")
 	flag.IntVar(&o.webhookSamples, "webhook-samples", 1000, "Sequential Persona creates timed with the webhook, and as many without it: the p99 of 1000 is the tenth slowest.")
@@ -68,6 +70,7 @@ func main() {
 	flag.IntVar(&o.restarts, "restarts", 3, "Times the last round kills the manager and starts a new one at N Personas, after its floors (0: none).")
 	flag.IntVar(&o.workers, "workers", 16, "Concurrent requests of the harness's client.")
 	flag.StringVar(&managerFlags, "manager-flags", "", `Extra flags for the manager binary, e.g. "--persona-workers=8 --kube-api-qps=500".`)
+	flag.StringVar(&managerEnv, "manager-env", "", `Environment variables for the manager alone, e.g. "GOMEMLIMIT=460MiB" (the Go memory limit the shipped 512Mi container sets, install.md#memory) or "GODEBUG=gctrace=1" (its garbage collections in its log).`)
 	flag.StringVar(&o.out, "out", "", "Also write the table, as Markdown, to this file.")
 	flag.StringVar(&o.profileDir, "profile", "", "Write CPU profiles of kube-apiserver and the manager during convergence and fan-out, and heap profiles of the manager as they end, into this directory (read them with go tool pprof).")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "With -profile: how many seconds of each phase, from its start, to profile.")
@@ -75,6 +78,7 @@ func main() {
 	flag.StringVar(&o.jsonPath, "json", "", "Also write the figures, with stable keys, as JSON to this file, to compare versions.")
 	flag.Parse()
 	o.managerFlags = strings.Fields(managerFlags)
+	o.managerEnv = strings.Fields(managerEnv)
 	if o.n < 1 || o.rounds < 1 || o.workers < 1 || o.webhookSamples < 1 || o.profileSeconds < 1 || o.steady < 0 || o.restarts < 0 || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "scale: -n, -rounds, -workers, -webhook-samples and -profile-seconds must be positive, -steady and -restarts not negative, and no arguments")
 		os.Exit(2)

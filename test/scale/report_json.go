@@ -23,6 +23,7 @@ func newRunJSON(started time.Time, first *report, curve []figuresJSON) runJSON {
 		Timestamp:      started.UTC().Round(time.Second),
 		Machine:        first.machine,
 		ManagerFlags:   first.managerFlags,
+		ManagerEnv:     first.opts.managerEnv,
 		HarnessWorkers: first.opts.workers,
 		figuresJSON:    curve[len(curve)-1],
 		Curve:          curve,

@@ -19,6 +19,7 @@ type runJSON struct {
 	// Machine is what the table prints: CPUs, model, memory, Go, OS.
 	Machine        string   `json:"machine"`
 	ManagerFlags   []string `json:"manager_flags"`
+	ManagerEnv     []string `json:"manager_env,omitempty"`
 	HarnessWorkers int      `json:"harness_workers"`
 	figuresJSON
 	// Curve has every N measured, ascending: one entry without -curve.

@@ -27,6 +27,9 @@ func (r *report) writeConditions(b *strings.Builder) {
 	fmt.Fprintf(b, "- N=%d, harness workers %d, harness client QPS %d / burst %d (not throttled); webhook: %d creates on and %d off, in %d blocks alternating on/off, each after %d uncounted creates\n",
 		n, r.opts.workers, harnessQPS, harnessBurst, len(r.webhookOn), len(r.webhookOff), webhookBlocks, webhookWarmCreates)
 	fmt.Fprintf(b, "- manager flags: %s (defaults otherwise; see cmd/main.go)\n", strings.Join(r.managerFlags, " "))
+	if len(r.opts.managerEnv) > 0 {
+		fmt.Fprintf(b, "- the manager's environment adds: %s\n", strings.Join(r.opts.managerEnv, " "))
+	}
 	fmt.Fprintf(b, "- %d rounds, each measuring its floors, then the operator with a manager of its own, then (unless it timed out) its floors again once that manager has stopped; "+
 		"each operator time stands beside its floors interpolated linearly in time to its middle (the API server's heap grows through a round, and its garbage collection with it); "+
 		"the last round measures the steady state before its manager stops, and the webhook with a manager started again after its floors; ", len(r.rounds))
