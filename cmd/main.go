@@ -20,7 +20,7 @@ import (
 func main() {
 	controller.ListAtStart()
 	flags, logOpts := parseFlags()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
+	ctrl.SetLogger(zap.New(logger(logOpts)))
 	log := ctrl.Log.WithName("setup")
 	setMemoryLimit(log, memlimit.FromCgroup)
 	fail := func(err error, what string) {

@@ -54,7 +54,7 @@ func InternMeta(o metav1.Object) {
 
 // internPersona makes the strings that Personas repeat shared: the names
 // their specs refer to, and their statuses' section, origin, dependency and
-// condition names.
+// condition names and their revisions' causes.
 func internPersona(p *v1alpha1.Persona) {
 	for i := range p.Spec.Inherit {
 		p.Spec.Inherit[i] = v1alpha1.PersonaName(Intern(string(p.Spec.Inherit[i])))
@@ -72,6 +72,16 @@ func internPersona(p *v1alpha1.Persona) {
 	for i := range st.Conditions {
 		c := &st.Conditions[i]
 		c.Type, c.Status, c.Reason = Intern(c.Type), metav1.ConditionStatus(Intern(string(c.Status))), Intern(c.Reason)
+	}
+	// The revisions of a fan-out share their cause; the current one's hash
+	// is the status's own.
+	for i := range st.History {
+		h := &st.History[i]
+		h.Cause.Kind, h.Cause.Namespace, h.Cause.Name = Intern(h.Cause.Kind), Intern(h.Cause.Namespace), Intern(h.Cause.Name)
+		h.Cause.ResourceVersion = Intern(h.Cause.ResourceVersion)
+		if h.ContentHash == st.ContentHash {
+			h.ContentHash = st.ContentHash
+		}
 	}
 }
 

@@ -19,7 +19,9 @@ func TestInternObjectsSharesRepeatedStrings(t *testing.T) {
 		"spec":{"inherit":["base"],"layers":[{"name":"team-notes"}]},
 		"status":{"conditions":[{"type":"Ready","status":"True","reason":"Rendered","message":"m","lastTransitionTime":"2026-01-01T00:00:00Z"}],
 		"sections":[{"name":"platform.identity","origin":"default","bytes":10}],
-		"dependencies":[{"kind":"PromptLayer","name":"team-notes"}]}}`
+		"dependencies":[{"kind":"PromptLayer","name":"team-notes"}],
+		"contentHash":"sha256:%[1]s","history":[{"revision":1,"contentHash":"sha256:%[1]s","time":"2026-01-01T00:00:00Z",
+		"cause":{"kind":"PromptLayer","namespace":"team-a","name":"team-notes","generation":2}}]}}`
 	decode := func(name string) *v1alpha1.Persona {
 		var p v1alpha1.Persona
 		if err := json.Unmarshal([]byte(fmt.Sprintf(raw, name)), &p); err != nil {
@@ -52,6 +54,9 @@ func TestInternObjectsSharesRepeatedStrings(t *testing.T) {
 	same("origin", a.Status.Sections[0].Origin, b.Status.Sections[0].Origin)
 	same("dependency", a.Status.Dependencies[0].Name, b.Status.Dependencies[0].Name)
 	same("reason", a.Status.Conditions[0].Reason, b.Status.Conditions[0].Reason)
+	same("revision's cause", a.Status.History[0].Cause.Name, b.Status.History[0].Cause.Name)
+	same("revision's cause kind", a.Status.History[0].Cause.Kind, b.Status.History[0].Cause.Kind)
+	same("the current revision's hash and the status's", a.Status.History[0].ContentHash, a.Status.ContentHash)
 	if a.Name == b.Name {
 		t.Error("names were merged")
 	}
