@@ -207,11 +207,12 @@ func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit f
 	if err != nil {
 		return start, 0, 0, "", err
 	}
-	if last {
-		h.prof.start(ctx, name)
-		h.prof.watchPeak(ctx, name, h.procs.manager)
-	}
-	start, configMaps, statuses, err = fanOut(ctx, h.c, h.procs, w, name, edit, want, fanOutTimeout)
+	start, configMaps, statuses, err = fanOut(ctx, h.c, h.procs, w, name, edit, want, fanOutTimeout, func() {
+		if last {
+			h.prof.start(ctx, name)
+			h.prof.watchPeak(ctx, name, h.procs.manager)
+		}
+	})
 	if isTimeout(err) {
 		timedOut = err.Error()
 		step("  %v", err)
