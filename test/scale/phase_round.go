@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -234,14 +235,26 @@ func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit f
 // deleteAll deletes every Persona, PromptLayer, ConfigMap and Event of ns:
 // envtest runs no garbage collector or namespace controller. The round's
 // ClusterPromptLayer, cluster-scoped, is deleted by deleteGuardrail.
+//
+// Deleting 20,000 Personas takes the API server longer than its request
+// timeout (60 s): it answers with a timeout and goes on deleting, so the
+// delete is asked again, up to deleteAllTries times, until one finishes.
 func deleteAll(ctx context.Context, c client.Client, ns string) error {
 	for _, obj := range []client.Object{&v1alpha1.Persona{}, &v1alpha1.PromptLayer{}, &corev1.ConfigMap{}, &eventsv1.Event{}} {
-		if err := c.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {
+		var err error
+		for range deleteAllTries {
+			if err = c.DeleteAllOf(ctx, obj, client.InNamespace(ns)); !apierrors.IsTimeout(err) {
+				break
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("delete every %T of %s: %w", obj, ns, err)
 		}
 	}
 	return nil
 }
+
+const deleteAllTries = 10
 
 // createGuardrail creates the round's ClusterPromptLayer and waits until
 // the manager has reported it Ready for its generation, so that its status
