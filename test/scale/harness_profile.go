@@ -79,6 +79,7 @@ func (p *profiler) watchPeak(ctx context.Context, phase string, pid int) {
 	if p == nil {
 		return
 	}
+	p.endPeak()
 	ctx, stop := context.WithCancel(ctx)
 	p.mu.Lock()
 	p.stopPeak = stop
@@ -116,6 +117,17 @@ func (p *profiler) watchPeak(ctx context.Context, phase string, pid int) {
 	}()
 }
 
+// endPeak ends the running watchPeak, if any: a phase that failed before
+// its heap profile leaves one running, which wait would otherwise wait on.
+func (p *profiler) endPeak() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopPeak != nil {
+		p.stopPeak()
+		p.stopPeak = nil
+	}
+}
+
 // heap writes the manager's heap profile as the phase named phase ends,
 // after a garbage collection, so that its in-use figures are what is live
 // then (go tool pprof -sample_index=inuse_space -top FILE).
@@ -123,12 +135,7 @@ func (p *profiler) heap(ctx context.Context, phase string) {
 	if p == nil {
 		return
 	}
-	p.mu.Lock()
-	if p.stopPeak != nil {
-		p.stopPeak()
-		p.stopPeak = nil
-	}
-	p.mu.Unlock()
+	p.endPeak()
 	path := filepath.Join(p.dir, fmt.Sprintf("%s-manager-heap.pprof", strings.ReplaceAll(phase, " ", "-")))
 	if err := fetchProfile(ctx, http.DefaultClient, p.manager+"/debug/pprof/heap?gc=1", path); err != nil {
 		p.fail(fmt.Errorf("heap profile of the manager after %s: %w", phase, err))
@@ -151,6 +158,7 @@ func (p *profiler) wait() (files []string, errs []error) {
 	if p == nil {
 		return nil, nil
 	}
+	p.endPeak()
 	p.wg.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
