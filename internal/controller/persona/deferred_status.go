@@ -8,7 +8,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
-	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/status"
 )
 
@@ -16,24 +16,32 @@ import (
 // and whose status waits for its pass of low priority, what that status is
 // to say and the inputs of the render. The pass resolves again; when it
 // reads the same inputs and the ConfigMap still holds the render, it
-// reports the render without delivering it a second time. Entries live
-// from the delivery until the Persona's next reconcile. They hold no
-// rendered data: the pass renders the same inputs again for the revision's
-// snapshot, which costs less than holding a fan-out's data (14 KiB a
-// Persona) until its status passes, or reading it back.
+// reports the render without rendering it a second time. Entries live
+// from the delivery until the Persona's next reconcile. They also hold the
+// data written, for the pass to write the revision's snapshot without
+// reading the ConfigMap back, while all of them together hold at most
+// deferredDataBytes; past that, the pass reads it.
 type deferredStatuses struct {
 	mu        sync.Mutex
 	byPersona map[types.NamespacedName]deferredStatus
+	dataBytes int
 }
+
+// deferredDataBytes bounds the data the deferred statuses of a fan-out hold
+// at once: a fan-out of 50,000 Personas holds the first 32 MiB of what it
+// wrote, and its status passes read the rest back.
+const deferredDataBytes = 32 << 20
 
 type deferredStatus struct {
 	inputs   inputs
 	render   status.Render
 	revision v1alpha1.RevisionHistoryEntry
-	// record is the revision.json the delivery wrote ("" when larger than
-	// maxKeptRecordBytes: the pass reads the ConfigMap back then).
-	record     string
+	// written is the data the delivery wrote (nil past deferredDataBytes),
+	// rendered with guardrails.
+	written    map[string]string
 	guardrails string
+	// size is what written counts against deferredDataBytes.
+	size int
 }
 
 func newDeferredStatuses() *deferredStatuses {
@@ -41,20 +49,21 @@ func newDeferredStatuses() *deferredStatuses {
 }
 
 // put records the render delivered for persona, read from in, whose status
-// is deferred, with the revision.json written and the identity of the
-// guardrails it was rendered with; its section names are shared with the
-// statuses that have them.
+// is deferred, and the data written with the guardrails it was rendered
+// with; its section names are shared with the statuses that have them.
 func (d *deferredStatuses) put(persona types.NamespacedName, in inputs, r status.Render, rev v1alpha1.RevisionHistoryEntry, written map[string]string, guardrails string) {
 	r.Sections = slices.Clone(r.Sections)
 	for i := range r.Sections {
 		r.Sections[i].Name, r.Sections[i].Origin = kube.Intern(r.Sections[i].Name), kube.Intern(r.Sections[i].Origin)
 	}
-	s := deferredStatus{inputs: in, render: r, revision: rev, guardrails: guardrails}
-	if record := written[render.RevisionKey]; len(record) <= maxKeptRecordBytes {
-		s.record = record
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.dropLocked(persona)
+	s := deferredStatus{inputs: in, render: r, revision: rev}
+	if size := delivery.DataSize(written); d.dataBytes+size <= deferredDataBytes {
+		s.written, s.guardrails, s.size = written, guardrails, size
+		d.dataBytes += size
+	}
 	d.byPersona[persona] = s
 }
 
@@ -76,6 +85,7 @@ func (d *deferredStatuses) take(persona types.NamespacedName) (deferredStatus, b
 func (d *deferredStatuses) dropLocked(persona types.NamespacedName) (deferredStatus, bool) {
 	s, ok := d.byPersona[persona]
 	delete(d.byPersona, persona)
+	d.dataBytes -= s.size
 	return s, ok
 }
 

@@ -57,9 +57,7 @@
 // requeues the Persona after a delay at low priority, behind the
 // deliveries of every dependent. That status pass resolves again and, when
 // it read the same inputs (inputs.go) and the ConfigMap still holds the
-// render, reports it without writing it again, and renders those inputs
-// again only for the revision's snapshot: a fan-out's data is not held
-// until its statuses pass.
+// render, reports it without rendering again.
 //
 // # Stores
 //
@@ -73,7 +71,7 @@
 //     without reading it, and how the watch event of its own write goes by
 //     without a render.
 //   - deferred_status.go: the render and inputs of a fan-out's delivery
-//     whose status waits for its pass, and its revision.json; no data.
+//     whose status waits for its pass.
 //   - awaiting.go: the references each Persona's last render found
 //     missing, so that an object's arrival finds the Personas waiting for
 //     it before their status reaches the cache.

@@ -62,25 +62,31 @@ func TestFanOutReadsNoConfigMapBack(t *testing.T) {
 	}
 }
 
-// The deferred statuses hold none of the data a fan-out wrote, only its
-// revision.json, and that only up to maxKeptRecordBytes: the status pass
-// renders the data again, or past that reads the ConfigMap back.
-func TestDeferredStatusesHoldNoData(t *testing.T) {
+// The data the deferred statuses hold is bounded: past deferredDataBytes an
+// entry holds none, and taking an entry frees what it held.
+func TestDeferredStatusesBoundTheirData(t *testing.T) {
 	d := newDeferredStatuses()
-	a, b := types.NamespacedName{Name: "a"}, types.NamespacedName{Name: "b"}
-	prompt := strings.Repeat("x", 64<<10)
-	d.put(a, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{},
-		map[string]string{"system-prompt.md": prompt, render.RevisionKey: `{"revision":2}`}, "g")
-	d.put(b, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{},
-		map[string]string{"system-prompt.md": prompt, render.RevisionKey: strings.Repeat("r", maxKeptRecordBytes+1)}, "g")
+	big := map[string]string{"system-prompt.md": string(make([]byte, deferredDataBytes/2-100))}
+	a, b, c := types.NamespacedName{Name: "a"}, types.NamespacedName{Name: "b"}, types.NamespacedName{Name: "c"}
+	d.put(a, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g")
+	d.put(b, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g")
+	d.put(a, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g") // replaces a's entry, and its bytes
+	d.put(c, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g")
 	for _, tc := range []struct {
-		key    types.NamespacedName
-		record string
-	}{{a, `{"revision":2}`}, {b, ""}} {
+		key  types.NamespacedName
+		held bool
+	}{{a, true}, {b, true}, {c, false}} {
 		s, ok := d.take(tc.key)
-		if !ok || s.record != tc.record || s.guardrails != "g" {
-			t.Errorf("%s: entry %v, record of %d bytes, guardrails %q; want the record %q and the guardrails", tc.key.Name, ok, len(s.record), s.guardrails, tc.record)
+		if !ok || (s.written != nil) != tc.held || (s.guardrails != "") != tc.held {
+			t.Errorf("%s: entry %v, data held %v, want %v", tc.key.Name, ok, s.written != nil, tc.held)
 		}
+	}
+	if d.dataBytes != 0 {
+		t.Errorf("%d bytes counted once every entry was taken, want 0", d.dataBytes)
+	}
+	d.put(c, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g")
+	if s, _ := d.take(c); s.written == nil {
+		t.Error("no data held once the others were taken")
 	}
 }
 

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
-	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/resolve"
 	"github.com/persona-operator/persona-operator/internal/status"
 )
@@ -36,7 +34,7 @@ func (r *reconciler) tryRender(ctx context.Context, p *v1alpha1.Persona) (outcom
 	if isDeferred && deferred.inputs == in && r.configMapHolds(ctx, p, deferred.render.Hash) {
 		r.overruns.reset(key)
 		return outcome{reason: v1alpha1.RenderedReason, render: deferred.render, inputs: in, read: read, delivered: true,
-			revision: &deferred.revision, written: r.writtenAgain(ctx, res.Bundle, deferred), guardrails: deferred.guardrails}, nil
+			revision: &deferred.revision, written: deferred.written, guardrails: deferred.guardrails}, nil
 	}
 	defer func() { renderDuration.Observe(time.Since(start).Seconds()) }()
 	out, err := r.renderTimed(ctx, res.Bundle)
@@ -57,24 +55,4 @@ func (r *reconciler) tryRender(ctx context.Context, p *v1alpha1.Persona) (outcom
 	}
 	return outcome{reason: v1alpha1.RenderedReason, output: out, render: status.RenderOf(out), inputs: in, read: read,
 		guardrails: resolve.GuardrailsIdentity(res.Guardrails)}, nil
-}
-
-// writtenAgain is the data the delivery of deferred wrote, for the
-// revision's snapshot: the same inputs rendered again, with the
-// revision.json written. It is nil when that render fails or differs, or
-// the revision.json was not kept; the snapshot then reads the live
-// ConfigMap back (revisions.Content).
-func (r *reconciler) writtenAgain(ctx context.Context, b *render.Bundle, deferred deferredStatus) map[string]string {
-	if deferred.record == "" {
-		return nil
-	}
-	start := time.Now()
-	out, err := r.renderTimed(ctx, b)
-	renderDuration.Observe(time.Since(start).Seconds())
-	if err != nil || out.Hash != deferred.render.Hash {
-		return nil
-	}
-	data := maps.Clone(out.Data)
-	data[render.RevisionKey] = deferred.record
-	return data
 }

@@ -81,7 +81,7 @@ func TestRenderStep(t *testing.T) {
 }
 
 // The status pass of a fan-out reports the render its delivery wrote
-// without delivering it again, when it reads the same inputs and the ConfigMap
+// without rendering again, when it reads the same inputs and the ConfigMap
 // still holds the render; otherwise it renders.
 func TestRenderStepOfADeferredStatus(t *testing.T) {
 	cases := []struct {
