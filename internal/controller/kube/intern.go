@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
 // The manager's caches hold thousands of objects that repeat the same
@@ -24,8 +25,8 @@ func Intern(s string) string {
 }
 
 // InternMeta drops o's managedFields, which the manager never reads, and
-// makes its repeated strings shared: the namespace, labels, annotation keys
-// and the owners' API versions and kinds.
+// makes its repeated strings shared: the namespace, labels, annotation keys,
+// the guardrails' identity and the owners' API versions and kinds.
 func InternMeta(o metav1.Object) {
 	if o.GetManagedFields() != nil {
 		o.SetManagedFields(nil)
@@ -41,6 +42,9 @@ func InternMeta(o metav1.Object) {
 	if in := o.GetAnnotations(); len(in) > 0 {
 		out := make(map[string]string, len(in))
 		for k, v := range in {
+			if k == delivery.GuardrailsAnnotation {
+				v = Intern(v) // one set of guardrails serves every ConfigMap of a cluster
+			}
 			out[Intern(k)] = v
 		}
 		o.SetAnnotations(out)
@@ -63,6 +67,10 @@ func internPersona(p *v1alpha1.Persona) {
 		p.Spec.Layers[i].Name = Intern(p.Spec.Layers[i].Name)
 	}
 	st := &p.Status
+	// Decoding grows a list by doubling: a history of 9 revisions would
+	// keep room for 16 as long as the cache holds the Persona.
+	st.Sections, st.Dependencies, st.Conditions = fitted(st.Sections), fitted(st.Dependencies), fitted(st.Conditions)
+	st.History = fitted(st.History)
 	for i := range st.Sections {
 		st.Sections[i].Name, st.Sections[i].Origin = Intern(st.Sections[i].Name), Intern(st.Sections[i].Origin)
 	}
@@ -83,6 +91,14 @@ func internPersona(p *v1alpha1.Persona) {
 			h.ContentHash = st.ContentHash
 		}
 	}
+}
+
+// fitted is s in an array of its own length.
+func fitted[S ~[]E, E any](s S) S {
+	if cap(s) == len(s) {
+		return s
+	}
+	return append(make(S, 0, len(s)), s...)
 }
 
 // InternObjects is the cache's default transform: see InternMeta and

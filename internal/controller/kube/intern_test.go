@@ -3,12 +3,15 @@ package kube
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
 // Two Personas decoded from the API server's JSON share the strings they
@@ -59,5 +62,49 @@ func TestInternObjectsSharesRepeatedStrings(t *testing.T) {
 	same("the current revision's hash and the status's", a.Status.History[0].ContentHash, a.Status.ContentHash)
 	if a.Name == b.Name {
 		t.Error("names were merged")
+	}
+}
+
+// A decoded history of 9 revisions has room for 16; the cache keeps 9.
+func TestInternObjectsFitsTheStatusLists(t *testing.T) {
+	var history []string
+	for i := range 9 {
+		history = append(history, fmt.Sprintf(`{"revision":%d,"contentHash":"sha256:%d","cause":{"kind":"Persona","name":"p"}}`, i+1, i+1))
+	}
+	var p v1alpha1.Persona
+	if err := json.Unmarshal([]byte(`{"status":{"history":[`+strings.Join(history, ",")+`]}}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if cap(p.Status.History) == len(p.Status.History) {
+		t.Fatalf("decoding left no room past the history's %d revisions: nothing to test", len(p.Status.History))
+	}
+	want := p.DeepCopy()
+	if _, err := InternObjects(&p); err != nil {
+		t.Fatal(err)
+	}
+	if got := cap(p.Status.History); got != 9 {
+		t.Errorf("the cached history of 9 revisions has room for %d", got)
+	}
+	if !equality.Semantic.DeepEqual(&p, want) {
+		t.Errorf("the transform changed the history:\n got %+v\nwant %+v", p.Status.History, want.Status.History)
+	}
+}
+
+// ConfigMaps rendered with the same guardrails share their identity.
+func TestInternMetaSharesTheGuardrails(t *testing.T) {
+	meta := func(name string) *metav1.PartialObjectMetadata {
+		var m metav1.PartialObjectMetadata
+		raw := `{"metadata":{"name":"` + name + `","annotations":{"` + delivery.GuardrailsAnnotation + `":"sha256:guard","` +
+			delivery.ContentHashAnnotation + `":"sha256:` + name + `"}}}`
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			t.Fatal(err)
+		}
+		InternMeta(&m)
+		return &m
+	}
+	a, b := meta("a"), meta("b")
+	x, y := a.Annotations[delivery.GuardrailsAnnotation], b.Annotations[delivery.GuardrailsAnnotation]
+	if x != "sha256:guard" || unsafe.StringData(x) != unsafe.StringData(y) {
+		t.Errorf("guardrails %q and %q are not one shared string", x, y)
 	}
 }
