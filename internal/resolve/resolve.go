@@ -231,7 +231,7 @@ func (r *resolver) includes(b *render.Bundle) error {
 		name, src string
 		by        Referrer
 	}
-	var queue []pending
+	queue := make([]pending, 0, len(b.Sections)+len(b.Extensions)+len(b.Layers))
 	for _, s := range b.Sections {
 		queue = append(queue, pending{render.KindPlatform, s.Key, s.Template, Referrer{ByPlatform, s.Key}})
 	}
