@@ -325,7 +325,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// priority, after the ConfigMaps of every dependent; the delay lets
 		// the cache see this write first.
 		deferStatus = true
-		r.deferred.put(req.NamespacedName, attempt.inputs, attempt.render, *attempt.revision, attempt.written, attempt.guardrails)
+		r.deferred.put(ctx, req.NamespacedName, attempt.inputs, attempt.render, *attempt.revision, attempt.written, attempt.guardrails)
 		return ctrl.Result{RequeueAfter: statusDelay, Priority: new(statusPriority)}, nil
 	}
 	if retryAfter, err = r.keepSnapshot(ctx, &p, attempt, retryAfter); err != nil {

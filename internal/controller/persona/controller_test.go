@@ -47,7 +47,7 @@ func TestForgetDropsThePersonaFromEachStore(t *testing.T) {
 	for _, p := range []types.NamespacedName{gone, kept} {
 		cm := client.ObjectKey{Namespace: p.Namespace, Name: "persona-" + p.Name}
 		r.writes.read(cm, "7", "hash", nil)
-		r.deferred.put(p, inputs{1}, status.Render{Hash: "hash"}, v1alpha1.RevisionHistoryEntry{}, nil, "")
+		r.deferred.put(t.Context(), p, inputs{1}, status.Render{Hash: "hash"}, v1alpha1.RevisionHistoryEntry{}, nil, "")
 		r.waiting.set(p, []objectRef{ref})
 		r.overruns.add(p, 1, &render.Bundle{})
 	}

@@ -1,14 +1,15 @@
 package persona
 
 import (
+	"context"
 	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
-	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/status"
 )
 
@@ -18,30 +19,43 @@ import (
 // reads the same inputs and the ConfigMap still holds the render, it
 // reports the render without rendering it a second time. Entries live
 // from the delivery until the Persona's next reconcile. They also hold the
-// data written, for the pass to write the revision's snapshot without
-// reading the ConfigMap back, while all of them together hold at most
-// deferredDataBytes; past that, the pass reads it.
+// data written, packed (packed_data.go), for the pass to write the
+// revision's snapshot without reading the ConfigMap back, while all of them
+// together hold at most deferredDataBytes; past that, the pass reads it.
 type deferredStatuses struct {
 	mu        sync.Mutex
 	byPersona map[types.NamespacedName]deferredStatus
 	dataBytes int
 }
 
-// deferredDataBytes bounds the data the deferred statuses of a fan-out hold
-// at once: a fan-out of 50,000 Personas holds the first 32 MiB of what it
-// wrote, and its status passes read the rest back.
-const deferredDataBytes = 32 << 20
+// deferredDataBytes bounds the packed data the deferred statuses of a
+// fan-out hold at once: a fan-out of 50,000 Personas holds the first 16 MiB
+// of what it wrote, packed (about 5,000 of the scale harness's Personas,
+// 14 KiB of data each), and its status passes read the rest back.
+const deferredDataBytes = 16 << 20
 
 type deferredStatus struct {
 	inputs   inputs
 	render   status.Render
 	revision v1alpha1.RevisionHistoryEntry
-	// written is the data the delivery wrote (nil past deferredDataBytes),
-	// rendered with guardrails.
-	written    map[string]string
+	// written is the data the delivery wrote, packed (nil past
+	// deferredDataBytes), rendered with guardrails.
+	written    packedData
 	guardrails string
-	// size is what written counts against deferredDataBytes.
-	size int
+}
+
+// data is the data the delivery wrote, nil when it is not held.
+func (s deferredStatus) data(ctx context.Context) map[string]string {
+	if s.written == nil {
+		return nil
+	}
+	data, err := s.written.unpack()
+	if err != nil {
+		// The snapshot is written from the ConfigMap read back instead.
+		ctrl.LoggerFrom(ctx).Error(err, "unpack the data held for the snapshot")
+		return nil
+	}
+	return data
 }
 
 func newDeferredStatuses() *deferredStatuses {
@@ -51,7 +65,14 @@ func newDeferredStatuses() *deferredStatuses {
 // put records the render delivered for persona, read from in, whose status
 // is deferred, and the data written with the guardrails it was rendered
 // with; its section names are shared with the statuses that have them.
-func (d *deferredStatuses) put(persona types.NamespacedName, in inputs, r status.Render, rev v1alpha1.RevisionHistoryEntry, written map[string]string, guardrails string) {
+func (d *deferredStatuses) put(ctx context.Context, persona types.NamespacedName, in inputs, r status.Render, rev v1alpha1.RevisionHistoryEntry, written map[string]string, guardrails string) {
+	var packed packedData
+	if written != nil && d.hasRoom() {
+		var err error
+		if packed, err = packData(written); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "pack the data written for the snapshot")
+		}
+	}
 	r.Sections = slices.Clone(r.Sections)
 	for i := range r.Sections {
 		r.Sections[i].Name, r.Sections[i].Origin = kube.Intern(r.Sections[i].Name), kube.Intern(r.Sections[i].Origin)
@@ -60,11 +81,19 @@ func (d *deferredStatuses) put(persona types.NamespacedName, in inputs, r status
 	defer d.mu.Unlock()
 	d.dropLocked(persona)
 	s := deferredStatus{inputs: in, render: r, revision: rev}
-	if size := delivery.DataSize(written); d.dataBytes+size <= deferredDataBytes {
-		s.written, s.guardrails, s.size = written, guardrails, size
-		d.dataBytes += size
+	if packed != nil && d.dataBytes+len(packed) <= deferredDataBytes {
+		s.written, s.guardrails = packed, guardrails
+		d.dataBytes += len(packed)
 	}
 	d.byPersona[persona] = s
+}
+
+// hasRoom reports whether the data held is under deferredDataBytes: past
+// it, packing what would not be held is work for nothing.
+func (d *deferredStatuses) hasRoom() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dataBytes < deferredDataBytes
 }
 
 // has reports whether a status pass waits for persona.
@@ -85,7 +114,7 @@ func (d *deferredStatuses) take(persona types.NamespacedName) (deferredStatus, b
 func (d *deferredStatuses) dropLocked(persona types.NamespacedName) (deferredStatus, bool) {
 	s, ok := d.byPersona[persona]
 	delete(d.byPersona, persona)
-	d.dataBytes -= s.size
+	d.dataBytes -= len(s.written)
 	return s, ok
 }
 

@@ -1,6 +1,7 @@
 package persona
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"maps"
 	"strings"
@@ -63,15 +64,19 @@ func TestFanOutReadsNoConfigMapBack(t *testing.T) {
 }
 
 // The data the deferred statuses hold is bounded: past deferredDataBytes an
-// entry holds none, and taking an entry frees what it held.
+// entry holds none, and taking an entry frees what it held. Random bytes do
+// not compress, so each entry packs to a little over half the bound.
 func TestDeferredStatusesBoundTheirData(t *testing.T) {
 	d := newDeferredStatuses()
-	big := map[string]string{"system-prompt.md": string(make([]byte, deferredDataBytes/2-100))}
+	big := map[string]string{"system-prompt.md": string(randomBytes(t, deferredDataBytes/2-4096))}
 	a, b, c := types.NamespacedName{Name: "a"}, types.NamespacedName{Name: "b"}, types.NamespacedName{Name: "c"}
-	d.put(a, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g")
-	d.put(b, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g")
-	d.put(a, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g") // replaces a's entry, and its bytes
-	d.put(c, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g")
+	put := func(key types.NamespacedName) {
+		d.put(t.Context(), key, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g")
+	}
+	put(a)
+	put(b)
+	put(a) // replaces a's entry, and its bytes
+	put(c)
 	for _, tc := range []struct {
 		key  types.NamespacedName
 		held bool
@@ -80,14 +85,54 @@ func TestDeferredStatusesBoundTheirData(t *testing.T) {
 		if !ok || (s.written != nil) != tc.held || (s.guardrails != "") != tc.held {
 			t.Errorf("%s: entry %v, data held %v, want %v", tc.key.Name, ok, s.written != nil, tc.held)
 		}
+		if got := s.data(t.Context()); tc.held && !maps.Equal(got, big) {
+			t.Errorf("%s: the data held unpacks to %d keys, not the %d written", tc.key.Name, len(got), len(big))
+		}
 	}
 	if d.dataBytes != 0 {
 		t.Errorf("%d bytes counted once every entry was taken, want 0", d.dataBytes)
 	}
-	d.put(c, inputs{}, status.Render{}, v1alpha1.RevisionHistoryEntry{}, big, "g")
+	put(c)
 	if s, _ := d.take(c); s.written == nil {
 		t.Error("no data held once the others were taken")
 	}
+}
+
+// Packed data unpacks to every key and every byte written, invalid UTF-8
+// and empty values included; a prompt that repeats itself is held in less
+// than a fifth of its bytes.
+func TestPackedDataKeepsEveryByte(t *testing.T) {
+	sentence := "You are a careful coding agent. Read the code before changing it, and keep changes small.\n"
+	for name, data := range map[string]map[string]string{
+		"none":   {},
+		"empty":  {"persona.md": ""},
+		"binary": {"a": string(randomBytes(t, 1000)), "b": "\xff\xfe not UTF-8", "c": "ünïcödé"},
+		"prompt": {"system-prompt.md": strings.Repeat(sentence, 100), "persona.md": strings.Repeat(sentence, 20)},
+	} {
+		packed, err := packData(data)
+		if err != nil {
+			t.Fatalf("%s: pack: %v", name, err)
+		}
+		got, err := packed.unpack()
+		if err != nil {
+			t.Fatalf("%s: unpack: %v", name, err)
+		}
+		if !maps.Equal(got, data) || got == nil {
+			t.Errorf("%s: unpacked %q, want %q", name, got, data)
+		}
+		if raw := delivery.DataSize(data); name == "prompt" && len(packed)*5 > raw {
+			t.Errorf("a prompt of %d bytes that repeats one sentence packed to %d", raw, len(packed))
+		}
+	}
+}
+
+func randomBytes(t *testing.T, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // A revision.json larger than a render writes, as someone else may write,

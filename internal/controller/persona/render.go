@@ -34,7 +34,7 @@ func (r *reconciler) tryRender(ctx context.Context, p *v1alpha1.Persona) (outcom
 	if isDeferred && deferred.inputs == in && r.configMapHolds(ctx, p, deferred.render.Hash) {
 		r.overruns.reset(key)
 		return outcome{reason: v1alpha1.RenderedReason, render: deferred.render, inputs: in, read: read, delivered: true,
-			revision: &deferred.revision, written: deferred.written, guardrails: deferred.guardrails}, nil
+			revision: &deferred.revision, written: deferred.data(ctx), guardrails: deferred.guardrails}, nil
 	}
 	defer func() { renderDuration.Observe(time.Since(start).Seconds()) }()
 	out, err := r.renderTimed(ctx, res.Bundle)

@@ -150,7 +150,7 @@ func TestAReconcileTurnedAwayWaitsParked(t *testing.T) {
 	if err := s.keepQueue(t.Context(), q); err != nil {
 		t.Fatal(err)
 	}
-	s.deferred.put(client.ObjectKeyFromObject(fanned), inputs{1}, status.Render{Hash: "hash"}, v1alpha1.RevisionHistoryEntry{}, nil, "")
+	s.deferred.put(t.Context(), client.ObjectKeyFromObject(fanned), inputs{1}, status.Render{Hash: "hash"}, v1alpha1.RevisionHistoryEntry{}, nil, "")
 
 	for _, tc := range []struct {
 		what         string

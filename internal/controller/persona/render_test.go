@@ -113,7 +113,7 @@ func TestRenderStepOfADeferredStatus(t *testing.T) {
 			p := barePersona("p", "Hello", "style")
 			s := newSteps(t, p, appendLayer("style", "Be brief."))
 			delivered := deliverOnce(t, s, p)
-			s.deferred.put(client.ObjectKeyFromObject(p), delivered.inputs, delivered.render, *delivered.revision, delivered.written, delivered.guardrails)
+			s.deferred.put(t.Context(), client.ObjectKeyFromObject(p), delivered.inputs, delivered.render, *delivered.revision, delivered.written, delivered.guardrails)
 			tc.change(t, s, p)
 
 			o, err := s.tryRender(t.Context(), p)
