@@ -141,7 +141,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (Caches, error) 
 // snapshots' bytes from the events of the cache of the operator's
 // ConfigMaps, and keeping the revisions the agent pods name.
 func newRevisionStore(ctx context.Context, mgr ctrl.Manager, c controllerCaches, writer kube.ConfigMapWrites, bytesPerNamespace int) (*revisions.Store, error) {
-	store := revisions.New(revisions.Config{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: c.own, Writer: writer,
+	freshPods, err := kube.NewPodMetadataReader(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("set up the Persona controller: the reader of the pods' metadata: %w", err)
+	}
+	store := revisions.New(revisions.Config{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), FreshPods: freshPods, Metadata: c.own, Writer: writer,
 		Scheme: mgr.GetScheme(), BytesPerNamespace: bytesPerNamespace, Keepers: []revisions.Keeper{revisions.NamedByPods(c.pods)}})
 	informer, err := c.own.GetInformer(ctx, kube.ConfigMapMetadata(), cache.BlockUntilSynced(false))
 	if err != nil {

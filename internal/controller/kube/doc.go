@@ -1,10 +1,10 @@
 // Package kube is the controllers' plumbing to the API server, below every
 // controller package: what they read through (the template sources'
-// reader, the resolver's Lookup, the field indexes and lookups by them),
-// what they write with (the metadata-only ConfigMap writer, the status
-// patch, the Event recorder that cuts notes), and the pieces the caches are
-// made of (the metadata objects, interned strings, a cache started with the
-// manager's).
+// reader, the resolver's Lookup, the field indexes and lookups by them,
+// the reader of the pods' metadata afresh), what they write with (the
+// metadata-only ConfigMap writer, the status patch, the Event recorder that
+// cuts notes), and the pieces the caches are made of (the metadata objects,
+// interned strings, a cache started with the manager's).
 //
 // It holds no controller and no state of one. It may import api/ and the
 // pure packages of internal/ (delivery, render, resolve, status), never a

@@ -59,7 +59,7 @@ func (s *Store) BeginPrune(ctx context.Context, p *v1alpha1.Persona) (*Pruning, 
 	pr := &Pruning{older: older, over: over, pods: make(chan podRevisions, 1)}
 	namespace, name := p.Namespace, p.Name // the pods' list reads no more of p
 	go func() {
-		inUse, err := revisionsInUse(ctx, s.apiReader, namespace, name)
+		inUse, err := revisionsInUse(ctx, s.freshPods, namespace, name)
 		pr.pods <- podRevisions{inUse: inUse, err: err}
 	}()
 	return pr, nil

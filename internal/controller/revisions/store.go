@@ -35,10 +35,12 @@ const DefaultBytesPerNamespace = 64 << 20
 // reconciles: every method is safe for concurrent use.
 type Store struct {
 	// client reads the Personas from the manager's cache and deletes
-	// snapshots; apiReader reads from the API server; metadata is the
-	// metadata cache of the operator's ConfigMaps.
+	// snapshots; apiReader reads from the API server, and freshPods the
+	// pods' metadata; metadata is the metadata cache of the operator's
+	// ConfigMaps.
 	client    client.Client
 	apiReader client.Reader
+	freshPods client.Reader
 	metadata  client.Reader
 	writer    kube.ConfigMapWrites
 	scheme    *runtime.Scheme
@@ -59,8 +61,12 @@ type Config struct {
 	// Client reads Personas from the manager's cache, and deletes.
 	Client client.Client
 	// APIReader reads from the API server: snapshots' data, a pin set an
-	// instant ago, the pods a prune must not take a snapshot from.
+	// instant ago.
 	APIReader client.Reader
+	// FreshPods lists from the API server the pods' metadata, those a prune
+	// must not take a snapshot from (kube.PodMetadataReader); nil means
+	// APIReader.
+	FreshPods client.Reader
 	// Metadata is the metadata cache of the operator's ConfigMaps, indexed
 	// by delivery.PersonaIndex.
 	Metadata client.Reader
@@ -78,8 +84,11 @@ type Config struct {
 // New is a Store that knows of no snapshot yet: a namespace's are counted
 // when it is first written to.
 func New(cfg Config) *Store {
-	s := &Store{client: cfg.Client, apiReader: cfg.APIReader, metadata: cfg.Metadata, writer: cfg.Writer, scheme: cfg.Scheme,
+	s := &Store{client: cfg.Client, apiReader: cfg.APIReader, freshPods: cfg.FreshPods, metadata: cfg.Metadata, writer: cfg.Writer, scheme: cfg.Scheme,
 		bytesPerNamespace: cfg.BytesPerNamespace, keepers: cfg.Keepers, pruned: newPrunedSnapshots()}
+	if s.freshPods == nil {
+		s.freshPods = cfg.APIReader
+	}
 	s.bytes = newSnapshotBytes(s.namespaceSnapshots, s.readSnapshots)
 	return s
 }
