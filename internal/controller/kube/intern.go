@@ -56,9 +56,9 @@ func InternMeta(o metav1.Object) {
 	o.SetOwnerReferences(refs)
 }
 
-// internPersona makes the strings that Personas repeat shared: the names
-// their specs refer to, and their statuses' section, origin, dependency and
-// condition names and their revisions' causes.
+// internPersona makes what Personas repeat shared: the names their specs
+// refer to, their statuses' lists of sections and of dependencies
+// (shared_lists.go), their condition names and their revisions' causes.
 func internPersona(p *v1alpha1.Persona) {
 	for i := range p.Spec.Inherit {
 		p.Spec.Inherit[i] = v1alpha1.PersonaName(Intern(string(p.Spec.Inherit[i])))
@@ -67,16 +67,10 @@ func internPersona(p *v1alpha1.Persona) {
 		p.Spec.Layers[i].Name = Intern(p.Spec.Layers[i].Name)
 	}
 	st := &p.Status
+	st.Sections, st.Dependencies = ShareSections(st.Sections), ShareDependencies(st.Dependencies)
 	// Decoding grows a list by doubling: a history of 9 revisions would
 	// keep room for 16 as long as the cache holds the Persona.
-	st.Sections, st.Dependencies, st.Conditions = fitted(st.Sections), fitted(st.Dependencies), fitted(st.Conditions)
-	st.History = fitted(st.History)
-	for i := range st.Sections {
-		st.Sections[i].Name, st.Sections[i].Origin = Intern(st.Sections[i].Name), Intern(st.Sections[i].Origin)
-	}
-	for i := range st.Dependencies {
-		st.Dependencies[i].Kind, st.Dependencies[i].Name = Intern(st.Dependencies[i].Kind), Intern(st.Dependencies[i].Name)
-	}
+	st.Conditions, st.History = fitted(st.Conditions), fitted(st.History)
 	for i := range st.Conditions {
 		c := &st.Conditions[i]
 		c.Type, c.Status, c.Reason = Intern(c.Type), metav1.ConditionStatus(Intern(string(c.Status))), Intern(c.Reason)

@@ -60,6 +60,9 @@ func TestInternObjectsSharesRepeatedStrings(t *testing.T) {
 	same("revision's cause", a.Status.History[0].Cause.Name, b.Status.History[0].Cause.Name)
 	same("revision's cause kind", a.Status.History[0].Cause.Kind, b.Status.History[0].Cause.Kind)
 	same("the current revision's hash and the status's", a.Status.History[0].ContentHash, a.Status.ContentHash)
+	if &a.Status.Sections[0] != &b.Status.Sections[0] || &a.Status.Dependencies[0] != &b.Status.Dependencies[0] {
+		t.Error("equal lists of sections or of dependencies are not one shared array")
+	}
 	if a.Name == b.Name {
 		t.Error("names were merged")
 	}

@@ -2,7 +2,6 @@ package persona
 
 import (
 	"context"
-	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -64,7 +63,7 @@ func newDeferredStatuses() *deferredStatuses {
 
 // put records the render delivered for persona, read from in, whose status
 // is deferred, and the data written with the guardrails it was rendered
-// with; its section names are shared with the statuses that have them.
+// with; its sections are shared with the statuses that have them.
 func (d *deferredStatuses) put(ctx context.Context, persona types.NamespacedName, in inputs, r status.Render, rev v1alpha1.RevisionHistoryEntry, written map[string]string, guardrails string) {
 	var packed packedData
 	if written != nil && d.hasRoom() {
@@ -73,10 +72,7 @@ func (d *deferredStatuses) put(ctx context.Context, persona types.NamespacedName
 			ctrl.LoggerFrom(ctx).Error(err, "pack the data written for the snapshot")
 		}
 	}
-	r.Sections = slices.Clone(r.Sections)
-	for i := range r.Sections {
-		r.Sections[i].Name, r.Sections[i].Origin = kube.Intern(r.Sections[i].Name), kube.Intern(r.Sections[i].Origin)
-	}
+	r.Sections = kube.ShareSections(r.Sections)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.dropLocked(persona)
