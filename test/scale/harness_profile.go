@@ -74,7 +74,7 @@ func (p *profiler) start(ctx context.Context, phase string) {
 // in the phase named phase (read every 250 ms), until the phase's heap
 // profile: the last one written shows what the heap held near the phase's
 // peak, which the profile as the phase ends, after its garbage is gone,
-// does not.
+// does not. Beside it, the manager's memory then (memoryAt).
 func (p *profiler) watchPeak(ctx context.Context, phase string, pid int) {
 	if p == nil {
 		return
@@ -85,6 +85,7 @@ func (p *profiler) watchPeak(ctx context.Context, phase string, pid int) {
 	p.stopPeak = stop
 	p.mu.Unlock()
 	path := filepath.Join(p.dir, fmt.Sprintf("%s-manager-heap-peak.pprof", strings.ReplaceAll(phase, " ", "-")))
+	memoryPath := filepath.Join(p.dir, fmt.Sprintf("%s-manager-memory-peak.txt", strings.ReplaceAll(phase, " ", "-")))
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -107,14 +108,55 @@ func (p *profiler) watchPeak(ctx context.Context, phase string, pid int) {
 				}
 				return
 			}
+			if err := p.memoryAt(ctx, pid, memoryPath); err != nil {
+				if ctx.Err() == nil {
+					p.fail(fmt.Errorf("the manager's memory at its peak in %s: %w", phase, err))
+				}
+				return
+			}
 			if highest == 0 {
 				p.mu.Lock()
-				p.files = append(p.files, path)
+				p.files = append(p.files, path, memoryPath)
 				p.mu.Unlock()
 			}
 			highest = rss
 		}
 	}()
+}
+
+// memoryAt writes to path what the manager's RSS is made of now: its
+// anonymous and file pages (/proc), and the Go runtime's account of them
+// (runtime.MemStats: the heap's objects, its spans in use, its idle pages
+// not yet returned to the system, stacks and the runtime's own), which
+// tells a heap that holds more than its objects from one that grew.
+func (p *profiler) memoryAt(ctx context.Context, pid int, path string) error {
+	var b strings.Builder
+	for _, field := range []string{"VmRSS", "RssAnon", "RssFile", "VmHWM"} {
+		v, err := procStatusBytes(pid, field)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "# %s = %d (%d MiB)\n", field, v, v>>20)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.manager+"/debug/pprof/heap?debug=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	text, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	_, memStats, ok := strings.Cut(string(text), "# runtime.MemStats")
+	if !ok {
+		return fmt.Errorf("no runtime.MemStats in the manager's heap profile")
+	}
+	b.WriteString("# runtime.MemStats" + memStats)
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // endPeak ends the running watchPeak, if any: a phase that failed before

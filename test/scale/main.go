@@ -72,7 +72,7 @@ func main() {
 	flag.StringVar(&managerFlags, "manager-flags", "", `Extra flags for the manager binary, e.g. "--persona-workers=8 --kube-api-qps=500".`)
 	flag.StringVar(&managerEnv, "manager-env", "", `Environment variables for the manager alone, e.g. "GOMEMLIMIT=460MiB" (the Go memory limit the shipped 512Mi container sets, install.md#memory) or "GODEBUG=gctrace=1" (its garbage collections in its log).`)
 	flag.StringVar(&o.out, "out", "", "Also write the table, as Markdown, to this file.")
-	flag.StringVar(&o.profileDir, "profile", "", "Write CPU profiles of kube-apiserver and the manager during convergence and fan-out, and heap profiles of the manager as they end, into this directory (read them with go tool pprof).")
+	flag.StringVar(&o.profileDir, "profile", "", "Write CPU profiles of kube-apiserver and the manager during convergence and fan-out, heap profiles of the manager as they end and at their peak RSS, and what that peak RSS is made of (*-manager-memory-peak.txt), into this directory (read the profiles with go tool pprof).")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "With -profile: how many seconds of each phase, from its start, to profile.")
 	flag.Var(&o.curve, "curve", "Comma-separated Ns, e.g. 500,2000,8000: measure at each N instead of -n, each on a control plane and a manager of its own, and add a table of how time and memory per Persona grow with N.")
 	flag.StringVar(&o.jsonPath, "json", "", "Also write the figures, with stable keys, as JSON to this file, to compare versions.")

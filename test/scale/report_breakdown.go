@@ -49,8 +49,15 @@ func (ph *phase) describe(n int) string {
 		workers := ph.after.Sum("controller_runtime_max_concurrent_reconciles", persona)
 		render := ph.after.Histogram("persona_render_duration_seconds", nil).Minus(ph.before.Histogram("persona_render_duration_seconds", nil))
 		queue := ph.after.Histogram("workqueue_queue_duration_seconds", persona).Minus(ph.before.Histogram("workqueue_queue_duration_seconds", persona))
-		fmt.Fprintf(&b, "; persona reconciles %.0f (%.2f per persona), reconcile time %.1f s (mean %s, p99 %s) = %.0f%% of %.0f workers busy; renders %.0f taking %.1f s; mean queue wait %s",
-			reconciles, reconciles/float64(n), rt.Sum, msF(rt.Sum/max(rt.Count, 1)), msF(rt.Quantile(0.99)),
+		var results []string
+		for _, result := range []string{"success", "requeue", "requeue_after", "error"} {
+			by := map[string]string{"controller": "persona", "result": result}
+			if d := ph.after.Sum("controller_runtime_reconcile_total", by) - ph.before.Sum("controller_runtime_reconcile_total", by); d > 0 {
+				results = append(results, fmt.Sprintf("%s %.0f", result, d))
+			}
+		}
+		fmt.Fprintf(&b, "; persona reconciles %.0f (%.2f per persona; %s), reconcile time %.1f s (mean %s, p99 %s) = %.0f%% of %.0f workers busy; renders %.0f taking %.1f s; mean queue wait %s",
+			reconciles, reconciles/float64(n), strings.Join(results, ", "), rt.Sum, msF(rt.Sum/max(rt.Count, 1)), msF(rt.Quantile(0.99)),
 			100*rt.Sum/(max(workers, 1)*ph.wall.Seconds()), workers, render.Count, render.Sum, msF(queue.Sum/max(queue.Count, 1)))
 	}
 	if ph.throttled > 0 {
