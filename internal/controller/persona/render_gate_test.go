@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -181,5 +183,69 @@ func TestAReconcileTurnedAwayWaitsParked(t *testing.T) {
 		if item != req || priority != tc.wantPriority {
 			t.Errorf("%s: queued %v at priority %d, want %v at %d", tc.what, item, priority, req, tc.wantPriority)
 		}
+	}
+}
+
+// sharingCache hands out, to a Get that asks for no copy, the object it
+// holds with its maps and lists shared, as the manager's cache does.
+type sharingCache struct {
+	client.Client
+	held *v1alpha1.Persona
+}
+
+func (c sharingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	o := client.GetOptions{}
+	o.ApplyOptions(opts)
+	if p, ok := obj.(*v1alpha1.Persona); ok && key == client.ObjectKeyFromObject(c.held) && o.UnsafeDisableDeepCopy != nil && *o.UnsafeDisableDeepCopy {
+		*p = *c.held
+		return nil
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// A reconcile reads the cache's own Persona without a copy, so that one
+// parked at the gate costs none; neither one parked nor one that renders,
+// delivers and patches the status changes what the cache holds.
+func TestReconcileLeavesTheCachedPersonaAlone(t *testing.T) {
+	s := newSteps(t, barePersona("p", "Hello", "style"), appendLayer("style", "Be brief."))
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "p"}}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	held := v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}}
+	s.get(t, &held)
+	if len(held.Status.Conditions) == 0 || len(held.Status.Sections) == 0 || len(held.Status.Dependencies) == 0 {
+		t.Fatalf("the first reconcile left a status without conditions, sections or dependencies: %+v", held.Status)
+	}
+	// An edit the cache holds, which the next reconcile renders and reports.
+	held.Spec.SystemPrompt.Extensions[0].Template = "Hello again"
+	held.Generation = 2
+	if err := s.cluster.Update(t.Context(), held.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	s.get(t, &held)
+	want := held.DeepCopy()
+	s.cached.Client = sharingCache{Client: s.cached.Client, held: &held}
+
+	s.gate = fairshare.NewGate(1, 1)
+	s.parked = fairshare.NewParked(s.gate, parkClasses, s.unpark)
+	hold, ok := s.parked.Enter(ns, types.NamespacedName{Namespace: ns, Name: "other"}, parkedRender)
+	if !ok {
+		t.Fatal("no place for the other Persona")
+	}
+	if res, err := s.Reconcile(t.Context(), req); err != nil || res != (reconcile.Result{}) || s.parked.Len() != 1 {
+		t.Fatalf("turned away: %+v, %v, %d parked; want it parked", res, err, s.parked.Len())
+	}
+	hold.Leave()
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	after := v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}}
+	s.get(t, &after)
+	if after.Status.ObservedGeneration != 2 {
+		t.Fatalf("the reconcile let in did not report generation 2: %+v", after.Status)
+	}
+	if !equality.Semantic.DeepEqual(&held, want) {
+		t.Errorf("the reconciles changed the cache's Persona:\n got %+v\nwant %+v", held.Status, want.Status)
 	}
 }
