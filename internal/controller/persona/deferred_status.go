@@ -29,8 +29,9 @@ type deferredStatuses struct {
 
 // deferredDataBytes bounds the packed data the deferred statuses of a
 // fan-out hold at once: a fan-out of 50,000 Personas holds the first 16 MiB
-// of what it wrote, packed (about 5,000 of the scale harness's Personas,
-// 14 KiB of data each), and its status passes read the rest back.
+// of what it wrote, packed (about 5,200 of the scale harness's Personas,
+// 14 KB of data each, 3.2 KB packed), and its status passes read the rest
+// back.
 const deferredDataBytes = 16 << 20
 
 type deferredStatus struct {

@@ -13,8 +13,8 @@ import (
 // a delivery and its status pass: the data's protobuf encoding, which keeps
 // every byte of every value, compressed with zstd. A rendered prompt repeats
 // itself across its keys (the bundle carries the templates the system
-// prompts were rendered from), so it packs to a fifth of its size or less,
-// and the same bound on what is held covers five times the Personas.
+// prompts were rendered from), so it packs to about a quarter of its size,
+// and the same bound on what is held covers four times the Personas.
 type packedData []byte
 
 var (
