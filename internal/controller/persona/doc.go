@@ -71,7 +71,8 @@
 //     without reading it, and how the watch event of its own write goes by
 //     without a render.
 //   - deferred_status.go: the render and inputs of a fan-out's delivery
-//     whose status waits for its pass.
+//     whose status waits for its pass, and the data it wrote, packed
+//     (packed_data.go), for the pass to write the snapshot from.
 //   - awaiting.go: the references each Persona's last render found
 //     missing, so that an object's arrival finds the Personas waiting for
 //     it before their status reaches the cache.
