@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,7 +63,7 @@ func main() {
 	// The informer floor starts its informers as the manager does.
 	controller.ListAtStart()
 	var o options
-	var managerFlags, managerEnv string
+	var managerFlags, managerEnv, managerMemoryLimit string
 	flag.IntVar(&o.n, "n", 2000, "Personas to converge and fan out to.")
 	flag.DurationVar(&o.steady, "steady", 60*time.Second, "The steady-state window in which the manager should write nothing.")
 	flag.IntVar(&o.webhookSamples, "webhook-samples", 1000, "Sequential Persona creates timed with the webhook, and as many without it: the p99 of 1000 is the tenth slowest.")
@@ -70,7 +71,8 @@ func main() {
 	flag.IntVar(&o.restarts, "restarts", 3, "Times the last round kills the manager and starts a new one at N Personas, after its floors (0: none).")
 	flag.IntVar(&o.workers, "workers", 16, "Concurrent requests of the harness's client.")
 	flag.StringVar(&managerFlags, "manager-flags", "", `Extra flags for the manager binary, e.g. "--persona-workers=8 --kube-api-qps=500".`)
-	flag.StringVar(&managerEnv, "manager-env", "", `Environment variables for the manager alone, e.g. "GOMEMLIMIT=460MiB" (the Go memory limit the shipped 512Mi container sets, install.md#memory) or "GODEBUG=gctrace=1" (its garbage collections in its log).`)
+	flag.StringVar(&managerEnv, "manager-env", "", `Environment variables for the manager alone, e.g. "GODEBUG=gctrace=1" (its garbage collections in its log) or "GOGC=50".`)
+	flag.StringVar(&managerMemoryLimit, "manager-memory-limit", shippedGoMemoryLimit, `The manager's Go memory limit (GOMEMLIMIT): by default the one the shipped 512Mi container sets (install.md#memory), which the harness's manager, outside a container, would not; "" for none. A GOMEMLIMIT in -manager-env is kept instead.`)
 	flag.StringVar(&o.out, "out", "", "Also write the table, as Markdown, to this file.")
 	flag.StringVar(&o.profileDir, "profile", "", "Write CPU profiles of kube-apiserver and the manager during convergence and fan-out, heap profiles of the manager as they end and at their peak RSS, and what that peak RSS is made of (*-manager-memory-peak.txt), into this directory (read the profiles with go tool pprof).")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "With -profile: how many seconds of each phase, from its start, to profile.")
@@ -78,7 +80,7 @@ func main() {
 	flag.StringVar(&o.jsonPath, "json", "", "Also write the figures, with stable keys, as JSON to this file, to compare versions.")
 	flag.Parse()
 	o.managerFlags = strings.Fields(managerFlags)
-	o.managerEnv = strings.Fields(managerEnv)
+	o.managerEnv = managerEnvironment(managerMemoryLimit, strings.Fields(managerEnv))
 	if o.n < 1 || o.rounds < 1 || o.workers < 1 || o.webhookSamples < 1 || o.profileSeconds < 1 || o.steady < 0 || o.restarts < 0 || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "scale: -n, -rounds, -workers, -webhook-samples and -profile-seconds must be positive, -steady and -restarts not negative, and no arguments")
 		os.Exit(2)
@@ -90,6 +92,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
 	}
+}
+
+// shippedGoMemoryLimit is the Go memory limit the manager sets itself in
+// the shipped container: 90 % of its 512Mi limit.
+const shippedGoMemoryLimit = "460MiB"
+
+// managerEnvironment is the manager's environment beyond the harness's:
+// extra, and the Go memory limit unless extra sets one or it is empty.
+func managerEnvironment(memoryLimit string, extra []string) []string {
+	if memoryLimit == "" || slices.ContainsFunc(extra, func(kv string) bool { return strings.HasPrefix(kv, "GOMEMLIMIT=") }) {
+		return extra
+	}
+	return append([]string{"GOMEMLIMIT=" + memoryLimit}, extra...)
 }
 
 func step(format string, args ...any) {
