@@ -125,13 +125,10 @@ func leftBehind(netnsBefore map[string]bool) []string {
 	for _, b := range []string{"kubelet", "kube-proxy", "kube-scheduler", "kube-controller-manager"} {
 		node[filepath.Join(os.Getenv("PERSONA_E2E_BINARIES"), b)] = true
 	}
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, proc := range procs {
-		exe, _ := os.Readlink(filepath.Join(proc, "exe"))
-		args, _ := os.ReadFile(filepath.Join(proc, "cmdline"))
-		if node[exe] || strings.Contains(string(args), "/persona-e2e-") {
-			left = append(left, fmt.Sprintf("process %s %s", filepath.Base(proc), strings.ReplaceAll(string(args), "\x00", " ")))
-		}
+	for _, p := range processesWhere(func(p osProcess) bool {
+		return node[p.exe] || strings.Contains(p.args, "/persona-e2e-")
+	}) {
+		left = append(left, fmt.Sprintf("process %d %s", p.pid, p.args))
 	}
 	return left
 }

@@ -244,7 +244,9 @@ func (n *node) stop() {
 }
 
 // killLeftovers kills, by the pids containerd recorded, containers and shims
-// that a failed `ctr tasks delete` left running.
+// that a failed `ctr tasks delete` left running, then every process whose
+// arguments name the node's directory: a shim whose task state containerd
+// already removed has no pid file left, yet still runs.
 func (n *node) killLeftovers() {
 	pids, _ := filepath.Glob(filepath.Join(n.dir, "state", "io.containerd.runtime.v2.task", "*", "*", "*.pid"))
 	for _, f := range pids {
@@ -256,6 +258,45 @@ func (n *node) killLeftovers() {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+	named := processesNaming(n.dir + "/")
+	for _, p := range named {
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	}
+	_ = waitFor(10*time.Second, "the node's processes gone", func() (bool, error) {
+		return len(processesNaming(n.dir+"/")) == 0, nil
+	})
+}
+
+// osProcess is a running process: its pid, executable and arguments, spaced.
+type osProcess struct {
+	pid       int
+	exe, args string
+}
+
+// processesNaming lists the processes, other than this one, whose
+// arguments contain s.
+func processesNaming(s string) []osProcess {
+	return processesWhere(func(p osProcess) bool { return strings.Contains(p.args, s) })
+}
+
+// processesWhere lists the processes, other than this one, that match.
+func processesWhere(match func(osProcess) bool) []osProcess {
+	var found []osProcess
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, proc := range procs {
+		pid, err := strconv.Atoi(filepath.Base(proc))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		p := osProcess{pid: pid}
+		p.exe, _ = os.Readlink(filepath.Join(proc, "exe"))
+		args, _ := os.ReadFile(filepath.Join(proc, "cmdline"))
+		p.args = strings.TrimSpace(strings.ReplaceAll(string(args), "\x00", " "))
+		if match(p) {
+			found = append(found, p)
+		}
+	}
+	return found
 }
 
 // unmountUnder detaches every mount under dir, deepest first: container root
