@@ -201,7 +201,31 @@ func (l *inflight) laneOf(n int64) *lane {
 // connection rather than read on.
 func refuse(w http.ResponseWriter, status int, format string, args ...any) {
 	w.Header().Set("Connection", "close")
+	reply(w, status, format, args...)
+}
+
+// reply answers a request whose body was read to its end.
+func reply(w http.ResponseWriter, status int, format string, args ...any) {
 	http.Error(w, fmt.Sprintf(format, args...), status)
+}
+
+// drain reads the rest bytes left of a body turned away before it arrived
+// whole, and discards them, within the time they may take to arrive; it
+// reports whether the body was read to its end. A connection closed with
+// bytes unread is reset, and a reset client drops an answer it had not read
+// yet: the API server, still sending, would report a broken pipe rather than
+// the answer (RFC 9112 §9.6 has a server read on before it closes). Reading
+// on holds no memory but a copy buffer, and no room among the bodies.
+func drain(rc *http.ResponseController, body io.Reader, rest int64) bool {
+	if rest <= 0 {
+		return true
+	}
+	if err := rc.SetReadDeadline(time.Now().Add(bodyDeadline(rest))); err != nil {
+		return false
+	}
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	read, err := io.Copy(io.Discard, body)
+	return err == nil && read == rest
 }
 
 func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
@@ -234,12 +258,22 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	defer in.receiving.finish(rcpt)
 	most := l.mostTokens(in, n)
 	body, tokens, err := in.receiving.read(r.Context(), rc, r, rcpt, waitUntil, most)
+	// A body turned away before it arrived whole is read on, held nowhere,
+	// before the answer (drain).
+	drained := func() bool {
+		in.receiving.finish(rcpt)
+		return drain(rc, r.Body, n-int64(len(body)))
+	}
 	switch {
 	case errors.Is(err, errNoRoom):
-		in.deny(w, bytes.NewReader(body), true)
+		in.deny(w, bytes.NewReader(body), !drained())
 		return
 	case errors.Is(err, errTooManyTokens):
-		refuse(w, http.StatusRequestEntityTooLarge, "the admission request of %d bytes has %d JSON tokens in its first %d bytes, more than the %d that fit the webhook's bound of %d MiB for %s at %d bytes a token",
+		answer := refuse
+		if drained() {
+			answer = reply
+		}
+		answer(w, http.StatusRequestEntityTooLarge, "the admission request of %d bytes has %d JSON tokens in its first %d bytes, more than the %d that fit the webhook's bound of %d MiB for %s at %d bytes a token",
 			n, tokens, len(body), most, in.limit>>20, in.what, l.tokenWeight)
 		return
 	case err != nil:

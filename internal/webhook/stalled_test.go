@@ -3,14 +3,18 @@ package webhook
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"testing"
 	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/persona-operator/persona-operator/internal/render"
 )
@@ -195,5 +199,61 @@ func TestDenialWithAnUnreadBodyClosesTheConnection(t *testing.T) {
 		if got, want := rec.Header().Get("Connection") == "close", unread; got != want || !strings.Contains(rec.Body.String(), "u-denied") {
 			t.Errorf("a denial with its body unread=%v: Connection close %v, want %v; answer %s", unread, got, want, rec.Body)
 		}
+	}
+}
+
+// A body that finds no room among those being received is read on and
+// discarded before its denial, so that a client still sending it reads the
+// answer, and its connection serves the next request: closed with the body
+// unread, it would be reset, and a client that had not read the answer yet
+// would lose it to a broken pipe.
+func TestDenialWithoutRoomReadsTheRestOfTheBody(t *testing.T) {
+	l := newInflight(render.DefaultLimits)
+	l.maxWait = 300 * time.Millisecond
+	l.heavy.receiving = newReceiving(256 << 10)
+	srv := validating(t, l)
+	// The client's first body holds the room: it has sent 1 MiB of 3.
+	holder := stall(t, srv, 3<<20)
+	_, _ = holder.Write(bytes.Repeat([]byte("x"), 1<<20))
+	time.Sleep(100 * time.Millisecond)
+
+	var reused []bool
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	defer client.CloseIdleConnections()
+	post := func(uid string, size int) *http.Response {
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = append(reused, info.Reused) }}
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodPost, srv.URL+"/?timeout=10s", bytes.NewReader(review(t, uid, size)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("the request %s: %v", uid, err)
+		}
+		return resp
+	}
+
+	resp := post("no-room", 1<<20)
+	var denial admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&denial); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if r := denial.Response; r == nil || r.Allowed || r.UID != "u-no-room" || r.Result == nil || r.Result.Code != http.StatusTooManyRequests {
+		t.Errorf("the request without room was answered %+v", r)
+	}
+	if resp.Close {
+		t.Error("the denial closes the connection, though its body was read to its end")
+	}
+	resp = post("next", 2<<10)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "validated" || len(reused) != 2 || reused[0] || !reused[1] {
+		t.Errorf("the next request was answered %q, on connections reused %v, want [false true]", b, reused)
+	}
+	l.heavy.receiving.mu.Lock()
+	defer l.heavy.receiving.mu.Unlock()
+	if held := l.heavy.receiving.held - l.heavy.receiving.heldBy["127.0.0.1"]; held != 0 {
+		t.Errorf("%d bytes are held besides the client's", held)
 	}
 }
