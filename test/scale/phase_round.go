@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -237,13 +238,15 @@ func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit f
 // ClusterPromptLayer, cluster-scoped, is deleted by deleteGuardrail.
 //
 // Deleting 20,000 Personas takes the API server longer than its request
-// timeout (60 s): it answers with a timeout and goes on deleting, so the
-// delete is asked again, up to deleteAllTries times, until one finishes.
+// timeout (60 s): it answers with a timeout, or resets the request's HTTP/2
+// stream when it had begun to answer (the 80,000 ConfigMaps of a floor at
+// N = 20,000), and goes on deleting, so the delete is asked again, up to
+// deleteAllTries times, until one finishes.
 func deleteAll(ctx context.Context, c client.Client, ns string) error {
 	for _, obj := range []client.Object{&v1alpha1.Persona{}, &v1alpha1.PromptLayer{}, &corev1.ConfigMap{}, &eventsv1.Event{}} {
 		var err error
 		for range deleteAllTries {
-			if err = c.DeleteAllOf(ctx, obj, client.InNamespace(ns)); !apierrors.IsTimeout(err) {
+			if err = c.DeleteAllOf(ctx, obj, client.InNamespace(ns)); !deleteAgain(err) {
 				break
 			}
 		}
@@ -255,6 +258,14 @@ func deleteAll(ctx context.Context, c client.Client, ns string) error {
 }
 
 const deleteAllTries = 10
+
+// deleteAgain reports whether a collection's delete that failed with err
+// is asked again: it timed out, or failed with no answer of the API
+// server's (its stream reset).
+func deleteAgain(err error) bool {
+	var status apierrors.APIStatus
+	return err != nil && (apierrors.IsTimeout(err) || !errors.As(err, &status))
+}
 
 // createGuardrail creates the round's ClusterPromptLayer and waits until
 // the manager has reported it Ready for its generation, so that its status
