@@ -258,8 +258,7 @@ func (n *node) killLeftovers() {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	named := processesNaming(n.dir + "/")
-	for _, p := range named {
+	for _, p := range processesNaming(n.dir + "/") {
 		_ = syscall.Kill(p.pid, syscall.SIGKILL)
 	}
 	_ = waitFor(10*time.Second, "the node's processes gone", func() (bool, error) {

@@ -239,7 +239,7 @@ func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit f
 //
 // Deleting 20,000 Personas takes the API server longer than its request
 // timeout (60 s): it answers with a timeout, or resets the request's HTTP/2
-// stream when it had begun to answer (the 80,000 ConfigMaps of a floor at
+// stream when it had begun to answer (the 40,000 ConfigMaps of a floor at
 // N = 20,000), and goes on deleting, so the delete is asked again, up to
 // deleteAllTries times, until one finishes.
 func deleteAll(ctx context.Context, c client.Client, ns string) error {
