@@ -29,7 +29,7 @@ var (
 	after  = floorTurn{namespace: "-after", phase: ", after the phases", of: func(b *bracket) *timed { return &b.after }}
 )
 
-// floors measures the four floors of round i with a bare client, without
+// floors measures the five floors of round i with a bare client, without
 // the webhook and with the manager stopped, so that nobody watches what the
 // bare client writes, into the turn's half of each of rr's brackets.
 func (h *harness) floors(ctx context.Context, i int, turn floorTurn, rr *roundResult) error {
@@ -74,11 +74,20 @@ func (h *harness) floors(ctx context.Context, i int, turn floorTurn, rr *roundRe
 		{"convergence floor: a bare client creates the objects, each ConfigMap and status", turn.of(&rr.floors.convergence),
 			func() (time.Duration, error) { return convergenceFloor(ctx, c, floor, workers, false) }},
 		{"fan-out floor: a bare client updates the ConfigMaps", turn.of(&rr.floors.fanOut),
-			func() (time.Duration, error) { return fanOutFloor(ctx, c, floor, floorEdited.renders, workers, false) }},
+			func() (time.Duration, error) {
+				return fanOutFloor(ctx, c, floor, floorEdited.renders, workers, false, shortestFloorHistory)
+			}},
 		{"convergence floor with Events: as above, plus each Rendered Event", turn.of(&rr.floors.convergenceSpec),
 			func() (time.Duration, error) { return convergenceFloor(ctx, c, spec, workers, true) }},
 		{"fan-out floor with status: each ConfigMap and status", turn.of(&rr.floors.fanOutSpec),
-			func() (time.Duration, error) { return fanOutFloor(ctx, c, spec, specEdited.renders, workers, true) }},
+			func() (time.Duration, error) {
+				return fanOutFloor(ctx, c, spec, specEdited.renders, workers, true, shortestFloorHistory)
+			}},
+		{fmt.Sprintf("fan-out floor with the last fan-out's history: as above, back to the first render, each status with %d revisions", longestFloorHistory),
+			turn.of(&rr.floors.fanOutSpecLong),
+			func() (time.Duration, error) {
+				return fanOutFloor(ctx, c, spec, spec.renders, workers, true, longestFloorHistory)
+			}},
 	}
 	for _, f := range floors {
 		name, what, _ := strings.Cut(f.name, ":")
@@ -149,7 +158,7 @@ func convergenceFloor(ctx context.Context, c client.Client, w *world, workers in
 	if _, _, err := deliver(ctx, w.parent, w.parentRender); err != nil {
 		return 0, err
 	}
-	w.live, w.cms = make([]*v1alpha1.Persona, len(w.personas)), make([]*corev1.ConfigMap, len(w.personas))
+	w.live, w.cms, w.delivered = make([]*v1alpha1.Persona, len(w.personas)), make([]*corev1.ConfigMap, len(w.personas)), 1
 	err := parallel(ctx, workers, len(w.personas), func(ctx context.Context, i int) (err error) {
 		w.live[i], w.cms[i], err = deliver(ctx, w.personas[i], w.renders[i])
 		return err
@@ -197,19 +206,20 @@ func createEvent(ctx context.Context, c client.Client, p *v1alpha1.Persona, r *r
 	return nil
 }
 
-// fanOutFloor rewrites, with a bare client, the ConfigMaps convergenceFloor
-// wrote in w to the renders of to, as revision 2: only the ConfigMap
-// updates, or with spec, also every other write of the revision the
-// controller must make, in its order: the new snapshot, the status patch
-// and the old snapshot's deletion (a fan-out has no Event per dependent,
-// only one Propagated Event on the changed object, a single write the
-// floor leaves out). It runs before the manager starts, so nobody watches
-// these objects. It returns the time of the writes.
-func fanOutFloor(ctx context.Context, c client.Client, w *world, to []*rendered, workers int, spec bool) (time.Duration, error) {
+// fanOutFloor rewrites, with a bare client, the ConfigMaps w holds to the
+// renders of to, as revision n, whose status.history holds n revisions:
+// only the ConfigMap updates, or with spec, also every other write of the
+// revision the controller must make, in its order: the new snapshot, the
+// status patch and the deletion of the snapshot of the revision w
+// delivered (a fan-out has no Event per dependent, only one Propagated
+// Event on the changed object, a single write the floor leaves out). It
+// runs before the manager starts, so nobody watches these objects. It
+// returns the time of the writes.
+func fanOutFloor(ctx context.Context, c client.Client, w *world, to []*rendered, workers int, spec bool, n int64) (time.Duration, error) {
 	start := time.Now()
 	err := parallel(ctx, workers, len(w.cms), func(ctx context.Context, i int) error {
 		p := w.live[i]
-		next, st := numberRevision(to[i], 2, v1alpha1.RevisionInput{Kind: "PromptLayer", Namespace: p.Namespace, Name: sharedLayer, Generation: 2})
+		next, st := numberRevision(to[i], n, v1alpha1.RevisionInput{Kind: "PromptLayer", Namespace: p.Namespace, Name: sharedLayer, Generation: n})
 		cm := w.cms[i]
 		cm.Data, cm.Annotations = next.Data, next.Annotations
 		if err := c.Update(ctx, cm); err != nil {
@@ -218,16 +228,17 @@ func fanOutFloor(ctx context.Context, c client.Client, w *world, to []*rendered,
 		if !spec {
 			return nil
 		}
-		if err := createSnapshot(ctx, c, p, cm, 2); err != nil {
+		if err := createSnapshot(ctx, c, p, cm, n); err != nil {
 			return err
 		}
 		if err := patchStatus(ctx, c, p, st); err != nil {
 			return err
 		}
-		return deleteSnapshot(ctx, c, p, 1)
+		return deleteSnapshot(ctx, c, p, w.delivered)
 	})
 	if err != nil {
 		return 0, err
 	}
+	w.delivered = n
 	return time.Since(start), nil
 }

@@ -23,7 +23,8 @@ type bracket struct {
 // at is the floor at moment t, interpolated linearly in time between the
 // two measurements and held at their values outside them: the floor the
 // API server would have given in the state it was in at t. Without an
-// after measurement (a round that timed out) it is the before one.
+// after measurement (a round that timed out) it is the before one; without
+// either, 0.
 func (b bracket) at(t time.Time) time.Duration {
 	if b.after.took <= 0 || !b.after.mid.After(b.before.mid) {
 		return b.before.took
@@ -33,9 +34,46 @@ func (b bracket) at(t time.Time) time.Duration {
 	return b.before.took + time.Duration(float64(b.after.took-b.before.took)*float64(into)/float64(span))
 }
 
-// roundFloors are the four floors of a round.
+// roundFloors are the floors of a round. fanOutSpec patches each status
+// with the history of the round's first fan-out (shortestFloorHistory
+// revisions), fanOutSpecLong, measured after it, with that of its last
+// (longestFloorHistory): a status patch carries the history whole, which
+// costs the API server more the longer it is (BenchmarkStatusPatchByHistory).
 type roundFloors struct {
-	convergence, convergenceSpec, fanOut, fanOutSpec bracket
+	convergence, convergenceSpec, fanOut, fanOutSpec, fanOutSpecLong bracket
+}
+
+// The histories the spec floors' status patches carry: the measured
+// Personas' in the round's first fan-out (their first revision and the
+// fan-out's), and in its last.
+const (
+	shortestFloorHistory = 2
+	longestFloorHistory  = 1 + fanOutsPerRound
+)
+
+// specFloorAt is the floor with each status patch at moment t for a
+// fan-out whose statuses carry history revisions: between the two spec
+// floors at t, linearly in the history's length, as the patch's cost grows
+// (4.3, 5.8 and 6.8 ms of the API server's CPU at 2, 7 and 10 revisions).
+// Without the long floor (a round that timed out before it) it is the
+// short one.
+func (f *roundFloors) specFloorAt(history int, t time.Time) time.Duration {
+	short, long := f.fanOutSpec.at(t), f.fanOutSpecLong.at(t)
+	if long <= 0 {
+		return short
+	}
+	into := float64(min(max(history, shortestFloorHistory), longestFloorHistory)-shortestFloorHistory) /
+		float64(longestFloorHistory-shortestFloorHistory)
+	return short + time.Duration(float64(long-short)*into)
+}
+
+// specFloorFor is the accessor of the spec floor of the fan-out whose
+// statuses carry history revisions, interpolated to the middle of an
+// operator measure.
+func specFloorFor(history int, start func(*roundResult) time.Time, took func(*roundResult) time.Duration) func(*roundResult) time.Duration {
+	return func(rr *roundResult) time.Duration {
+		return rr.floors.specFloorAt(history, midway(start(rr), took(rr)))
+	}
 }
 
 // midway is the moment halfway through an operator time that began at start.

@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
 
 func TestBracketAt(t *testing.T) {
@@ -31,5 +33,34 @@ func TestBracketAt(t *testing.T) {
 	down.before.mid = t0
 	if got := down.at(t0.Add(50 * time.Second)); got != 5*time.Second {
 		t.Errorf("falling floor at a quarter: %s, want 5s", got)
+	}
+}
+
+// A fan-out's floor with status lies between the floor patched with the
+// first fan-out's history (2 revisions) and the one with the last's (7),
+// by its own history's length; without the second, it is the first.
+func TestSpecFloorByHistory(t *testing.T) {
+	if longestFloorHistory != historyOf(platformDeleteFanOutIndex) || longestFloorHistory > v1alpha1.MaxStatusHistory {
+		t.Fatalf("the long floor's history %d is not the last fan-out's, %d, within %d", longestFloorHistory, historyOf(platformDeleteFanOutIndex), v1alpha1.MaxStatusHistory)
+	}
+	f := roundFloors{fanOutSpec: measuredOnce(4 * time.Second), fanOutSpecLong: measuredOnce(9 * time.Second)}
+	// 4 s at 2 revisions, 9 s at 7: one second a revision.
+	for history, want := range map[int]time.Duration{2: 4 * time.Second, 3: 5 * time.Second, 6: 8 * time.Second, 7: 9 * time.Second, 10: 9 * time.Second} {
+		if got := f.specFloorAt(history, time.Time{}); got != want {
+			t.Errorf("with %d revisions: %v, want %v", history, got, want)
+		}
+	}
+	f.fanOutSpecLong = bracket{}
+	if got := f.specFloorAt(7, time.Time{}); got != 4*time.Second {
+		t.Errorf("without the long floor: %v, want 4s", got)
+	}
+	rr := &roundResult{floors: roundFloors{fanOutSpec: measuredOnce(4 * time.Second), fanOutSpecLong: measuredOnce(9 * time.Second)},
+		platformEdit: fanOutResult{configMaps: time.Second, statuses: 2 * time.Second}}
+	// The PromptPlatform's edit is the fifth fan-out: 6 revisions.
+	if got := platformEditFanOut.specFloor(rr); got != 8*time.Second {
+		t.Errorf("the PromptPlatform edit's floor with status: %v, want 8s", got)
+	}
+	if got := fanOutSpecFloorOf(rr); got != 4*time.Second {
+		t.Errorf("the PromptLayer fan-out's floor with status: %v, want 4s", got)
 	}
 }

@@ -50,21 +50,39 @@ var (
 	fanOutBracket          = func(f *roundFloors) bracket { return f.fanOut }
 	fanOutSpecBracket      = func(f *roundFloors) bracket { return f.fanOutSpec }
 
-	// Each operator time's floors, interpolated to its middle. The three
-	// fan-outs make the same writes, so they share fan-out's brackets.
+	// Each operator time's floors, interpolated to its middle. The
+	// fan-outs make the same writes, so they share fan-out's brackets; the
+	// status patches carry the history each fan-out's statuses have
+	// (historyOf).
 	convergenceFloorOf       = floorAt(convergenceBracket, convergenceStartOf, convergenceOf)
 	convergenceSpecFloorOf   = floorAt(convergenceSpecBracket, convergenceStartOf, convergenceOf)
 	fanOutFloorOf            = floorAt(fanOutBracket, fanOutStartOf, fanOutOf)
-	fanOutSpecFloorOf        = floorAt(fanOutSpecBracket, fanOutStartOf, fanOutStatusesOf)
+	fanOutSpecFloorOf        = specFloorFor(historyOf(layerFanOutIndex), fanOutStartOf, fanOutStatusesOf)
 	clusterFanOutFloorOf     = floorAt(fanOutBracket, clusterFanOutStartOf, clusterFanOutOf)
-	clusterFanOutSpecFloorOf = floorAt(fanOutSpecBracket, clusterFanOutStartOf, clusterFanOutStatusesOf)
+	clusterFanOutSpecFloorOf = specFloorFor(historyOf(clusterFanOutIndex), clusterFanOutStartOf, clusterFanOutStatusesOf)
 	parentFanOutFloorOf      = floorAt(fanOutBracket, parentFanOutStartOf, parentFanOutOf)
-	parentFanOutSpecFloorOf  = floorAt(fanOutSpecBracket, parentFanOutStartOf, parentFanOutStatusesOf)
+	parentFanOutSpecFloorOf  = specFloorFor(historyOf(parentFanOutIndex), parentFanOutStartOf, parentFanOutStatusesOf)
 	// The floor with each status patch at the middle of a fan-out's
 	// ConfigMaps, for their time against it.
-	fanOutSpecFloorAtConfigMapsOf        = floorAt(fanOutSpecBracket, fanOutStartOf, fanOutOf)
-	clusterFanOutSpecFloorAtConfigMapsOf = floorAt(fanOutSpecBracket, clusterFanOutStartOf, clusterFanOutOf)
+	fanOutSpecFloorAtConfigMapsOf        = specFloorFor(historyOf(layerFanOutIndex), fanOutStartOf, fanOutOf)
+	clusterFanOutSpecFloorAtConfigMapsOf = specFloorFor(historyOf(clusterFanOutIndex), clusterFanOutStartOf, clusterFanOutOf)
 )
+
+// The round's fan-outs, in the order they run (phase_round.go): each
+// delivers every measured Persona a new revision.
+const (
+	layerFanOutIndex = iota
+	clusterFanOutIndex
+	parentFanOutIndex
+	platformCreateFanOutIndex
+	platformEditFanOutIndex
+	platformDeleteFanOutIndex
+	fanOutsPerRound
+)
+
+// historyOf is how many revisions status.history holds in fan-out k: the
+// Personas' first revision, from convergence, and one per fan-out so far.
+func historyOf(k int) int { return k + 2 }
 
 func (rr *roundResult) timeout() bool {
 	return rr.convergenceTimeout != "" || rr.fanOutTimeout != "" || rr.clusterFanOutTimeout != "" || rr.parentFanOutTimeout != "" ||
@@ -92,8 +110,9 @@ type fanOutMeasure struct {
 	floor, specFloor, specFloorAtConfigMaps func(*roundResult) time.Duration
 }
 
-// fanOutMeasureOf is the measure of the fan-out result get picks.
-func fanOutMeasureOf(get func(*roundResult) *fanOutResult) fanOutMeasure {
+// fanOutMeasureOf is the measure of the fan-out result get picks, fan-out
+// k of the round.
+func fanOutMeasureOf(k int, get func(*roundResult) *fanOutResult) fanOutMeasure {
 	start := func(rr *roundResult) time.Time { return get(rr).start }
 	configMaps := func(rr *roundResult) time.Duration { return get(rr).configMaps }
 	statuses := func(rr *roundResult) time.Duration { return get(rr).statuses }
@@ -102,14 +121,14 @@ func fanOutMeasureOf(get func(*roundResult) *fanOutResult) fanOutMeasure {
 		statuses:              statuses,
 		timeout:               func(rr *roundResult) string { return get(rr).timeout },
 		floor:                 floorAt(fanOutBracket, start, configMaps),
-		specFloor:             floorAt(fanOutSpecBracket, start, statuses),
-		specFloorAtConfigMaps: floorAt(fanOutSpecBracket, start, configMaps),
+		specFloor:             specFloorFor(historyOf(k), start, statuses),
+		specFloorAtConfigMaps: specFloorFor(historyOf(k), start, configMaps),
 	}
 }
 
 // The PromptPlatform's three fan-outs.
 var (
-	platformCreateFanOut = fanOutMeasureOf(func(rr *roundResult) *fanOutResult { return &rr.platformCreate })
-	platformEditFanOut   = fanOutMeasureOf(func(rr *roundResult) *fanOutResult { return &rr.platformEdit })
-	platformDeleteFanOut = fanOutMeasureOf(func(rr *roundResult) *fanOutResult { return &rr.platformDelete })
+	platformCreateFanOut = fanOutMeasureOf(platformCreateFanOutIndex, func(rr *roundResult) *fanOutResult { return &rr.platformCreate })
+	platformEditFanOut   = fanOutMeasureOf(platformEditFanOutIndex, func(rr *roundResult) *fanOutResult { return &rr.platformEdit })
+	platformDeleteFanOut = fanOutMeasureOf(platformDeleteFanOutIndex, func(rr *roundResult) *fanOutResult { return &rr.platformDelete })
 )

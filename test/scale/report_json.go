@@ -127,7 +127,7 @@ func (r *report) figures() figuresJSON {
 	return f
 }
 
-// floorsJSONOf is the medians of one turn of the four floors, which of
+// floorsJSONOf is the medians of one turn of the five floors, which of
 // picks from each bracket, over the rounds that measured it: a round that
 // timed out measured no floors after.
 func floorsJSONOf(rounds []*roundResult, of func(bracket) time.Duration) floorsJSON {
@@ -141,10 +141,11 @@ func floorsJSONOf(rounds []*roundResult, of func(bracket) time.Duration) floorsJ
 		return median(measured).Seconds()
 	}
 	return floorsJSON{
-		ConvergenceS:       at(convergenceBracket),
-		ConvergenceEventsS: at(convergenceSpecBracket),
-		FanOutS:            at(fanOutBracket),
-		FanOutStatusS:      at(fanOutSpecBracket),
+		ConvergenceS:             at(convergenceBracket),
+		ConvergenceEventsS:       at(convergenceSpecBracket),
+		FanOutS:                  at(fanOutBracket),
+		FanOutStatusS:            at(fanOutSpecBracket),
+		FanOutStatusLongHistoryS: at(func(f *roundFloors) bracket { return f.fanOutSpecLong }),
 	}
 }
 

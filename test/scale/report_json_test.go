@@ -36,7 +36,8 @@ func testReport(n int) *report {
 	}
 }
 
-// floorsOnce are a round's four floors, measured before its phases only.
+// floorsOnce are a round's floors, measured before its phases only,
+// without the one with the last fan-out's history (a run before it).
 func floorsOnce() roundFloors {
 	return roundFloors{convergence: measuredOnce(10 * time.Second), convergenceSpec: measuredOnce(12 * time.Second),
 		fanOut: measuredOnce(2 * time.Second), fanOutSpec: measuredOnce(4 * time.Second)}

@@ -163,12 +163,15 @@ type figuresJSON struct {
 	restartJSON
 }
 
-// floorsJSON is the four floors of one turn, medians over the rounds.
+// floorsJSON is the floors of one turn, medians over the rounds: the
+// fan-out's with status with the history of the round's first fan-out, and
+// with that of its last.
 type floorsJSON struct {
-	ConvergenceS       float64 `json:"convergence_s"`
-	ConvergenceEventsS float64 `json:"convergence_events_s"`
-	FanOutS            float64 `json:"fanout_s"`
-	FanOutStatusS      float64 `json:"fanout_status_s"`
+	ConvergenceS             float64 `json:"convergence_s"`
+	ConvergenceEventsS       float64 `json:"convergence_events_s"`
+	FanOutS                  float64 `json:"fanout_s"`
+	FanOutStatusS            float64 `json:"fanout_status_s"`
+	FanOutStatusLongHistoryS float64 `json:"fanout_status_long_history_s"`
 }
 
 // growthJSON is how the curve grows from its smallest N to its largest:

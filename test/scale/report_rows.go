@@ -150,7 +150,7 @@ func (r *report) managerRows() [][]string {
 // roundRows is a table of every round's floors, before and after its
 // phases, and its times, each ratio against its floors interpolated to it.
 func (r *report) roundRows() [][]string {
-	rows := [][]string{{"round", "convergence floor", "… with Events", "fan-out floor", "… with status", "convergence", "ratio", "fan-out", "ratio",
+	rows := [][]string{{"round", "convergence floor", "… with Events", "fan-out floor", "… with status", fmt.Sprintf("… with %d revisions", longestFloorHistory), "convergence", "ratio", "fan-out", "ratio",
 		"statuses current", "ratio", "ClusterPromptLayer fan-out", "ratio", "parent fan-out", "ratio", "PromptPlatform fan-out", "ratio"}}
 	ratio := func(rr *roundResult, op, floor func(*roundResult) time.Duration) string {
 		if op(rr) <= 0 || floor(rr) <= 0 {
@@ -160,7 +160,7 @@ func (r *report) roundRows() [][]string {
 	}
 	for i, rr := range r.rounds {
 		f := &rr.floors
-		rows = append(rows, []string{fmt.Sprint(i + 1), f.convergence.String(), f.convergenceSpec.String(), f.fanOut.String(), f.fanOutSpec.String(),
+		rows = append(rows, []string{fmt.Sprint(i + 1), f.convergence.String(), f.convergenceSpec.String(), f.fanOut.String(), f.fanOutSpec.String(), f.fanOutSpecLong.String(),
 			secs(rr.convergence), ratio(rr, convergenceOf, convergenceFloorOf),
 			secs(rr.fanOut), ratio(rr, fanOutOf, fanOutFloorOf),
 			secs(rr.fanOutStatuses), ratio(rr, fanOutStatusesOf, fanOutSpecFloorOf),

@@ -30,8 +30,8 @@ func TestClusterFanOutRows(t *testing.T) {
 	if last := rows[len(rows)-1]; !strings.HasPrefix(last[1], "not run") {
 		t.Errorf("after a PromptLayer fan-out timed out: %q", last)
 	}
-	if n := len(r.roundRows()[0]); n != 17 {
-		t.Errorf("the rounds' table has %d columns, want 17", n)
+	if n := len(r.roundRows()[0]); n != 18 {
+		t.Errorf("the rounds' table has %d columns, want 18", n)
 	}
 }
 

@@ -28,9 +28,11 @@ type world struct {
 	// renders[i] is the render of personas[i]; parentRender the parent's.
 	renders      []*rendered
 	parentRender *rendered
-	// live and cms are the personas and ConfigMaps as the floor wrote them.
-	live []*v1alpha1.Persona
-	cms  []*corev1.ConfigMap
+	// live and cms are the personas and ConfigMaps as the floor wrote them,
+	// at revision delivered.
+	live      []*v1alpha1.Persona
+	cms       []*corev1.ConfigMap
+	delivered int64
 }
 
 // revision is the revision of each edited template of a world.
