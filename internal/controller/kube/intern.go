@@ -16,7 +16,11 @@ import (
 // one. Strings that differ from object to object (names, hashes, messages)
 // are left alone: sharing them would only add a table entry.
 
-// Intern returns the canonical copy of s.
+// Intern returns the canonical copy of s. A canonical copy lasts until a
+// collection finds no handle of it (package unique), and Intern keeps none:
+// the objects decoded between two collections share one copy, so a cache
+// holds a copy of each string per collection in which some of its objects
+// were decoded, which for the few strings it is given is little.
 func Intern(s string) string {
 	if s == "" {
 		return s

@@ -3,6 +3,7 @@ package kube
 import (
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"unsafe"
@@ -17,6 +18,7 @@ import (
 // Two Personas decoded from the API server's JSON share the strings they
 // repeat once the cache's transform has run, and read the same as before.
 func TestInternObjectsSharesRepeatedStrings(t *testing.T) {
+	withoutCollections(t)
 	const raw = `{"metadata":{"name":"%s","namespace":"team-a","labels":{"team":"a"},
 		"managedFields":[{"manager":"kubectl","operation":"Apply"}]},
 		"spec":{"inherit":["base"],"layers":[{"name":"team-notes"}]},
@@ -95,6 +97,7 @@ func TestInternObjectsFitsTheStatusLists(t *testing.T) {
 
 // ConfigMaps rendered with the same guardrails share their identity.
 func TestInternMetaSharesTheGuardrails(t *testing.T) {
+	withoutCollections(t)
 	meta := func(name string) *metav1.PartialObjectMetadata {
 		var m metav1.PartialObjectMetadata
 		raw := `{"metadata":{"name":"` + name + `","annotations":{"` + delivery.GuardrailsAnnotation + `":"sha256:guard","` +
@@ -110,4 +113,13 @@ func TestInternMetaSharesTheGuardrails(t *testing.T) {
 	if x != "sha256:guard" || unsafe.StringData(x) != unsafe.StringData(y) {
 		t.Errorf("guardrails %q and %q are not one shared string", x, y)
 	}
+}
+
+// withoutCollections stops the collector for the rest of the test: a
+// canonical copy lasts only while a handle of it does (Intern), so the
+// objects a test interns share their strings only within one collection.
+func withoutCollections(t *testing.T) {
+	t.Helper()
+	percent := debug.SetGCPercent(-1)
+	t.Cleanup(func() { debug.SetGCPercent(percent) })
 }
