@@ -49,6 +49,7 @@ var (
 	convergenceSpecBracket = func(f *roundFloors) bracket { return f.convergenceSpec }
 	fanOutBracket          = func(f *roundFloors) bracket { return f.fanOut }
 	fanOutSpecBracket      = func(f *roundFloors) bracket { return f.fanOutSpec }
+	fanOutSpecLongBracket  = func(f *roundFloors) bracket { return f.fanOutSpecLong }
 
 	// Each operator time's floors, interpolated to its middle. The
 	// fan-outs make the same writes, so they share fan-out's brackets; the

@@ -145,7 +145,7 @@ func floorsJSONOf(rounds []*roundResult, of func(bracket) time.Duration) floorsJ
 		ConvergenceEventsS:       at(convergenceSpecBracket),
 		FanOutS:                  at(fanOutBracket),
 		FanOutStatusS:            at(fanOutSpecBracket),
-		FanOutStatusLongHistoryS: at(func(f *roundFloors) bracket { return f.fanOutSpecLong }),
+		FanOutStatusLongHistoryS: at(fanOutSpecLongBracket),
 	}
 }
 

@@ -35,6 +35,8 @@ func BenchmarkStatusPatchByHistory(b *testing.B) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		b.Skip("needs KUBEBUILDER_ASSETS (hack/envtest-binaries.sh)")
 	}
+	// envtest itself rather than controlplane.Start, which registers the
+	// webhooks: nobody serves them here, and the floors patch without them.
 	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
 	cfg, err := env.Start()
 	if err != nil {
