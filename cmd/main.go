@@ -53,7 +53,7 @@ func main() {
 	if err := personawebhook.Register(mgr, caches.TemplateSources); err != nil {
 		fail(err, "register the webhook")
 	}
-	personawebhook.RegisterInjection(mgr, caches.Delivered, flags.watchNamespaces, flags.injection)
+	personawebhook.RegisterInjection(mgr, caches.Delivered, caches.Snapshots, flags.watchNamespaces, flags.injection)
 	certReady, err := manageWebhookCertificate(mgr, flags, certs)
 	if err != nil {
 		fail(err, "manage the webhook certificate")

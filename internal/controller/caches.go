@@ -20,20 +20,23 @@ import (
 
 // A cluster can hold hundreds of MiB of ConfigMaps that are none of the
 // operator's business, so the manager holds no ConfigMap's data, and knows
-// by metadata only the ConfigMaps of two label-selected watches: its own
-// (delivery.ManagedByLabel), the Personas' with all of it (to write them
-// back whole), and the template sources (v1alpha1.TemplateSourceLabel),
-// reduced to what the watches read. A ConfigMap that is in neither, such as
+// by metadata only the ConfigMaps of three label-selected watches: its own
+// but the snapshots (delivery.ManagedByLabel, no delivery.RevisionLabel),
+// the Personas' with all of it (to write them back whole); the snapshots,
+// a few fields each (kube.SnapshotCache); and the template sources
+// (v1alpha1.TemplateSourceLabel), reduced to what the watches read. A ConfigMap that is in neither, such as
 // a foreign persona-<name>, it reads by name when it needs to. The data of
 // a Persona's ConfigMap it knows by its content hash at the versions it
 // wrote or read (the Persona controller's own writes); of a template
 // source, only the keys that templateFrom names (kube.SourceReader).
 
 // controllerCaches are the caches the controllers make besides the
-// manager's, each run with it: the metadata of the operator's ConfigMaps,
-// of the template sources, and of the agent pods.
+// manager's, each run with it: the metadata of the operator's ConfigMaps
+// but the snapshots, of the template sources, and of the agent pods; and
+// the snapshots.
 type controllerCaches struct {
 	own, sourceMetadata, pods cache.Cache
+	snapshots                 *kube.SnapshotCache
 }
 
 // setupCaches registers the field indexes and makes the controllers'
@@ -42,12 +45,16 @@ func setupCaches(ctx context.Context, mgr ctrl.Manager, namespaces []string, rea
 	if err := kube.SetupIndexes(ctx, mgr); err != nil {
 		return controllerCaches{}, fmt.Errorf("register field indexes: %w", err)
 	}
-	own, err := newConfigMapMetadataCache(mgr, namespaces, ownSelector, trimConfigMapMetadata)
+	own, err := newConfigMapMetadataCache(mgr, namespaces, kube.NotSnapshotSelector, trimConfigMapMetadata)
 	if err != nil {
 		return controllerCaches{}, fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
 	}
-	if err := kube.SetupOwnIndexes(ctx, own); err != nil {
-		return controllerCaches{}, fmt.Errorf("index the operator's ConfigMaps: %w", err)
+	snapshots, err := kube.NewSnapshotCache(mgr.GetConfig(), mgr.GetHTTPClient(), namespaces)
+	if err != nil {
+		return controllerCaches{}, fmt.Errorf("create the cache of the snapshots: %w", err)
+	}
+	if err := mgr.Add(snapshots); err != nil {
+		return controllerCaches{}, fmt.Errorf("run the cache of the snapshots: %w", err)
 	}
 	// With unlabelled sources read, every ConfigMap may be one: all are watched.
 	sourceSelector := templateSourceSelector
@@ -70,7 +77,7 @@ func setupCaches(ctx context.Context, mgr ctrl.Manager, namespaces []string, rea
 	if err != nil {
 		return controllerCaches{}, err
 	}
-	return controllerCaches{own: own, sourceMetadata: sourceMetadata, pods: pods}, nil
+	return controllerCaches{own: own, sourceMetadata: sourceMetadata, pods: pods, snapshots: snapshots}, nil
 }
 
 // newAgentPodsCache is the cache of the agent pods' metadata, run with the
@@ -104,11 +111,8 @@ func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}}
 }
 
-// The label selectors of the two ConfigMap watches.
-var (
-	ownSelector            = labels.SelectorFromSet(labels.Set{delivery.ManagedByLabel: delivery.ManagedBy})
-	templateSourceSelector = labels.SelectorFromSet(labels.Set{v1alpha1.TemplateSourceLabel: "true"})
-)
+// templateSourceSelector selects the template sources.
+var templateSourceSelector = labels.SelectorFromSet(labels.Set{v1alpha1.TemplateSourceLabel: "true"})
 
 // newConfigMapMetadataCache is a cache of the metadata of the ConfigMaps
 // in namespaces that selector selects (nil: all), each reduced by trim.
@@ -122,11 +126,11 @@ func newConfigMapMetadataCache(mgr ctrl.Manager, namespaces []string, selector l
 	})
 }
 
-// trimConfigMapMetadata keeps of a Persona's own ConfigMap and of its
-// snapshots (whose labels and sizes pruning reads) all of their metadata but managedFields, and reduces any other as trimSourceMetadata.
+// trimConfigMapMetadata keeps of a Persona's own ConfigMap all of its
+// metadata but managedFields, and reduces any other as trimSourceMetadata.
 func trimConfigMapMetadata(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok || (!delivery.IsLiveConfigMap(m) && !delivery.IsSnapshot(m)) {
+	if !ok || !delivery.IsLiveConfigMap(m) {
 		return trimSourceMetadata(obj)
 	}
 	kube.InternMeta(m)

@@ -87,9 +87,10 @@ type Caches struct {
 	// TemplateSources holds the template sources' metadata, which the
 	// validating webhook's warnings read.
 	TemplateSources cache.Cache
-	// Delivered holds the metadata of the operator's own ConfigMaps, the
-	// snapshots among them, which the pod injection reads.
+	// Delivered holds the metadata of the operator's own ConfigMaps but the
+	// snapshots, and Snapshots the snapshots, which the pod injection reads.
 	Delivered cache.Cache
+	Snapshots *kube.SnapshotCache
 }
 
 // Setup registers the field indexes, the caches and the controllers with
@@ -114,7 +115,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (Caches, error) 
 	}
 	halts := persona.NewRolloutHalts()
 	if err := persona.Setup(mgr, persona.Config{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod,
-		GuardrailDeadline: opts.GuardrailDeadline, Recorder: recorder, Own: c.own, SourceMetadata: c.sourceMetadata, Sources: sources,
+		GuardrailDeadline: opts.GuardrailDeadline, Recorder: recorder, Own: c.own, SourceMetadata: c.sourceMetadata, Sources: sources, Snapshots: c.snapshots,
 		Writer: writer, Revisions: store, Halts: halts}); err != nil {
 		return Caches{}, fmt.Errorf("set up the Persona controller: %w", err)
 	}
@@ -134,24 +135,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (Caches, error) 
 	if err := setupRestarts(ctx, mgr, recorder, opts, halts); err != nil {
 		return Caches{}, err
 	}
-	return Caches{TemplateSources: c.sourceMetadata, Delivered: c.own}, nil
+	return Caches{TemplateSources: c.sourceMetadata, Delivered: c.own, Snapshots: c.snapshots}, nil
 }
 
 // newRevisionStore is the Persona controller's revision store, counting the
-// snapshots' bytes from the events of the cache of the operator's
-// ConfigMaps, and keeping the revisions the agent pods name.
+// snapshots' bytes from the events of the cache of the snapshots, and
+// keeping the revisions the agent pods name.
 func newRevisionStore(ctx context.Context, mgr ctrl.Manager, c controllerCaches, writer kube.ConfigMapWrites, bytesPerNamespace int) (*revisions.Store, error) {
 	freshPods, err := kube.NewPodMetadataReader(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("set up the Persona controller: the reader of the pods' metadata: %w", err)
 	}
-	store := revisions.New(revisions.Config{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), FreshPods: freshPods, Metadata: c.own, Writer: writer,
+	store := revisions.New(revisions.Config{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), FreshPods: freshPods, Snapshots: c.snapshots, Writer: writer,
 		Scheme: mgr.GetScheme(), BytesPerNamespace: bytesPerNamespace, Keepers: []revisions.Keeper{revisions.NamedByPods(c.pods)}})
-	informer, err := c.own.GetInformer(ctx, kube.ConfigMapMetadata(), cache.BlockUntilSynced(false))
-	if err != nil {
-		return nil, fmt.Errorf("set up the Persona controller: the informer of the operator's ConfigMaps: %w", err)
-	}
-	if err := store.CountBytes(informer); err != nil {
+	if err := store.CountBytes(c.snapshots); err != nil {
 		return nil, fmt.Errorf("set up the Persona controller: count the snapshots' bytes: %w", err)
 	}
 	return store, nil

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/render"
@@ -88,18 +87,4 @@ func SetGuardrails(cm *corev1.ConfigMap, identity string) {
 	if identity != "" {
 		cm.Annotations[GuardrailsAnnotation] = identity
 	}
-}
-
-// PersonaIndex is the field index of the operator's ConfigMaps (the live
-// one and the snapshots) by the Persona their label names, which the
-// controllers' cache of them holds: a Persona's snapshots are found without
-// scanning every ConfigMap of the namespace. IndexByPersona is its function.
-const PersonaIndex = "persona"
-
-// IndexByPersona is the PersonaIndex of obj: the Persona its label names.
-func IndexByPersona(obj client.Object) []string {
-	if name, ok := obj.GetLabels()[PersonaLabel]; ok {
-		return []string{name}
-	}
-	return nil
 }

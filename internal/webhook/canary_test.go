@@ -17,6 +17,7 @@ import (
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/test/controlplane"
+	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // canaryInjector serves Persona reviewer, stable at revision 1, with a
@@ -33,9 +34,8 @@ func canaryInjector(t *testing.T, weight int32, phase v1alpha1.CanaryPhase) *Inj
 			Annotations:     map[string]string{delivery.GuardrailsAnnotation: "g"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "prompts.persona-operator.dev/v1alpha1", Kind: "Persona", Name: "reviewer", UID: "u1", Controller: new(true)}}}})
 	}
-	cached := fake.NewClientBuilder().WithScheme(controlplane.Scheme).WithRuntimeObjects(objs...).
-		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).Build()
-	return &Injector{Personas: cached, ConfigMaps: cached}
+	cached := fake.NewClientBuilder().WithScheme(controlplane.Scheme).WithRuntimeObjects(objs...).Build()
+	return &Injector{Personas: cached, ConfigMaps: cached, Snapshots: fixtures.ListedSnapshots{Reader: cached}}
 }
 
 // injectedTrack is the revision and track labels the injection gave pod of

@@ -47,9 +47,10 @@ const lookupTimeout = 2 * time.Second
 type Injector struct {
 	// Personas reads Personas: the manager's cache.
 	Personas client.Reader
-	// ConfigMaps reads the metadata of the operator's ConfigMaps, the
-	// snapshots among them: the controllers' cache of them.
+	// ConfigMaps reads the metadata of the operator's ConfigMaps but the
+	// snapshots, Snapshots the snapshots: the controllers' caches of them.
 	ConfigMaps client.Reader
+	Snapshots  SnapshotReader
 	// Namespaces are the namespaces served; none: all. A pod of another
 	// is let through unchanged: another shard's.
 	Namespaces []string
@@ -80,10 +81,16 @@ func (i *Injector) launches() *launchReader {
 	return i.launch
 }
 
+// SnapshotReader reads what the controllers' cache holds of a Persona's
+// snapshots (kube.SnapshotCache): shared with it, not to be changed.
+type SnapshotReader interface {
+	SnapshotsOf(ctx context.Context, namespace, persona string) ([]*delivery.SnapshotMeta, error)
+}
+
 // RegisterInjection serves the pod injection on the manager's webhook server.
-func RegisterInjection(mgr ctrl.Manager, delivered client.Reader, namespaces []string, cfg inject.Config) {
+func RegisterInjection(mgr ctrl.Manager, delivered client.Reader, snapshots SnapshotReader, namespaces []string, cfg inject.Config) {
 	mgr.GetWebhookServer().Register(InjectPath, (&Injector{
-		Personas: mgr.GetCache(), ConfigMaps: delivered, Namespaces: namespaces, APIReader: mgr.GetAPIReader(), Config: cfg,
+		Personas: mgr.GetCache(), ConfigMaps: delivered, Snapshots: snapshots, Namespaces: namespaces, APIReader: mgr.GetAPIReader(), Config: cfg,
 	}).Handler())
 }
 
@@ -230,24 +237,31 @@ func (i *Injector) persona(ctx context.Context, namespace, name string) (known, 
 	for _, v := range p.Spec.Variants {
 		facts.Variants = append(facts.Variants, v.Name)
 	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-	if err := i.ConfigMaps.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{delivery.PersonaIndex: name}); err != nil {
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	switch err := i.ConfigMaps.Get(ctx, client.ObjectKey{Namespace: namespace, Name: delivery.ConfigMapName(name)}, live); {
+	case err == nil:
+		if owner := metav1.GetControllerOfNoCopy(live); owner != nil && owner.UID == p.UID && live.DeletionTimestamp == nil {
+			out.controlled[live.Name] = true
+		}
+	case !apierrors.IsNotFound(err):
+		facts.CurrentRevision = 0 // as below
+		return out, fmt.Errorf("read the ConfigMap of persona %s: %w", name, err)
+	}
+	snapshots, err := i.Snapshots.SnapshotsOf(ctx, namespace, name)
+	if err != nil {
 		// Without the snapshots the current revision is not known to be
 		// there: the live ConfigMap.
 		facts.CurrentRevision = 0
 		return out, fmt.Errorf("list the snapshots of persona %s: %w", name, err)
 	}
-	for _, m := range list.Items {
-		owner := metav1.GetControllerOfNoCopy(&m)
-		if owner == nil || owner.UID != p.UID || m.DeletionTimestamp != nil {
+	for _, m := range snapshots {
+		if !m.IsSnapshot() || m.Controller != p.UID || m.Deleting {
 			continue
 		}
 		out.controlled[m.Name] = true
-		if persona, n, ok := delivery.SnapshotOf(m.Name); ok && persona == name {
-			facts.Snapshots[n] = m.Annotations[delivery.GuardrailsAnnotation]
-			out.snapshots[n] = m.UID
-		}
+		facts.Snapshots[m.Revision] = m.Guardrails
+		out.snapshots[m.Revision] = m.UID
 	}
 	return out, nil
 }

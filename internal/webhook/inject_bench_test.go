@@ -2,12 +2,14 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -25,7 +27,10 @@ type cachedFacts struct {
 }
 
 func (f cachedFacts) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	p := obj.(*v1alpha1.Persona)
+	p, ok := obj.(*v1alpha1.Persona)
+	if !ok { // the live ConfigMap: the pods mount snapshots
+		return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+	}
 	*p = v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, UID: "u1"},
 		Spec:   v1alpha1.PersonaSpec{Variants: []v1alpha1.Variant{{Name: "short"}}},
 		Status: v1alpha1.PersonaStatus{CurrentRevision: 4, LatestRevision: 4}}
@@ -35,25 +40,29 @@ func (f cachedFacts) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 	return nil
 }
 
-func (f cachedFacts) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
-	l := list.(*metav1.PartialObjectMetadataList)
+func (f cachedFacts) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("the injection lists nothing")
+}
+
+func (f cachedFacts) SnapshotsOf(context.Context, string, string) ([]*delivery.SnapshotMeta, error) {
 	last := int64(4)
 	if f.canary != nil {
 		last = f.canary.Revision
 	}
+	var out []*delivery.SnapshotMeta
 	for n := int64(1); n <= last; n++ {
-		l.Items = append(l.Items, benchSnapshot(n))
+		out = append(out, delivery.NewSnapshotMeta(benchSnapshot(n)))
 	}
-	return nil
+	return out, nil
 }
 
 // benchSnapshot is the metadata of snapshot n of Persona reviewer.
-func benchSnapshot(n int64) metav1.PartialObjectMetadata {
-	return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+func benchSnapshot(n int64) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 		Name: delivery.SnapshotName("reviewer", n), Namespace: "team-a", UID: types.UID(fmt.Sprint("s", n)),
 		Labels:          delivery.SnapshotLabels("reviewer", n),
 		Annotations:     map[string]string{delivery.GuardrailsAnnotation: "sha256:g"},
-		OwnerReferences: []metav1.OwnerReference{{UID: "u1", Controller: new(true)}},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.PersonaKind, Name: "reviewer", UID: "u1", Controller: new(true)}},
 	}}
 }
 
@@ -88,7 +97,7 @@ func (a *apiServer) List(context.Context, client.ObjectList, ...client.ListOptio
 //
 //	go test ./internal/webhook -run XXX -bench BenchmarkInjectorHandle -benchmem
 func BenchmarkInjectorHandle(b *testing.B) {
-	i := &Injector{Personas: cachedFacts{}, ConfigMaps: cachedFacts{}}
+	i := &Injector{Personas: cachedFacts{}, ConfigMaps: cachedFacts{}, Snapshots: cachedFacts{}}
 	req := podCreate(b, "team-a", map[string]string{"prompts.persona-operator.dev/persona": "reviewer", "app": "agent"})
 	ctx := context.Background()
 	for b.Loop() {
@@ -117,7 +126,7 @@ func BenchmarkInjectorHandleReads(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			facts := cachedFacts{canary: c.canary}
 			api := &apiServer{delay: time.Millisecond}
-			i := &Injector{Personas: facts, ConfigMaps: facts, APIReader: api}
+			i := &Injector{Personas: facts, ConfigMaps: facts, Snapshots: facts, APIReader: api}
 			req := podCreate(b, "team-a", map[string]string{"prompts.persona-operator.dev/persona": "reviewer", "app": "agent"})
 			ctx := context.Background()
 			// The reads of the snapshots' bundle.json, once each.

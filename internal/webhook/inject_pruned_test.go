@@ -17,6 +17,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // A pod whose template names revision 1 while the cache still holds its
@@ -37,8 +38,7 @@ func TestInjectionSkipsASnapshotPrunedSinceTheCacheSawIt(t *testing.T) {
 			Labels:          delivery.SnapshotLabels("reviewer", n),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "prompts.persona-operator.dev/v1alpha1", Kind: "Persona", Name: "reviewer", UID: "u1", Controller: new(true)}}}}
 	}
-	cached := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p, snapshot(1), snapshot(2)).
-		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).Build()
+	cached := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p, snapshot(1), snapshot(2)).Build()
 	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(snapshot(2)).Build()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "team",
 		Labels:      map[string]string{delivery.PersonaLabel: "reviewer"},
@@ -59,7 +59,7 @@ func TestInjectionSkipsASnapshotPrunedSinceTheCacheSawIt(t *testing.T) {
 		{"asking the API server", live, delivery.SnapshotName("reviewer", 2)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			resp := (&Injector{Personas: cached, ConfigMaps: cached, APIReader: c.snapshots}).Handle(context.Background(), req)
+			resp := (&Injector{Personas: cached, ConfigMaps: cached, Snapshots: fixtures.ListedSnapshots{Reader: cached}, APIReader: c.snapshots}).Handle(context.Background(), req)
 			if !resp.Allowed {
 				t.Fatalf("refused: %v", resp.Result)
 			}

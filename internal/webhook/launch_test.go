@@ -24,6 +24,7 @@ import (
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/test/controlplane"
+	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // countingReader counts the reads of the API server, and fails them with
@@ -53,8 +54,7 @@ func launchFixture(t *testing.T, bundle string) (cached client.Client, api *coun
 		Labels:          delivery.SnapshotLabels("reviewer", 1),
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "prompts.persona-operator.dev/v1alpha1", Kind: "Persona", Name: "reviewer", UID: "u1", Controller: new(true)}}},
 		Data: map[string]string{"bundle.json": bundle}}
-	cached = fake.NewClientBuilder().WithScheme(controlplane.Scheme).WithObjects(p, snapshot).
-		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).Build()
+	cached = fake.NewClientBuilder().WithScheme(controlplane.Scheme).WithObjects(p, snapshot).Build()
 	return cached, &countingReader{Reader: fake.NewClientBuilder().WithScheme(controlplane.Scheme).WithObjects(snapshot).Build()}
 }
 
@@ -96,7 +96,7 @@ const launchBundle = `{"version":1,"persona":{"name":"reviewer","namespace":"tea
 // kept of it.
 func TestLaunchVariablesCostOneReadPerSnapshot(t *testing.T) {
 	cached, api := launchFixture(t, launchBundle)
-	i := &Injector{Personas: cached, ConfigMaps: cached, APIReader: api}
+	i := &Injector{Personas: cached, ConfigMaps: cached, Snapshots: fixtures.ListedSnapshots{Reader: cached}, APIReader: api}
 	want := []string{"PERSONA_HARNESS=codex", "PERSONA_MODEL=gpt-5.1-codex", "PERSONA_REASONING_EFFORT=", "PERSONA_HARNESS_PROMPT=keep"}
 	var wg sync.WaitGroup
 	for range 20 {
@@ -133,7 +133,7 @@ func TestLaunchVariablesUnreadable(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cached, api := launchFixture(t, c.bundle)
 			api.err = c.err
-			resp := (&Injector{Personas: cached, ConfigMaps: cached, APIReader: api}).Handle(context.Background(), launchPod(t, nil))
+			resp := (&Injector{Personas: cached, ConfigMaps: cached, Snapshots: fixtures.ListedSnapshots{Reader: cached}, APIReader: api}).Handle(context.Background(), launchPod(t, nil))
 			if !resp.Allowed || len(launchEnv(t, resp)) != 0 {
 				t.Fatalf("allowed %v, launch variables %v: want the pod injected without them", resp.Allowed, launchEnv(t, resp))
 			}
@@ -165,7 +165,7 @@ func (r *slowReader) Get(ctx context.Context, key client.ObjectKey, obj client.O
 func TestLaunchVariablesOfASlowRead(t *testing.T) {
 	cached, api := launchFixture(t, launchBundle)
 	slow := &slowReader{Reader: api.Reader, release: make(chan struct{})}
-	i := &Injector{Personas: cached, ConfigMaps: cached, APIReader: slow}
+	i := &Injector{Personas: cached, ConfigMaps: cached, Snapshots: fixtures.ListedSnapshots{Reader: cached}, APIReader: slow}
 	start := time.Now()
 	resp := i.Handle(context.Background(), launchPod(t, nil))
 	if waited := time.Since(start); waited < launchWait || waited > launchWait+500*time.Millisecond {

@@ -8,11 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
-	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 )
 
@@ -104,11 +102,6 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 	return indexer.IndexField(ctx, &v1alpha1.PromptLayer{}, ReferenceIndex, IndexLayerReferences)
-}
-
-// SetupOwnIndexes registers the index of the cache of the operator's ConfigMaps.
-func SetupOwnIndexes(ctx context.Context, own cache.Cache) error {
-	return own.IndexField(ctx, ConfigMapMetadata(), delivery.PersonaIndex, delivery.IndexByPersona)
 }
 
 // ListNames lists the names of the objects of list's kind in namespace

@@ -382,25 +382,19 @@ func (r *reconciler) forget(key types.NamespacedName) {
 // SetupWithManager registers the controller and the watches that bring a
 // Persona back when anything its render reads changes or arrives. The field
 // indexes must be registered first (kube.SetupIndexes); own is the cache of
-// the operator's ConfigMaps, sourceMetadata that of the template sources.
-func (r *reconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetadata cache.Cache) error {
+// the operator's ConfigMaps but the snapshots, sourceMetadata that of the
+// template sources, snapshots that of the snapshots.
+func (r *reconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetadata cache.Cache, snapshots *kube.SnapshotCache) error {
 	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	// A Persona's labels select ClusterPromptLayers; its pin annotation
 	// changes what is delivered.
 	specLabelsOrPinChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, pinChanged, releaseCommanded))
 	// A ConfigMap event of the controller's own write needs no render; a
 	// deletion always does, even of a ConfigMap that held the last write.
-	// A snapshot is only created by the controller and never changes; its
-	// deletion needs a reconcile unless the controller pruned it.
 	changedByOthers := predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
-		CreateFunc: func(e event.TypedCreateEvent[*metav1.PartialObjectMetadata]) bool {
-			return !delivery.IsSnapshot(e.Object) && !r.writes.holds(e.Object)
-		},
+		CreateFunc: func(e event.TypedCreateEvent[*metav1.PartialObjectMetadata]) bool { return !r.writes.holds(e.Object) },
 		UpdateFunc: func(e event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool {
-			return !delivery.IsSnapshot(e.ObjectNew) && !r.writes.holds(e.ObjectNew)
-		},
-		DeleteFunc: func(e event.TypedDeleteEvent[*metav1.PartialObjectMetadata]) bool {
-			return !delivery.IsSnapshot(e.Object) || !r.revisions.TakePruned(client.ObjectKeyFromObject(e.Object))
+			return !r.writes.holds(e.ObjectNew)
 		},
 	}
 	// The initial list's ConfigMaps enqueue nothing: the For watch's
@@ -424,6 +418,7 @@ func (r *reconciler) SetupWithManager(mgr ctrl.Manager, own, sourceMetadata cach
 		WatchesRawSource(r.watchPlatform(mgr)).
 		WatchesRawSource(source.Channel(r.halts.events, &handler.EnqueueRequestForObject{})).
 		WatchesRawSource(source.Func(r.keepQueue)).
+		WatchesRawSource(snapshotDeletions{snapshots: snapshots, pruned: func(m *delivery.SnapshotMeta) bool { return r.revisions.TakePruned(m.Key()) }}).
 		// The priority queue lets the status passes of a fan-out wait
 		// behind its deliveries.
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1), UsePriorityQueue: new(true)}).

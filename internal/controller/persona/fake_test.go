@@ -19,6 +19,7 @@ import (
 	"github.com/persona-operator/persona-operator/internal/controller/revisions"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // The steps of a Persona's reconcile are tested against controller-runtime's
@@ -60,12 +61,11 @@ func newSteps(t *testing.T, objs ...client.Object) *steps {
 		WithIndex(&v1alpha1.Persona{}, kube.ReferenceIndex, kube.IndexPersonaReferences).
 		WithIndex(&v1alpha1.PromptLayer{}, kube.ReferenceIndex, kube.IndexLayerReferences).
 		WithIndex(&v1alpha1.Persona{}, "metadata.name", indexName). // the API server's own field selector
-		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).
 		Build()
 	w := &countingWriter{c: c}
 	rec := events.NewFakeRecorder(16)
 	cached, live := &swappable{c}, &swappable{c}
-	store := revisions.New(revisions.Config{Client: cached, APIReader: live, Metadata: c, Writer: w, Scheme: stepsScheme})
+	store := revisions.New(revisions.Config{Client: cached, APIReader: live, Snapshots: fixtures.ListedSnapshots{Reader: c}, Writer: w, Scheme: stepsScheme})
 	r := newReconciler(cached, stepsScheme, rec, live, c, kube.NewSourceReader(c, c, false), w, options{Revisions: store})
 	return &steps{reconciler: r, cluster: c, writer: w, recorder: rec, cached: cached, live: live}
 }

@@ -235,9 +235,9 @@ func (r *reconciler) keepLatest(ctx context.Context, p *v1alpha1.Persona, attemp
 		var previous *corev1.ConfigMap
 		if len(snapshots) > 0 {
 			newest := snapshots[len(snapshots)-1]
-			if newest.Meta.Annotations[delivery.ContentHashAnnotation] == out.Hash && newest.Number > p.Status.CurrentRevision {
+			if newest.Meta.ContentHash == out.Hash && newest.Number > p.Status.CurrentRevision {
 				var cm corev1.ConfigMap
-				if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(newest.Meta), &cm); err == nil && delivery.IsSnapshotOf(p, &cm, newest.Number) {
+				if err := r.APIReader.Get(ctx, newest.Meta.Key(), &cm); err == nil && delivery.IsSnapshotOf(p, &cm, newest.Number) {
 					if rec, ok := decodeRecord(cm.Data[render.RevisionKey]); ok && rec.Revision == newest.Number && rec.ContentHash == out.Hash {
 						return rec.Entry(), nil, nil
 					}

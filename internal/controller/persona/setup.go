@@ -27,11 +27,13 @@ type Config struct {
 	GuardrailDeadline time.Duration
 	// Recorder records the Events.
 	Recorder events.EventRecorder
-	// Own is the metadata cache of the operator's ConfigMaps, indexed by
-	// delivery.PersonaIndex; SourceMetadata that of the template sources,
-	// which Sources reads them by.
+	// Own is the metadata cache of the operator's ConfigMaps but the
+	// snapshots; SourceMetadata that of the template sources, which Sources
+	// reads them by; Snapshots the cache of the snapshots, which Revisions
+	// reads too.
 	Own, SourceMetadata cache.Cache
 	Sources             *kube.SourceReader
+	Snapshots           *kube.SnapshotCache
 	// Writer creates and updates the ConfigMaps.
 	Writer kube.ConfigMapWrites
 	// Revisions keeps the delivered revisions' snapshots (revisions.Store).
@@ -50,5 +52,5 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	r := newReconciler(mgr.GetClient(), mgr.GetScheme(), cfg.Recorder, mgr.GetAPIReader(), cfg.Own, cfg.Sources, cfg.Writer,
 		options{Workers: cfg.Workers, ReferenceGracePeriod: cfg.ReferenceGracePeriod, GuardrailDeadline: cfg.GuardrailDeadline,
 			Gate: newRenderGate(cfg.Workers), Revisions: cfg.Revisions, Halts: cfg.Halts})
-	return r.SetupWithManager(mgr, cfg.Own, cfg.SourceMetadata)
+	return r.SetupWithManager(mgr, cfg.Own, cfg.SourceMetadata, cfg.Snapshots)
 }

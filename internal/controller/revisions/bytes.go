@@ -9,12 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -39,8 +38,8 @@ import (
 type snapshotBytes struct {
 	mu         sync.Mutex
 	namespaces map[string]*namespaceSnapshotBytes
-	// list lists a namespace's snapshots from the metadata cache.
-	list func(ctx context.Context, namespace string) ([]*metav1.PartialObjectMetadata, error)
+	// list lists a namespace's snapshots from the cache of them.
+	list func(ctx context.Context, namespace string) ([]*delivery.SnapshotMeta, error)
 	// read reads from the API server the snapshots of a namespace named,
 	// their data included, and calls each with every one it reads (others
 	// too, perhaps).
@@ -115,7 +114,7 @@ type knownSize struct {
 	immutable       bool
 }
 
-func newSnapshotBytes(list func(ctx context.Context, namespace string) ([]*metav1.PartialObjectMetadata, error),
+func newSnapshotBytes(list func(ctx context.Context, namespace string) ([]*delivery.SnapshotMeta, error),
 	read func(ctx context.Context, namespace string, names []string, each func(*corev1.ConfigMap)) error) *snapshotBytes {
 	return &snapshotBytes{namespaces: map[string]*namespaceSnapshotBytes{}, list: list, read: read}
 }
@@ -237,7 +236,7 @@ func (n *namespaceSnapshotBytes) used() int {
 }
 
 // size is the size of the data of m, as counted (0 when not counted).
-func (n *namespaceSnapshotBytes) size(m *metav1.PartialObjectMetadata) int {
+func (n *namespaceSnapshotBytes) size(m *delivery.SnapshotMeta) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if c, ok := n.cached[m.Name]; ok && c.uid == m.UID && c.known {
@@ -247,7 +246,7 @@ func (n *namespaceSnapshotBytes) size(m *metav1.PartialObjectMetadata) int {
 }
 
 // isDeleted reports whether m was deleted here, its deletion not yet seen.
-func (n *namespaceSnapshotBytes) isDeleted(m *metav1.PartialObjectMetadata) bool {
+func (n *namespaceSnapshotBytes) isDeleted(m *delivery.SnapshotMeta) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	_, ok := n.deleted[m.UID]
@@ -281,8 +280,8 @@ func (n *namespaceSnapshotBytes) wrote(name, resourceVersion string, size int) {
 
 // seen counts m as the cache holds it, when its Persona controls it, and
 // forgets it otherwise (n.mu held).
-func (n *namespaceSnapshotBytes) seen(m *metav1.PartialObjectMetadata) {
-	if !delivery.IsSnapshot(m) {
+func (n *namespaceSnapshotBytes) seen(m *delivery.SnapshotMeta) {
+	if !m.IsSnapshot() {
 		n.forget(m)
 		return
 	}
@@ -326,25 +325,25 @@ func (n *namespaceSnapshotBytes) knownSize(name string, uid types.UID, resourceV
 }
 
 // forget stops counting m, if counted (n.mu held).
-func (n *namespaceSnapshotBytes) forget(m metav1.Object) {
-	if old, ok := n.cached[m.GetName()]; ok && old.uid == m.GetUID() {
+func (n *namespaceSnapshotBytes) forget(m *delivery.SnapshotMeta) {
+	if old, ok := n.cached[m.Name]; ok && old.uid == m.UID {
 		if old.known {
 			n.total -= old.size
 		}
-		delete(n.cached, m.GetName())
-		delete(n.unknown, m.GetName())
+		delete(n.cached, m.Name)
+		delete(n.unknown, m.Name)
 	}
-	delete(n.sizes, m.GetUID())
+	delete(n.sizes, m.UID)
 }
 
 // gone forgets m, deleted from the cache (n.mu held).
-func (n *namespaceSnapshotBytes) gone(m metav1.Object) {
+func (n *namespaceSnapshotBytes) gone(m *delivery.SnapshotMeta) {
 	n.forget(m)
-	delete(n.deleted, m.GetUID())
+	delete(n.deleted, m.UID)
 }
 
 // deletedHere notes that the snapshot m was deleted by this manager.
-func (b *snapshotBytes) deletedHere(m *metav1.PartialObjectMetadata) {
+func (b *snapshotBytes) deletedHere(m *delivery.SnapshotMeta) {
 	n := b.namespace(m.Namespace)
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -353,17 +352,17 @@ func (b *snapshotBytes) deletedHere(m *metav1.PartialObjectMetadata) {
 	}
 }
 
-// event applies one of the metadata cache's events to its namespace's
+// event applies one of the snapshots cache's events to its namespace's
 // ledger, once primed (the priming list holds what came before).
 func (b *snapshotBytes) event(obj any, deleted bool) {
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj, deleted = tomb.Obj, true
 	}
-	m, ok := obj.(*metav1.PartialObjectMetadata)
+	m, ok := obj.(*delivery.SnapshotMeta)
 	if !ok {
 		return
 	}
-	if deleted || !delivery.IsSnapshot(m) { // gone, or orphaned: no longer counted
+	if deleted || !m.IsSnapshot() { // gone, or orphaned: no longer counted
 		if n := b.existing(m.Namespace); n != nil {
 			n.mu.Lock()
 			defer n.mu.Unlock()
@@ -383,9 +382,9 @@ func (b *snapshotBytes) event(obj any, deleted bool) {
 	}
 }
 
-// watch keeps the ledger from informer's events.
-func (b *snapshotBytes) watch(informer cache.Informer) error {
-	_, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+// watch keeps the ledger from the events of the cache of the snapshots.
+func (b *snapshotBytes) watch(snapshots *kube.SnapshotCache) error {
+	err := snapshots.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { b.event(obj, false) },
 		UpdateFunc: func(_, obj any) { b.event(obj, false) },
 		DeleteFunc: func(obj any) { b.event(obj, true) },

@@ -19,6 +19,7 @@ import (
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // staleCache is the metadata cache of a manager whose watch lags: it holds
@@ -58,9 +59,8 @@ func stalePersonas(t testing.TB, n, limit int, objs ...client.Object) (*Store, c
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(all...).WithStatusSubresource(&v1alpha1.Persona{}).
 		WithIndex(&v1alpha1.Persona{}, "metadata.name", indexName).Build()
-	cached := &staleCache{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).Build()}
-	s := New(Config{Client: c, APIReader: c, Metadata: cached, Writer: fakeWriter{c}, Scheme: scheme, BytesPerNamespace: limit})
+	cached := &staleCache{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()}
+	s := New(Config{Client: c, APIReader: c, Snapshots: fixtures.ListedSnapshots{Reader: cached}, Writer: fakeWriter{c}, Scheme: scheme, BytesPerNamespace: limit})
 	s.bytes.watched = true // as if watching: what it reserves counts until the (lagging) cache sees it
 	return s, c, cached, personas
 }
@@ -243,7 +243,7 @@ func TestSnapshotBytesForgetsAnOrphan(t *testing.T) {
 	orphaned := &metav1.PartialObjectMetadata{ObjectMeta: *snap.ObjectMeta.DeepCopy()}
 	orphaned.OwnerReferences = nil
 	orphaned.Annotations[delivery.SnapshotBytesAnnotation] = "-9000000000000"
-	r.bytes.event(orphaned, false)
+	r.bytes.event(delivery.NewSnapshotMeta(orphaned), false) // as the cache of the snapshots keeps it
 	if got := used(); got != 0 {
 		t.Errorf("the namespace's snapshots hold %d bytes once the only one is orphaned, want 0", got)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
+	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
 // Pruning deletes a Persona's snapshots past spec.revisionHistoryLimit,
@@ -119,8 +120,8 @@ func (s *Store) pinNow(ctx context.Context, p *v1alpha1.Persona, patched *metav1
 // its deletion's event needs no reconcile, and its bytes are freed before
 // the cache sees it go. One gone already frees nothing here: whoever
 // deleted it, the cache's event counts its bytes off.
-func (s *Store) deleteSnapshot(ctx context.Context, m *metav1.PartialObjectMetadata) error {
-	key := client.ObjectKeyFromObject(m)
+func (s *Store) deleteSnapshot(ctx context.Context, m *delivery.SnapshotMeta) error {
+	key := m.Key()
 	s.pruned.add(key)
 	target := kube.ConfigMapMetadata() // m may be the cache's own
 	target.Namespace, target.Name = m.Namespace, m.Name

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -63,17 +62,15 @@ func (s *Store) evict(ctx context.Context, p *v1alpha1.Persona, ledger *namespac
 		return err
 	}
 	all = slices.DeleteFunc(all, ledger.isDeleted)
-	slices.SortFunc(all, func(a, b *metav1.PartialObjectMetadata) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+	slices.SortFunc(all, func(a, b *delivery.SnapshotMeta) int {
+		if c := a.Created.Compare(b.Created.Time); c != 0 {
 			return c
 		}
-		pa, na, _ := delivery.SnapshotOf(a.Name)
-		pb, nb, _ := delivery.SnapshotOf(b.Name)
-		return cmp.Or(strings.Compare(pa, pb), cmp.Compare(na, nb))
+		return cmp.Or(strings.Compare(a.Persona, b.Persona), cmp.Compare(a.Revision, b.Revision))
 	})
 	personas := map[string]*v1alpha1.Persona{p.Name: p}
 	keptOf := map[string]map[int64]bool{}
-	var victims []*metav1.PartialObjectMetadata
+	var victims []*delivery.SnapshotMeta
 	freed := 0
 	for _, m := range all {
 		if freed >= need {
@@ -105,9 +102,9 @@ func (s *Store) evict(ctx context.Context, p *v1alpha1.Persona, ledger *namespac
 // yet (written by a reconcile whose status is still to come). The snapshot
 // of a Persona gone, or of an older Persona of that name, is evictable.
 // personas and keptOf remember what was read for each Persona.
-func (s *Store) evictable(ctx context.Context, m *metav1.PartialObjectMetadata, personas map[string]*v1alpha1.Persona, keptOf map[string]map[int64]bool) (bool, error) {
-	name, n, _ := delivery.SnapshotOf(m.Name)
-	if !delivery.ControlledByPersona(m, name) {
+func (s *Store) evictable(ctx context.Context, m *delivery.SnapshotMeta, personas map[string]*v1alpha1.Persona, keptOf map[string]map[int64]bool) (bool, error) {
+	name, n := m.Persona, m.Revision
+	if !m.IsSnapshot() {
 		return false, nil
 	}
 	owner, ok := personas[name]
@@ -121,7 +118,7 @@ func (s *Store) evictable(ctx context.Context, m *metav1.PartialObjectMetadata, 
 		}
 		personas[name] = owner
 	}
-	if owner == nil || !metav1.IsControlledBy(m, owner) {
+	if owner == nil || m.Controller != owner.UID {
 		return true, nil
 	}
 	if n > max(owner.Status.CurrentRevision, owner.Status.LatestRevision) {

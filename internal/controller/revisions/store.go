@@ -1,6 +1,7 @@
 package revisions
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -13,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -36,12 +36,11 @@ const DefaultBytesPerNamespace = 64 << 20
 type Store struct {
 	// client reads the Personas from the manager's cache and deletes
 	// snapshots; apiReader reads from the API server, and freshPods the
-	// pods' metadata; metadata is the metadata cache of the operator's
-	// ConfigMaps.
+	// pods' metadata; snapshots reads what the cache of the snapshots holds.
 	client    client.Client
 	apiReader client.Reader
 	freshPods client.Reader
-	metadata  client.Reader
+	snapshots kube.SnapshotReader
 	writer    kube.ConfigMapWrites
 	scheme    *runtime.Scheme
 	// bytesPerNamespace caps a namespace's snapshots; 0 means
@@ -67,9 +66,8 @@ type Config struct {
 	// must not take a snapshot from (kube.PodMetadataReader); nil means
 	// APIReader.
 	FreshPods client.Reader
-	// Metadata is the metadata cache of the operator's ConfigMaps, indexed
-	// by delivery.PersonaIndex.
-	Metadata client.Reader
+	// Snapshots reads the snapshots, as the cache of them holds them.
+	Snapshots kube.SnapshotReader
 	// Writer creates the snapshots.
 	Writer kube.ConfigMapWrites
 	// Scheme makes a snapshot's owner reference.
@@ -84,7 +82,7 @@ type Config struct {
 // New is a Store that knows of no snapshot yet: a namespace's are counted
 // when it is first written to.
 func New(cfg Config) *Store {
-	s := &Store{client: cfg.Client, apiReader: cfg.APIReader, freshPods: cfg.FreshPods, metadata: cfg.Metadata, writer: cfg.Writer, scheme: cfg.Scheme,
+	s := &Store{client: cfg.Client, apiReader: cfg.APIReader, freshPods: cfg.FreshPods, snapshots: cfg.Snapshots, writer: cfg.Writer, scheme: cfg.Scheme,
 		bytesPerNamespace: cfg.BytesPerNamespace, keepers: cfg.Keepers, pruned: newPrunedSnapshots()}
 	if s.freshPods == nil {
 		s.freshPods = cfg.APIReader
@@ -94,38 +92,37 @@ func New(cfg Config) *Store {
 }
 
 // CountBytes keeps what the namespaces' snapshots hold from the events of
-// informer, the metadata cache's of the operator's ConfigMaps: without it,
-// each write lists its namespace's snapshots again.
-func (s *Store) CountBytes(informer cache.Informer) error { return s.bytes.watch(informer) }
+// the cache of the snapshots: without them, each write lists its
+// namespace's snapshots again.
+func (s *Store) CountBytes(snapshots *kube.SnapshotCache) error { return s.bytes.watch(snapshots) }
 
 // TakePruned reports whether the snapshot key was deleted by a prune whose
 // deletion had not been watched yet, and forgets it: that watch event needs
 // no reconcile, while a snapshot deleted by anyone else is written again.
 func (s *Store) TakePruned(key client.ObjectKey) bool { return s.pruned.take(key) }
 
-// Snapshot is one of a Persona's snapshots as the metadata cache has it:
-// its metadata, and the revision it keeps.
+// Snapshot is one of a Persona's snapshots as the cache of them has it:
+// what it keeps of it (shared with the cache, not to be changed), and the
+// revision it keeps.
 type Snapshot struct {
-	Meta   *metav1.PartialObjectMetadata
+	Meta   *delivery.SnapshotMeta
 	Number int64
 }
 
-// Snapshots are p's snapshots the metadata cache holds, controlled by p,
-// oldest first.
+// Snapshots are p's snapshots the cache holds, controlled by p, oldest
+// first.
 func (s *Store) Snapshots(ctx context.Context, p *v1alpha1.Persona) ([]Snapshot, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-	if err := s.metadata.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingFields{delivery.PersonaIndex: p.Name}); err != nil {
+	all, err := s.snapshots.SnapshotsOf(ctx, p.Namespace, p.Name)
+	if err != nil {
 		return nil, fmt.Errorf("list the snapshots of persona %s: %w", p.Name, err)
 	}
 	var out []Snapshot
-	for i := range list.Items {
-		m := &list.Items[i]
-		if _, n, ok := delivery.LabelledSnapshot(m); ok && delivery.IsSnapshotOf(p, m, n) {
-			out = append(out, Snapshot{Meta: m, Number: n})
+	for _, m := range all {
+		if m.IsSnapshotOf(p, m.Revision) {
+			out = append(out, Snapshot{Meta: m, Number: m.Revision})
 		}
 	}
-	slices.SortFunc(out, func(a, b Snapshot) int { return int(a.Number - b.Number) })
+	slices.SortFunc(out, func(a, b Snapshot) int { return cmp.Compare(a.Number, b.Number) })
 	return out, nil
 }
 
@@ -151,12 +148,11 @@ type Failure struct{ Reason, Message string }
 // becomes of its snapshot. Only a failure to read or write is an error.
 func (s *Store) Keep(ctx context.Context, p *v1alpha1.Persona, rev v1alpha1.RevisionHistoryEntry, c Content) (*Failure, error) {
 	key := client.ObjectKey{Namespace: p.Namespace, Name: delivery.SnapshotName(p.Name, rev.Revision)}
-	held := kube.ConfigMapMetadata()
-	switch err := s.metadata.Get(ctx, key, held); {
-	case err == nil:
-		return heldSnapshot(p, held, rev.Revision), nil
-	case !apierrors.IsNotFound(err):
+	switch held, err := s.snapshots.Snapshot(ctx, key.Namespace, key.Name); {
+	case err != nil:
 		return nil, fmt.Errorf("get snapshot %s: %w", key.Name, err)
+	case held != nil:
+		return heldSnapshotFailure(held.IsSnapshotOf(p, rev.Revision), key.Name), nil
 	}
 	data, guardrails := c.Data, c.Guardrails
 	if data == nil {
@@ -205,18 +201,18 @@ func (s *Store) Keep(ctx context.Context, p *v1alpha1.Persona, rev v1alpha1.Revi
 	if err := s.apiReader.Get(ctx, key, &existing); err != nil {
 		return nil, fmt.Errorf("get snapshot %s: %w", key.Name, err)
 	}
-	return heldSnapshot(p, &existing, rev.Revision), nil
+	return heldSnapshotFailure(delivery.IsSnapshotOf(p, &existing, rev.Revision), key.Name), nil
 }
 
-// heldSnapshot is the failure when the name of p's snapshot of revision n
-// is held by an object that is not that snapshot (another owner's, or one
-// without a snapshot's labels), nil when it is.
-func heldSnapshot(p *v1alpha1.Persona, held client.Object, n int64) *Failure {
-	if delivery.IsSnapshotOf(p, held, n) {
+// heldSnapshotFailure is the failure when the name of p's snapshot is held
+// by a ConfigMap that is not that snapshot (another owner's, or one without
+// a snapshot's labels), nil when it is.
+func heldSnapshotFailure(isTheSnapshot bool, name string) *Failure {
+	if isTheSnapshot {
 		return nil
 	}
 	return &Failure{Reason: v1alpha1.SnapshotNameTakenReason, Message: fmt.Sprintf(
-		"ConfigMap %s exists and is not this Persona's snapshot (an older Persona of this name not yet deleted, or a ConfigMap without a snapshot's labels?); retrying", held.GetName())}
+		"ConfigMap %s exists and is not this Persona's snapshot (an older Persona of this name not yet deleted, or a ConfigMap without a snapshot's labels?); retrying", name)}
 }
 
 // reserveBytes counts size bytes for the snapshot name of p's
@@ -250,25 +246,13 @@ func (s *Store) reserveBytes(ctx context.Context, p *v1alpha1.Persona, name stri
 }
 
 // namespaceSnapshots are the snapshots of every Persona of namespace, as
-// the metadata cache has them: shared with the cache, not to be changed.
-func (s *Store) namespaceSnapshots(ctx context.Context, namespace string) ([]*metav1.PartialObjectMetadata, error) {
-	hasRevision, err := labels.NewRequirement(delivery.RevisionLabel, selection.Exists, nil)
+// the cache of them holds them: shared with the cache, not to be changed.
+func (s *Store) namespaceSnapshots(ctx context.Context, namespace string) ([]*delivery.SnapshotMeta, error) {
+	all, err := s.snapshots.SnapshotsIn(ctx, namespace)
 	if err != nil {
-		return nil, err
-	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-	if err := s.metadata.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*hasRevision)},
-		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list the snapshots of namespace %s: %w", namespace, err)
 	}
-	var out []*metav1.PartialObjectMetadata
-	for i := range list.Items {
-		if _, _, ok := delivery.LabelledSnapshot(&list.Items[i]); ok {
-			out = append(out, &list.Items[i])
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(all, func(m *delivery.SnapshotMeta) bool { return !m.IsSnapshot() }), nil
 }
 
 // readSnapshots reads the snapshots of namespace named, their data

@@ -17,6 +17,7 @@ import (
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // The store is tested against controller-runtime's fake client, which
@@ -44,9 +45,8 @@ func newStore(t testing.TB, objs ...client.Object) *storeSteps {
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Persona{}).
 		WithIndex(&v1alpha1.Persona{}, "metadata.name", indexName). // the API server's own field selector
-		WithIndex(&corev1.ConfigMap{}, delivery.PersonaIndex, delivery.IndexByPersona).
 		Build()
-	return &storeSteps{Store: New(Config{Client: c, APIReader: c, Metadata: c, Writer: fakeWriter{c}, Scheme: scheme}), cluster: c}
+	return &storeSteps{Store: New(Config{Client: c, APIReader: c, Snapshots: fixtures.ListedSnapshots{Reader: c}, Writer: fakeWriter{c}, Scheme: scheme}), cluster: c}
 }
 
 func indexName(obj client.Object) []string { return []string{obj.GetName()} }
