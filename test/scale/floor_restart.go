@@ -15,13 +15,14 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/controller"
-	"github.com/persona-operator/persona-operator/internal/delivery"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 )
 
 // cachedKindsInformerFloor is the time caches of this process's own take to
 // start an informer of every kind the manager caches, as it caches them
 // (the same kinds and label selectors as cachedKindsFloor, a cache of its
-// own for each ConfigMap selector), and to sync: what the manager's
+// own for each ConfigMap selector, the snapshots' the manager's own kind of
+// cache), and to sync: what the manager's
 // controller-runtime caches must at least do before a first render, with
 // the same client-go informers and their initial lists
 // (controller.ListAtStart, which main calls) and waits for their sync
@@ -39,11 +40,21 @@ func cachedKindsInformerFloor(ctx context.Context, cfg *rest.Config, c client.Cl
 		objects  []client.Object
 	}{
 		{nil, []client.Object{&v1alpha1.Persona{}, &v1alpha1.PromptLayer{}, &v1alpha1.ClusterPromptLayer{}, &v1alpha1.PromptPlatform{}, &corev1.Namespace{}}},
-		{labels.SelectorFromSet(labels.Set{delivery.ManagedByLabel: delivery.ManagedBy}), []client.Object{metadata()}},
+		{kube.NotSnapshotSelector, []client.Object{metadata()}},
 		{labels.SelectorFromSet(labels.Set{v1alpha1.TemplateSourceLabel: "true"}), []client.Object{metadata()}},
 	}
 	start := time.Now()
 	var g errgroup.Group
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return 0, fmt.Errorf("informer floor: %w", err)
+	}
+	snapshots, err := kube.NewSnapshotCache(cfg, httpClient, nil)
+	if err != nil {
+		return 0, fmt.Errorf("informer floor: %w", err)
+	}
+	go func() { _ = snapshots.Start(ctx) }()
+	g.Go(func() error { return snapshots.WaitForSync(ctx) })
 	for _, cc := range caches {
 		ca, err := controller.NewCache(rest.CopyConfig(cfg), cache.Options{Scheme: c.Scheme(), Mapper: c.RESTMapper(), DefaultLabelSelector: cc.selector})
 		if err != nil {
@@ -71,7 +82,8 @@ func cachedKindsInformerFloor(ctx context.Context, cfg *rest.Config, c client.Cl
 // cachedKindsFloor is the time a bare client takes to list, all at once,
 // every kind the manager caches, the way it caches them: Personas,
 // PromptLayers, ClusterPromptLayers, PromptPlatforms and Namespaces whole, and the metadata
-// of the operator's ConfigMaps and of the template sources, by their labels.
+// of the operator's ConfigMaps (its snapshots apart) and of the template
+// sources, by their labels.
 func cachedKindsFloor(ctx context.Context, c client.Client) (time.Duration, error) {
 	metadataBy := func(selector labels.Selector) func() (client.ObjectList, []client.ListOption) {
 		return func() (client.ObjectList, []client.ListOption) {
@@ -84,7 +96,8 @@ func cachedKindsFloor(ctx context.Context, c client.Client) (time.Duration, erro
 		func() (client.ObjectList, []client.ListOption) { return &v1alpha1.ClusterPromptLayerList{}, nil },
 		func() (client.ObjectList, []client.ListOption) { return &v1alpha1.PromptPlatformList{}, nil },
 		func() (client.ObjectList, []client.ListOption) { return &corev1.NamespaceList{}, nil },
-		metadataBy(labels.SelectorFromSet(labels.Set{delivery.ManagedByLabel: delivery.ManagedBy})),
+		metadataBy(kube.NotSnapshotSelector),
+		metadataBy(kube.SnapshotSelector),
 		metadataBy(labels.SelectorFromSet(labels.Set{v1alpha1.TemplateSourceLabel: "true"})),
 	}
 	start := time.Now()
