@@ -24,8 +24,9 @@ import (
 // but the snapshots (delivery.ManagedByLabel, no delivery.RevisionLabel),
 // the Personas' with all of it (to write them back whole); the snapshots,
 // a few fields each (kube.SnapshotCache); and the template sources
-// (v1alpha1.TemplateSourceLabel), reduced to what the watches read. A ConfigMap that is in neither, such as
-// a foreign persona-<name>, it reads by name when it needs to. The data of
+// (v1alpha1.TemplateSourceLabel), reduced to what the watches read. A
+// ConfigMap that is in none, such as a foreign persona-<name>, it reads by
+// name when it needs to. The data of
 // a Persona's ConfigMap it knows by its content hash at the versions it
 // wrote or read (the Persona controller's own writes); of a template
 // source, only the keys that templateFrom names (kube.SourceReader).
@@ -49,12 +50,10 @@ func setupCaches(ctx context.Context, mgr ctrl.Manager, namespaces []string, rea
 	if err != nil {
 		return controllerCaches{}, fmt.Errorf("create the cache of the operator's ConfigMaps: %w", err)
 	}
-	snapshots, err := kube.NewSnapshotCache(mgr.GetConfig(), mgr.GetHTTPClient(), namespaces)
+	snapshots, err := kube.NewSnapshotCache(ctx, NewCache, mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), DefaultNamespaces: kube.NamespaceConfigs(namespaces)})
 	if err != nil {
 		return controllerCaches{}, fmt.Errorf("create the cache of the snapshots: %w", err)
-	}
-	if err := mgr.Add(snapshots); err != nil {
-		return controllerCaches{}, fmt.Errorf("run the cache of the snapshots: %w", err)
 	}
 	// With unlabelled sources read, every ConfigMap may be one: all are watched.
 	sourceSelector := templateSourceSelector
@@ -68,7 +67,7 @@ func setupCaches(ctx context.Context, mgr ctrl.Manager, namespaces []string, rea
 	if err := registerInformers(ctx, mgr.GetCache(), own, sourceMetadata); err != nil {
 		return controllerCaches{}, err
 	}
-	for _, c := range []cache.Cache{own, sourceMetadata} {
+	for _, c := range []cache.Cache{own, sourceMetadata, snapshots.Cache()} {
 		if err := mgr.Add(kube.StartedWithCaches{Cache: c}); err != nil {
 			return controllerCaches{}, fmt.Errorf("run a ConfigMap metadata cache: %w", err)
 		}

@@ -1,6 +1,7 @@
 // Package controller is the composition root of the controllers: Setup
 // makes the caches they share (caches.go: the metadata caches of the
-// operator's ConfigMaps, of the template sources and of the agent pods,
+// operator's ConfigMaps, of the template sources and of the agent pods, the
+// cache of the snapshots,
 // each informer asked for before the manager starts, informers_at_start.go,
 // and synced without polling, caches_sync.go), registers the field indexes,
 // and wires the controllers of the packages below with what each reads and
@@ -23,7 +24,8 @@
 //	└── kube                       the plumbing to the API server every one of
 //	                               them uses: template source reader, lookup,
 //	                               field indexes, status patch, Event recorder,
-//	                               ConfigMap writer, interned metadata
+//	                               ConfigMap writer, interned metadata, the
+//	                               cache of the snapshots
 //
 // persona calls revisions through a small interface (RevisionStore), and
 // restarts hands its RolloutHalted decisions to persona through one of its

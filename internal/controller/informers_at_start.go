@@ -22,7 +22,8 @@ import (
 // indexes ask for first): the ConfigMaps, ClusterPromptLayers, Namespaces
 // and the PromptPlatform would otherwise be listed after them, and a
 // restart at N Personas would wait for two lists in a row before its first
-// render.
+// render. The cache of the snapshots asks for its own as it is made
+// (kube.NewSnapshotCache).
 func registerInformers(ctx context.Context, main, own, sources cache.Cache) error {
 	wanted := []struct {
 		cache cache.Cache

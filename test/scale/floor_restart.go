@@ -45,15 +45,11 @@ func cachedKindsInformerFloor(ctx context.Context, cfg *rest.Config, c client.Cl
 	}
 	start := time.Now()
 	var g errgroup.Group
-	httpClient, err := rest.HTTPClientFor(cfg)
+	snapshots, err := kube.NewSnapshotCache(ctx, controller.NewCache, rest.CopyConfig(cfg), cache.Options{Scheme: c.Scheme(), Mapper: c.RESTMapper()})
 	if err != nil {
 		return 0, fmt.Errorf("informer floor: %w", err)
 	}
-	snapshots, err := kube.NewSnapshotCache(cfg, httpClient, nil)
-	if err != nil {
-		return 0, fmt.Errorf("informer floor: %w", err)
-	}
-	go func() { _ = snapshots.Start(ctx) }()
+	go func() { _ = snapshots.Cache().Start(ctx) }()
 	g.Go(func() error { return snapshots.WaitForSync(ctx) })
 	for _, cc := range caches {
 		ca, err := controller.NewCache(rest.CopyConfig(cfg), cache.Options{Scheme: c.Scheme(), Mapper: c.RESTMapper(), DefaultLabelSelector: cc.selector})

@@ -4,7 +4,8 @@
 // the reader of the pods' metadata afresh), what they write with (the
 // metadata-only ConfigMap writer, the status patch, the Event recorder that
 // cuts notes), and the pieces the caches are made of (the metadata objects,
-// interned strings and shared lists, a cache started with the manager's).
+// interned strings and shared lists, a cache started with the manager's),
+// and the cache of the snapshots, a few fields each (SnapshotCache).
 //
 // It holds no controller and no state of one. It may import api/ and the
 // pure packages of internal/ (delivery, render, resolve, status), never a

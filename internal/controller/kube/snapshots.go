@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
@@ -53,50 +52,62 @@ var SnapshotSelector, NotSnapshotSelector = func() (labels.Selector, labels.Sele
 // SnapshotCache keeps a delivery.SnapshotMeta of each ConfigMap
 // SnapshotSelector selects, from a watch of their metadata: three a Persona
 // at the default revisionHistoryLimit, which, held whole in the cache of
-// the operator's ConfigMaps, were three quarters of what it held. It runs
-// with the manager on every replica (the pod webhook reads it), not only on
-// the leader.
+// the operator's ConfigMaps, were three quarters of what it held. It is a
+// controller-runtime cache of its own (Cache), run with the manager's
+// caches on every replica, as they are, and synced with them (the pod
+// webhook reads it too), whose informers keep the compact records, read
+// here through their indexes.
 type SnapshotCache struct {
-	// informers are the watches by namespace; NamespaceAll's when every
-	// namespace is watched.
-	informers map[string]toolscache.SharedIndexInformer
+	cache cache.Cache
+	// informers are the cache's informers of ConfigMaps, one for all
+	// namespaces or one a namespace watched; fixed once made.
+	informers []toolscache.SharedIndexInformer
 }
 
 var _ SnapshotReader = &SnapshotCache{}
 
-// The SnapshotCache's indexes: by namespace, and by Persona
-// (namespace/persona).
-const (
-	snapshotsByNamespace = "namespace"
-	snapshotsByPersona   = "persona"
-)
+// snapshotsByPersona indexes the snapshots by namespace/persona; they are
+// indexed by namespace too (toolscache.NamespaceIndex).
+const snapshotsByPersona = "persona"
 
-// ErrSnapshotsNotSynced is what a SnapshotCache answers before its first
-// list has arrived: it cannot yet tell a snapshot that is missing.
+// ErrSnapshotsNotSynced is what a SnapshotCache answers when ctx ends
+// before its first list has arrived: it cannot yet tell a snapshot that is
+// missing.
 var ErrSnapshotsNotSynced = errors.New("the cache of the snapshots has not synced yet")
 
-// NewSnapshotCache watches the snapshots of namespaces (none: all) through
-// httpClient, with cfg's server and credentials.
-func NewSnapshotCache(cfg *rest.Config, httpClient *http.Client, namespaces []string) (*SnapshotCache, error) {
-	c, err := metadata.NewForConfigAndClient(cfg, httpClient)
+// NewSnapshotCache makes the cache of the snapshots with newCache (the
+// manager's cache constructor) and opts (its scheme, mapper and namespaces;
+// its selector, transform and informers are the snapshots'), and asks for
+// its informer, so that it lists as soon as the cache starts.
+func NewSnapshotCache(ctx context.Context, newCache func(*rest.Config, cache.Options) (cache.Cache, error), cfg *rest.Config, opts cache.Options) (*SnapshotCache, error) {
+	out := &SnapshotCache{}
+	opts.DefaultLabelSelector, opts.DefaultTransform = SnapshotSelector, compactSnapshot
+	// Called for each namespace's informer as the cache makes it, within
+	// GetInformer below.
+	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, _ toolscache.Indexers) toolscache.SharedIndexInformer {
+		informer := toolscache.NewSharedIndexInformer(lw, obj, resync,
+			toolscache.Indexers{toolscache.NamespaceIndex: indexSnapshotByNamespace, snapshotsByPersona: indexSnapshotByPersona})
+		out.informers = append(out.informers, informer)
+		return informer
+	}
+	c, err := newCache(cfg, opts)
 	if err != nil {
-		return nil, fmt.Errorf("metadata client: %w", err)
+		return nil, err
 	}
-	if len(namespaces) == 0 {
-		namespaces = []string{metav1.NamespaceAll}
+	out.cache = c
+	if _, err := c.GetInformer(ctx, ConfigMapMetadata(), cache.BlockUntilSynced(false)); err != nil {
+		return nil, fmt.Errorf("the informer of the snapshots: %w", err)
 	}
-	out := &SnapshotCache{informers: map[string]toolscache.SharedIndexInformer{}}
-	for _, ns := range namespaces {
-		informer := metadatainformer.NewFilteredMetadataInformer(c, corev1.SchemeGroupVersion.WithResource("configmaps"), ns, 0,
-			toolscache.Indexers{snapshotsByNamespace: indexSnapshotByNamespace, snapshotsByPersona: indexSnapshotByPersona},
-			func(o *metav1.ListOptions) { o.LabelSelector = SnapshotSelector.String() }).Informer()
-		if err := informer.SetTransform(compactSnapshot); err != nil {
-			return nil, fmt.Errorf("the snapshots' transform: %w", err)
-		}
-		out.informers[ns] = informer
+	if len(out.informers) == 0 {
+		return nil, errors.New("the cache of the snapshots made no informer")
 	}
 	return out, nil
 }
+
+// Cache is the controller-runtime cache that runs the watches, to be run
+// with the manager's caches (StartedWithCaches); it holds records of its
+// own kind, never to be read through it.
+func (c *SnapshotCache) Cache() cache.Cache { return c.cache }
 
 // compactSnapshot is what the cache keeps of a snapshot's metadata. A
 // tombstone's object has been made one before.
@@ -124,26 +135,14 @@ func indexSnapshotByPersona(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// Start runs the watches until ctx is done.
-func (c *SnapshotCache) Start(ctx context.Context) error {
-	for _, informer := range c.informers {
-		go informer.RunWithContext(ctx)
-	}
-	<-ctx.Done()
-	return nil
-}
-
-// NeedLeaderElection is false: every replica's pod webhook reads it.
-func (c *SnapshotCache) NeedLeaderElection() bool { return false }
-
 // WaitForSync waits until every watch has listed, or ctx is done.
 func (c *SnapshotCache) WaitForSync(ctx context.Context) error {
-	synced := make([]toolscache.InformerSynced, 0, len(c.informers))
 	for _, informer := range c.informers {
-		synced = append(synced, informer.HasSynced)
-	}
-	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("wait for the cache of the snapshots: %w", ctx.Err())
+		select {
+		case <-informer.HasSyncedChecker().Done():
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", ErrSnapshotsNotSynced, ctx.Err())
+		}
 	}
 	return nil
 }
@@ -152,63 +151,57 @@ func (c *SnapshotCache) WaitForSync(ctx context.Context) error {
 // departure; its objects are *delivery.SnapshotMeta, or a
 // toolscache.DeletedFinalStateUnknown of one.
 func (c *SnapshotCache) AddEventHandler(h toolscache.ResourceEventHandler) error {
-	for ns, informer := range c.informers {
+	for _, informer := range c.informers {
 		if _, err := informer.AddEventHandler(h); err != nil {
-			return fmt.Errorf("watch the snapshots of namespace %q: %w", ns, err)
+			return fmt.Errorf("watch the snapshots: %w", err)
 		}
 	}
 	return nil
 }
 
-// SnapshotsOf implements SnapshotReader.
-func (c *SnapshotCache) SnapshotsOf(_ context.Context, namespace, persona string) ([]*delivery.SnapshotMeta, error) {
-	return c.byIndex(namespace, snapshotsByPersona, namespace+"/"+persona)
+// SnapshotsOf implements SnapshotReader; before the first list it waits
+// for it, as long as ctx lasts.
+func (c *SnapshotCache) SnapshotsOf(ctx context.Context, namespace, persona string) ([]*delivery.SnapshotMeta, error) {
+	return c.byIndex(ctx, snapshotsByPersona, namespace+"/"+persona)
 }
 
-// SnapshotsIn implements SnapshotReader.
-func (c *SnapshotCache) SnapshotsIn(_ context.Context, namespace string) ([]*delivery.SnapshotMeta, error) {
-	return c.byIndex(namespace, snapshotsByNamespace, namespace)
+// SnapshotsIn implements SnapshotReader, waiting as SnapshotsOf.
+func (c *SnapshotCache) SnapshotsIn(ctx context.Context, namespace string) ([]*delivery.SnapshotMeta, error) {
+	return c.byIndex(ctx, toolscache.NamespaceIndex, namespace)
 }
 
-// Snapshot implements SnapshotReader.
-func (c *SnapshotCache) Snapshot(_ context.Context, namespace, name string) (*delivery.SnapshotMeta, error) {
-	store, err := c.store(namespace)
-	if err != nil {
+// Snapshot implements SnapshotReader, waiting as SnapshotsOf.
+func (c *SnapshotCache) Snapshot(ctx context.Context, namespace, name string) (*delivery.SnapshotMeta, error) {
+	if err := c.WaitForSync(ctx); err != nil {
 		return nil, err
 	}
-	obj, ok, err := store.GetByKey(namespace + "/" + name)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return obj.(*delivery.SnapshotMeta), nil
-}
-
-func (c *SnapshotCache) byIndex(namespace, index, value string) ([]*delivery.SnapshotMeta, error) {
-	store, err := c.store(namespace)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := store.ByIndex(index, value)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*delivery.SnapshotMeta, 0, len(objs))
-	for _, obj := range objs {
-		out = append(out, obj.(*delivery.SnapshotMeta))
-	}
-	return out, nil
-}
-
-// store is the synced store that holds namespace's snapshots.
-func (c *SnapshotCache) store(namespace string) (toolscache.Indexer, error) {
-	informer, ok := c.informers[namespace]
-	if !ok {
-		if informer, ok = c.informers[metav1.NamespaceAll]; !ok {
-			return nil, fmt.Errorf("namespace %s is not watched", namespace)
+	for _, informer := range c.informers {
+		obj, ok, err := informer.GetIndexer().GetByKey(namespace + "/" + name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return obj.(*delivery.SnapshotMeta), nil
 		}
 	}
-	if !informer.HasSynced() {
-		return nil, ErrSnapshotsNotSynced
+	return nil, nil
+}
+
+// byIndex are the records whose index holds value, from every informer:
+// each holds its namespace's alone.
+func (c *SnapshotCache) byIndex(ctx context.Context, index, value string) ([]*delivery.SnapshotMeta, error) {
+	if err := c.WaitForSync(ctx); err != nil {
+		return nil, err
 	}
-	return informer.GetIndexer(), nil
+	var out []*delivery.SnapshotMeta
+	for _, informer := range c.informers {
+		objs, err := informer.GetIndexer().ByIndex(index, value)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
+			out = append(out, obj.(*delivery.SnapshotMeta))
+		}
+	}
+	return out, nil
 }

@@ -48,7 +48,7 @@ func BenchmarkSnapshotCacheBytes(b *testing.B) {
 		keep     func(any) (any, error)
 		indexers toolscache.Indexers
 	}{
-		{"compact", compactSnapshot, toolscache.Indexers{snapshotsByNamespace: indexSnapshotByNamespace, snapshotsByPersona: indexSnapshotByPersona}},
+		{"compact", compactSnapshot, toolscache.Indexers{toolscache.NamespaceIndex: indexSnapshotByNamespace, snapshotsByPersona: indexSnapshotByPersona}},
 		{"whole metadata", whole, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc, snapshotsByPersona: wholeByPersona}},
 	} {
 		b.Run(c.name, func(b *testing.B) {

@@ -69,7 +69,11 @@ func (r *reconciler) deliver(ctx context.Context, p *v1alpha1.Persona, attempt o
 	desired.Annotations[delivery.RevisionAnnotation] = strconv.FormatInt(rev.entry.Revision, 10)
 	attempt.revision = &rev.entry
 	stale := staleAnnotations(current, desired)
-	if isCurrent(current, currentHash, desired) && len(stale) == 0 {
+	// A snapshot's revision label takes the live ConfigMap out of the
+	// watch of the operator's ConfigMaps (kube.NotSnapshotSelector): it is
+	// taken off, as a missing managed-by label is put back.
+	_, snapshotLabelled := current.Labels[delivery.RevisionLabel]
+	if isCurrent(current, currentHash, desired) && len(stale) == 0 && !snapshotLabelled {
 		return attempt, nil
 	}
 	if announce && currentHash != hash {
@@ -92,6 +96,7 @@ func (r *reconciler) deliver(ctx context.Context, p *v1alpha1.Persona, attempt o
 	for _, k := range stale {
 		delete(current.Annotations, k)
 	}
+	delete(current.Labels, delivery.RevisionLabel)
 	if err := r.write(ctx, key, hash, r.configMapWriter.Update, current); err != nil {
 		return outcome{}, fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
 	}

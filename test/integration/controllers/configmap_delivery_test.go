@@ -126,4 +126,24 @@ var _ = Describe("ConfigMap labels", func() {
 		Eventually(prompt(ns, "p")).Should(Equal("Second\n"))
 		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
 	})
+
+	// The label would take it out of the watch of the operator's ConfigMaps
+	// into that of the snapshots, where no edit of it would be seen.
+	It("takes back its ConfigMap when a hand edit gives it a snapshot's revision label", func() {
+		ns := newNamespace()
+		apply(ns, barePersona("p", "First"))
+		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
+		cm := configMap(ns, "p")
+		cm.Labels["prompts.persona-operator.dev/revision"] = "1"
+		cm.Data["system-prompt.md"] = "edited by hand\n"
+		Expect(k8s.Update(ctx, cm)).To(Succeed())
+		Eventually(func() map[string]string { return configMap(ns, "p").Labels }, 5*time.Second).
+			ShouldNot(HaveKey("prompts.persona-operator.dev/revision"))
+		Eventually(prompt(ns, "p"), 5*time.Second).Should(Equal("First\n"))
+		By("seeing the next hand edit, back in the watch")
+		cm = configMap(ns, "p")
+		cm.Data["system-prompt.md"] = "edited by hand again\n"
+		Expect(k8s.Update(ctx, cm)).To(Succeed())
+		Eventually(prompt(ns, "p"), 5*time.Second).Should(Equal("First\n"))
+	})
 })
