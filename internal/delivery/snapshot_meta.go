@@ -8,11 +8,11 @@ import (
 )
 
 // SnapshotMeta is what the manager keeps of a ConfigMap that carries a
-// snapshot's revision label: the few fields that the retention, the byte cap,
-// a pin and the pod webhook read of a snapshot, about a quarter of what
-// its metadata costs held whole (labels, annotations and owner references
-// are maps and slices of their own). Whether it is a snapshot at all is
-// decided once, as it is made.
+// snapshot's revision label: the few fields of a snapshot that the
+// retention, the byte cap, a pin and the pod webhook read. In a cache it
+// costs about two fifths of its metadata held whole (labels, annotations
+// and owner references are maps and slices of their own). Whether it is a
+// snapshot at all is decided once, as it is made.
 type SnapshotMeta struct {
 	Namespace, Name, ResourceVersion string
 	UID                              types.UID

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -20,12 +19,19 @@ import (
 // reconcile. The controller starts its workers once the cache of the
 // snapshots has synced.
 type snapshotDeletions struct {
-	snapshots *kube.SnapshotCache
+	snapshots snapshotEvents
 	// pruned reports, once, whether the controller's prune deleted it.
 	pruned func(*delivery.SnapshotMeta) bool
 }
 
 var _ source.TypedSyncingSource[reconcile.Request] = snapshotDeletions{}
+
+// snapshotEvents are the events of the cache of the snapshots
+// (kube.SnapshotCache).
+type snapshotEvents interface {
+	AddEventHandler(toolscache.ResourceEventHandler) error
+	WaitForSync(context.Context) error
+}
 
 func (s snapshotDeletions) Start(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	return s.snapshots.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {

@@ -19,12 +19,12 @@ import (
 
 // snapshotBytes keeps, per namespace, what its snapshots hold
 // (--snapshot-bytes-per-namespace), so that a snapshot's write costs the
-// same however many the namespace has: the snapshots the metadata cache's
-// events tell, plus those this manager created that the cache has not seen
+// same however many the namespace has: the snapshots the events of the
+// cache of the snapshots tell, plus those this manager created that the cache has not seen
 // yet, less those it deleted that the cache still holds. Only a snapshot
 // its Persona controls counts (delivery.IsSnapshot), and its size is that of its
 // data, never what an annotation says: whoever may write the ConfigMap may
-// write its annotations. The metadata cache holds no data, so a size is
+// write its annotations. The cache holds no data, so a size is
 // the one this manager wrote (a snapshot is immutable), or, for one written
 // before it started, read once from the API server under the namespace's
 // lock. A
@@ -352,8 +352,9 @@ func (b *snapshotBytes) deletedHere(m *delivery.SnapshotMeta) {
 	}
 }
 
-// event applies one of the snapshots cache's events to its namespace's
-// ledger, once primed (the priming list holds what came before).
+// event applies one of the events of the cache of the snapshots to its
+// namespace's ledger, once primed (the priming list holds what came
+// before).
 func (b *snapshotBytes) event(obj any, deleted bool) {
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj, deleted = tomb.Obj, true

@@ -2,8 +2,9 @@
 // (personas.md#revisions): each revision a Persona delivers is kept as an
 // immutable ConfigMap, persona-<name>.r<n>, its snapshot. The Store writes
 // a revision's snapshot, holds each namespace's snapshots under the byte cap
-// (--snapshot-bytes-per-namespace, a ledger kept from the metadata cache's
-// events, evicting the oldest no Persona keeps), and prunes a Persona's
+// (--snapshot-bytes-per-namespace, a ledger kept from the events of the
+// cache of the snapshots, kube.SnapshotCache, evicting the oldest no
+// Persona keeps), and prunes a Persona's
 // snapshots past its spec.revisionHistoryLimit once its status names the
 // new revision. Retention decides which snapshots stay whatever the limit
 // and the cap say: the current, latest and pinned revisions, and those the

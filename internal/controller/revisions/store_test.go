@@ -21,8 +21,9 @@ import (
 )
 
 // The store is tested against controller-runtime's fake client, which
-// stands in for every reader it has: the cache, the API server and the
-// metadata cache of the operator's ConfigMaps. The Persona controller's
+// stands in for every reader it has: the cache, the API server and, listed
+// as the cache of the snapshots would hold them (fixtures.ListedSnapshots),
+// the snapshots. The Persona controller's
 // tests (internal/controller/persona) drive it through reconciles.
 
 var scheme = func() *runtime.Scheme {
