@@ -14,7 +14,9 @@ import (
 
 // recordedHandler is a cache of the snapshots that hands its handler to
 // the test.
-type recordedHandler struct{ h toolscache.ResourceEventHandler }
+type recordedHandler struct {
+	h toolscache.ResourceEventHandler
+}
 
 func (r *recordedHandler) AddEventHandler(h toolscache.ResourceEventHandler) error {
 	r.h = h
