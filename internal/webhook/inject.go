@@ -256,7 +256,7 @@ func (i *Injector) persona(ctx context.Context, namespace, name string) (known, 
 		return out, fmt.Errorf("list the snapshots of persona %s: %w", name, err)
 	}
 	for _, m := range snapshots {
-		if !m.IsSnapshot() || m.Controller != p.UID || m.Deleting {
+		if !m.IsSnapshotOf(&p, m.Revision) || m.Deleting {
 			continue
 		}
 		out.controlled[m.Name] = true
@@ -290,10 +290,14 @@ func (i *Injector) notThePersonas(ctx context.Context, namespace, name string, k
 			return nil, fmt.Errorf("read ConfigMap %s, to tell whether persona %s controls it: %w", m.ConfigMap, name, err)
 		}
 		owner := metav1.GetControllerOfNoCopy(cm)
+		// Only a ConfigMap of the shape the operator writes is the
+		// Persona's, as the cache of the snapshots holds them: its live
+		// ConfigMap, or a snapshot with a snapshot's labels.
+		operators := delivery.IsLiveConfigMap(cm) || delivery.IsSnapshot(cm)
 		switch {
-		case k.uid != "" && owner != nil && owner.UID == k.uid:
+		case operators && k.uid != "" && owner.UID == k.uid:
 			continue
-		case k.unsure && owner != nil && owner.Kind == "Persona" && owner.Name == name &&
+		case operators && k.unsure && owner.Kind == "Persona" && owner.Name == name &&
 			strings.HasPrefix(owner.APIVersion, v1alpha1.GroupVersion.Group+"/"):
 			// A manager still starting cannot read the Persona's UID. Only
 			// the operator may make a Persona a ConfigMap's controller, and

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -28,9 +29,22 @@ func (failing) List(context.Context, client.ObjectList, ...client.ListOption) er
 
 func podCreate(t testing.TB, namespace string, labels map[string]string) admission.Request {
 	t.Helper()
-	raw, err := json.Marshal(&corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+	return podCreateMounting(t, namespace, labels, "")
+}
+
+// podCreateMounting is podCreate of a pod that mounts configMap whole by
+// hand, unless it is "".
+func podCreateMounting(t testing.TB, namespace string, labels map[string]string, configMap string) admission.Request {
+	t.Helper()
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: namespace, Labels: labels},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "busybox"}}}})
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "busybox"}}}}
+	if configMap != "" {
+		pod.Spec.Volumes = []corev1.Volume{{Name: "prompt", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: configMap}}}}}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "prompt", MountPath: "/etc/persona"}}
+	}
+	raw, err := json.Marshal(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,33 +128,41 @@ func (configMapReader) List(context.Context, client.ObjectList, ...client.ListOp
 // While the caches cannot say whether the Persona exists (a starting
 // manager), its persona-<name> is read from the API server: a pod is
 // admitted when that does not exist, or when a Persona of that name
-// controls it, and refused when it exists and none does.
+// controls it, and refused when it exists and none does. A snapshot the
+// pod mounts by hand is the Persona's only with a snapshot's labels too.
 func TestInjectorWithoutCachesChecksWhoseTheConfigMapIs(t *testing.T) {
 	controller := metav1.OwnerReference{APIVersion: "prompts.persona-operator.dev/v1alpha1", Kind: "Persona", Name: "reviewer", UID: "u1", Controller: new(true)}
 	other := controller
 	other.Name = "writer"
+	snapshotLabels := map[string]string{"app.kubernetes.io/managed-by": "persona-operator",
+		"prompts.persona-operator.dev/persona": "reviewer", "prompts.persona-operator.dev/revision": "7"}
 	for _, tc := range []struct {
-		name    string
-		owners  []metav1.OwnerReference
-		exists  bool
-		allowed bool
+		name      string
+		configMap string // "persona-reviewer" when empty, not mounted by hand
+		labels    map[string]string
+		owners    []metav1.OwnerReference
+		exists    bool
+		allowed   bool
 	}{
-		{"not there yet", nil, false, true},
-		{"controlled by a Persona of its name", []metav1.OwnerReference{controller}, true, true},
-		{"controlled by no one", nil, true, false},
-		{"controlled by another Persona", []metav1.OwnerReference{other}, true, false},
+		{"not there yet", "", nil, nil, false, true},
+		{"controlled by a Persona of its name", "", nil, []metav1.OwnerReference{controller}, true, true},
+		{"controlled by no one", "", nil, nil, true, false},
+		{"controlled by another Persona", "", nil, []metav1.OwnerReference{other}, true, false},
+		{"a snapshot controlled by the Persona", "persona-reviewer.r7", snapshotLabels, []metav1.OwnerReference{controller}, true, true},
+		{"a snapshot's name controlled by the Persona without its labels", "persona-reviewer.r7", nil, []metav1.OwnerReference{controller}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			name := cmp.Or(tc.configMap, "persona-reviewer")
 			var m *metav1.PartialObjectMetadata
 			if tc.exists {
-				m = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "persona-reviewer", Namespace: "team-a", OwnerReferences: tc.owners}}
+				m = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Labels: tc.labels, OwnerReferences: tc.owners}}
 			}
 			i := &Injector{Personas: failing{}, ConfigMaps: failing{}, APIReader: configMapReader{m}}
-			resp := i.Handle(context.Background(), podCreate(t, "team-a", map[string]string{"prompts.persona-operator.dev/persona": "reviewer"}))
+			resp := i.Handle(context.Background(), podCreateMounting(t, "team-a", map[string]string{"prompts.persona-operator.dev/persona": "reviewer"}, tc.configMap))
 			if resp.Allowed != tc.allowed {
 				t.Fatalf("allowed %v, want %v: %+v", resp.Allowed, tc.allowed, resp.Result)
 			}
-			if !tc.allowed && !strings.Contains(resp.Result.Message, "ConfigMap persona-reviewer is not the prompt of persona reviewer") {
+			if !tc.allowed && !strings.Contains(resp.Result.Message, "ConfigMap "+name+" is not the prompt of persona reviewer") {
 				t.Errorf("the refusal does not name the ConfigMap: %s", resp.Result.Message)
 			}
 		})

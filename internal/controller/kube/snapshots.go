@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +63,9 @@ type SnapshotCache struct {
 	// informers are the cache's informers of ConfigMaps, one for all
 	// namespaces or one a namespace watched; fixed once made.
 	informers []toolscache.SharedIndexInformer
+	// made is set once NewSnapshotCache has its informers: an informer
+	// made after (of a kind asked through Cache by mistake) is not one.
+	made atomic.Bool
 }
 
 var _ SnapshotReader = &SnapshotCache{}
@@ -87,7 +91,9 @@ func NewSnapshotCache(ctx context.Context, newCache func(*rest.Config, cache.Opt
 	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, _ toolscache.Indexers) toolscache.SharedIndexInformer {
 		informer := toolscache.NewSharedIndexInformer(lw, obj, resync,
 			toolscache.Indexers{toolscache.NamespaceIndex: indexSnapshotByNamespace, snapshotsByPersona: indexSnapshotByPersona})
-		out.informers = append(out.informers, informer)
+		if !out.made.Load() {
+			out.informers = append(out.informers, informer)
+		}
 		return informer
 	}
 	c, err := newCache(cfg, opts)
@@ -98,6 +104,7 @@ func NewSnapshotCache(ctx context.Context, newCache func(*rest.Config, cache.Opt
 	if _, err := c.GetInformer(ctx, ConfigMapMetadata(), cache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("the informer of the snapshots: %w", err)
 	}
+	out.made.Store(true)
 	if len(out.informers) == 0 {
 		return nil, errors.New("the cache of the snapshots made no informer")
 	}
@@ -149,7 +156,9 @@ func (c *SnapshotCache) WaitForSync(ctx context.Context) error {
 
 // AddEventHandler has h told of every snapshot's arrival, change and
 // departure; its objects are *delivery.SnapshotMeta, or a
-// toolscache.DeletedFinalStateUnknown of one.
+// toolscache.DeletedFinalStateUnknown of one. Nothing waits for h to have
+// been handed the first list (as the manager's caches wait for their
+// handlers): whoever reads what came before reads the cache.
 func (c *SnapshotCache) AddEventHandler(h toolscache.ResourceEventHandler) error {
 	for _, informer := range c.informers {
 		if _, err := informer.AddEventHandler(h); err != nil {
@@ -180,8 +189,8 @@ func (c *SnapshotCache) Snapshot(ctx context.Context, namespace, name string) (*
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			return obj.(*delivery.SnapshotMeta), nil
+		if m, isSnapshot := obj.(*delivery.SnapshotMeta); ok && isSnapshot {
+			return m, nil
 		}
 	}
 	return nil, nil
@@ -200,7 +209,9 @@ func (c *SnapshotCache) byIndex(ctx context.Context, index, value string) ([]*de
 			return nil, err
 		}
 		for _, obj := range objs {
-			out = append(out, obj.(*delivery.SnapshotMeta))
+			if m, ok := obj.(*delivery.SnapshotMeta); ok {
+				out = append(out, m)
+			}
 		}
 	}
 	return out, nil

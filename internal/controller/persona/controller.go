@@ -71,7 +71,8 @@ type reconciler struct {
 	// writes is what each Persona's ConfigMap holds, at the version the
 	// controller last wrote or read.
 	writes *ownWrites
-	// configMapMetadata is the metadata of the operator's ConfigMaps.
+	// configMapMetadata is the metadata of the operator's ConfigMaps but
+	// the snapshots (those are in the cache of the snapshots).
 	configMapMetadata client.Reader
 	// deferred is the renders of a fan-out whose status waits for its pass.
 	deferred *deferredStatuses

@@ -26,9 +26,9 @@ func (r *recordedHandler) AddEventHandler(h toolscache.ResourceEventHandler) err
 func (r *recordedHandler) WaitForSync(context.Context) error { return nil }
 
 // A snapshot's deletion brings its Persona back, told directly or as a
-// tombstone, unless the controller's prune deleted it; the deletion of a
-// ConfigMap that is no Persona's snapshot, and any other event, bring
-// nothing.
+// tombstone, unless the controller's prune deleted it, and so does an edit
+// that takes its controller reference; the deletion of a ConfigMap that is
+// no Persona's snapshot, and any other event, bring nothing.
 func TestSnapshotDeletionsEnqueueThePersona(t *testing.T) {
 	snapshot := func(name string, n int64, controller string) *delivery.SnapshotMeta {
 		return &delivery.SnapshotMeta{Namespace: "team", Name: delivery.SnapshotName(name, n), Persona: name, Revision: n, Controller: types.UID(controller)}
@@ -43,19 +43,21 @@ func TestSnapshotDeletionsEnqueueThePersona(t *testing.T) {
 	}
 	events.h.OnAdd(snapshot("added", 1, "u3"), false)
 	events.h.OnUpdate(snapshot("updated", 1, "u4"), snapshot("updated", 1, "u4"))
+	events.h.OnUpdate(snapshot("disowned", 2, "u6"), snapshot("disowned", 2, ""))
+	events.h.OnUpdate(snapshot("forged", 2, ""), snapshot("forged", 2, ""))
 	events.h.OnDelete(pruned)
 	events.h.OnDelete(snapshot("forged", 1, "")) // labelled, no Persona's
 	events.h.OnDelete(snapshot("deleted", 3, "u1"))
 	events.h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team/persona-missed.r1", Obj: snapshot("missed", 1, "u5")})
 
-	want := map[string]bool{"deleted": true, "missed": true}
+	want := map[string]bool{"deleted": true, "missed": true, "disowned": true}
 	if q.Len() != len(want) {
-		t.Fatalf("%d Personas queued, want %d (deleted, missed)", q.Len(), len(want))
+		t.Fatalf("%d Personas queued, want %d (deleted, missed, disowned)", q.Len(), len(want))
 	}
 	for range want {
 		req, _ := q.Get()
 		if req.Namespace != "team" || !want[req.Name] {
-			t.Errorf("queued %v, want team/deleted and team/missed", req)
+			t.Errorf("queued %v, want team/deleted, team/missed and team/disowned", req)
 		}
 		q.Done(req)
 	}

@@ -11,9 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -274,12 +272,8 @@ func (s *Store) readSnapshots(ctx context.Context, namespace string, names []str
 		}
 		return nil
 	}
-	hasRevision, err := labels.NewRequirement(delivery.RevisionLabel, selection.Exists, nil)
-	if err != nil {
-		return err
-	}
 	opts := []client.ListOption{client.InNamespace(namespace), client.Limit(readSnapshotsPage),
-		client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*hasRevision)}}
+		client.MatchingLabelsSelector{Selector: kube.SnapshotSelector}}
 	for page := ""; ; {
 		var list corev1.ConfigMapList
 		if err := s.apiReader.List(ctx, &list, append(opts, client.Continue(page))...); err != nil {
