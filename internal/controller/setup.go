@@ -109,7 +109,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (Caches, error) 
 	if err != nil {
 		return Caches{}, fmt.Errorf("create the ConfigMap writer: %w", err)
 	}
-	store, err := newRevisionStore(ctx, mgr, c, writer, opts.SnapshotBytesPerNamespace)
+	store, err := newRevisionStore(mgr, c, writer, opts.SnapshotBytesPerNamespace)
 	if err != nil {
 		return Caches{}, err
 	}
@@ -141,7 +141,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (Caches, error) 
 // newRevisionStore is the Persona controller's revision store, counting the
 // snapshots' bytes from the events of the cache of the snapshots, and
 // keeping the revisions the agent pods name.
-func newRevisionStore(ctx context.Context, mgr ctrl.Manager, c controllerCaches, writer kube.ConfigMapWrites, bytesPerNamespace int) (*revisions.Store, error) {
+func newRevisionStore(mgr ctrl.Manager, c controllerCaches, writer kube.ConfigMapWrites, bytesPerNamespace int) (*revisions.Store, error) {
 	freshPods, err := kube.NewPodMetadataReader(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("set up the Persona controller: the reader of the pods' metadata: %w", err)
