@@ -13,8 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/persona-operator/persona-operator/test/controlplane"
 )
 
 // answers records the body of every answer to a write.
@@ -42,12 +40,7 @@ func (a *answers) RoundTrip(req *http.Request) (*http.Response, error) {
 // written, it returns the version written, the API server's errors keep
 // their kind, and every answer is the metadata only.
 func TestConfigMapWriter(t *testing.T) {
-	controlplane.RequireEnvtest(t)
-	plane, err := controlplane.StartEmpty()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = plane.Stop() })
+	plane := emptyPlane(t)
 	answered := &answers{}
 	cfg := rest.CopyConfig(plane.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { answered.next = rt; return answered })

@@ -8,25 +8,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/persona-operator/persona-operator/test/controlplane"
 )
 
 // The pods' metadata reader against the real API server lists the pods of
 // the namespace and labels asked for, in one namespace or in all, and
 // refuses a list of another kind.
 func TestPodMetadataReaderLists(t *testing.T) {
-	controlplane.RequireEnvtest(t)
-	plane, err := controlplane.StartEmpty()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = plane.Stop() })
+	plane := emptyPlane(t)
 	ctx := t.Context()
-	c, err := client.New(plane.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := plane.Client
 	for _, ns := range []string{"one", "two"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
-	"github.com/persona-operator/persona-operator/test/controlplane"
 )
 
 // The cache of the snapshots against the real API server holds the
@@ -25,17 +24,9 @@ import (
 // each namespace apart, answers nothing before it has synced, and tells of
 // a deletion.
 func TestSnapshotCache(t *testing.T) {
-	controlplane.RequireEnvtest(t)
-	plane, err := controlplane.StartEmpty()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = plane.Stop() })
+	plane := emptyPlane(t)
 	ctx := t.Context()
-	c, err := client.New(plane.Config, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := plane.Client
 	controller := func(persona string) []metav1.OwnerReference {
 		return []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.PersonaKind, Name: persona, UID: k8stypes.UID("uid-" + persona), Controller: new(true)}}
 	}
