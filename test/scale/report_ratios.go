@@ -13,8 +13,21 @@ const (
 	// Everything that personas.md#conditions requires to be written:
 	// convergence's Personas Ready, a fan-out's statuses current.
 	requiredWritesTarget = 1.3
-	webhookP99AddedLimit = 10 * time.Millisecond
+	// A fan-out's statuses current past requiredWritesTargetUpTo
+	// Personas, where every status patch carries a longer history than the
+	// floor's (docs/performance.md#capacity).
+	largeFanOutWritesTarget  = 1.5
+	requiredWritesTargetUpTo = 2000
+	webhookP99AddedLimit     = 10 * time.Millisecond
 )
+
+// fanOutWritesTarget is the target of a fan-out's writes at n Personas.
+func fanOutWritesTarget(n int) float64 {
+	if n > requiredWritesTargetUpTo {
+		return largeFanOutWritesTarget
+	}
+	return requiredWritesTarget
+}
 
 // noTarget marks a ratio shown for what it explains, not held to a target.
 const noTarget = 0

@@ -56,3 +56,14 @@ func TestMedian(t *testing.T) {
 func measuredOnce(d time.Duration) bracket {
 	return bracket{before: timed{took: d}}
 }
+
+// A fan-out's writes are held to 1.3× their floor up to 2,000 Personas and
+// to 1.5× beyond, where every status patch carries a longer history than
+// the floor's.
+func TestFanOutWritesTarget(t *testing.T) {
+	for n, want := range map[int]float64{500: 1.3, 2000: 1.3, 2001: 1.5, 8000: 1.5, 20000: 1.5} {
+		if got := fanOutWritesTarget(n); got != want {
+			t.Errorf("fanOutWritesTarget(%d) = %v, want %v", n, got, want)
+		}
+	}
+}

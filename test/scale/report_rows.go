@@ -76,7 +76,7 @@ func (r *report) fanOutRowsOf(action string, configMaps, statuses, floor, specFl
 	n := r.opts.n
 	return [][]string{
 		ratioRow(fmt.Sprintf("fan-out: %s → %d ConfigMaps updated", action, n), r.rounds, configMaps, floor, timeout, deliveryTarget),
-		ratioRow("  … until every status is current, against the floor with each status patch", r.rounds, statuses, specFloor, timeout, requiredWritesTarget),
+		ratioRow("  … until every status is current, against the floor with each status patch", r.rounds, statuses, specFloor, timeout, fanOutWritesTarget(n)),
 	}
 }
 
