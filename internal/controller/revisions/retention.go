@@ -96,17 +96,14 @@ func (s *Store) evict(ctx context.Context, p *v1alpha1.Persona, ledger *namespac
 	return nil
 }
 
-// evictable reports whether snapshot m may go to make room: it is its
-// Persona's (an operator's snapshot, not another owner's ConfigMap), and
-// that Persona keeps no such revision, nor one its status does not name
+// evictable reports whether snapshot m, one of namespaceSnapshots (a
+// Persona's snapshot, not another owner's ConfigMap), may go to make room:
+// its Persona keeps no such revision, nor one its status does not name
 // yet (written by a reconcile whose status is still to come). The snapshot
 // of a Persona gone, or of an older Persona of that name, is evictable.
 // personas and keptOf remember what was read for each Persona.
 func (s *Store) evictable(ctx context.Context, m *delivery.SnapshotMeta, personas map[string]*v1alpha1.Persona, keptOf map[string]map[int64]bool) (bool, error) {
 	name, n := m.Persona, m.Revision
-	if !m.IsSnapshot() {
-		return false, nil
-	}
 	owner, ok := personas[name]
 	if !ok {
 		owner = &v1alpha1.Persona{}
