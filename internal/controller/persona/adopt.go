@@ -5,11 +5,13 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -24,7 +26,9 @@ import (
 // deleted with --cascade=orphan keeps its finalizer until the garbage
 // collector has taken it off the ConfigMap's owners, and adopting it then
 // would leave an owner reference to a deleted Persona, which has the
-// garbage collector delete the ConfigMap.
+// garbage collector delete the ConfigMap. The cache may not have heard of
+// that deletion yet, so the API server is asked before an adoption, as
+// Kubernetes' own controllers recheck an owner's deletion before adopting.
 func (r *reconciler) adoptOrphan(ctx context.Context, p *v1alpha1.Persona, key client.ObjectKey) (*corev1.ConfigMap, error) {
 	if !p.DeletionTimestamp.IsZero() {
 		return nil, nil
@@ -36,6 +40,9 @@ func (r *reconciler) adoptOrphan(ctx context.Context, p *v1alpha1.Persona, key c
 	if !isOperatorsOrphan(cm) {
 		return nil, nil
 	}
+	if going, err := r.goingOnTheAPIServer(ctx, p); err != nil || going {
+		return nil, err
+	}
 	if err := controllerutil.SetControllerReference(p, cm, r.Scheme); err != nil {
 		return nil, fmt.Errorf("adopt ConfigMap %s: %w", key.Name, err)
 	}
@@ -46,4 +53,17 @@ func (r *reconciler) adoptOrphan(ctx context.Context, p *v1alpha1.Persona, key c
 // has no controller.
 func isOperatorsOrphan(cm *corev1.ConfigMap) bool {
 	return cm.Labels[delivery.ManagedByLabel] == delivery.ManagedBy && metav1.GetControllerOfNoCopy(cm) == nil
+}
+
+// goingOnTheAPIServer reports whether the API server holds p as being
+// deleted, or no longer holds it: gone, or made again under another UID.
+func (r *reconciler) goingOnTheAPIServer(ctx context.Context, p *v1alpha1.Persona) (bool, error) {
+	m, err := kube.LiveMetadata(ctx, r.APIReader, v1alpha1.GroupVersion.WithKind(v1alpha1.PersonaKind), client.ObjectKeyFromObject(p))
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("read Persona %s before adopting its ConfigMap: %w", p.Name, err)
+	}
+	return m.UID != p.UID || !m.DeletionTimestamp.IsZero(), nil
 }

@@ -8,10 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 )
 
 // A starting manager's caches fill with one list per kind from the API
@@ -87,9 +87,7 @@ func isAPIKind(kind string) bool {
 
 // liveGeneration is in's generation on the API server, 0 when it is gone.
 func (r *reconciler) liveGeneration(ctx context.Context, in v1alpha1.RevisionInput) (int64, error) {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(in.Kind))
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: in.Namespace, Name: in.Name}, m)
+	m, err := kube.LiveMetadata(ctx, r.APIReader, v1alpha1.GroupVersion.WithKind(in.Kind), client.ObjectKey{Namespace: in.Namespace, Name: in.Name})
 	if apierrors.IsNotFound(err) {
 		return 0, nil
 	}

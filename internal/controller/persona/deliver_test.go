@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
@@ -169,6 +170,77 @@ func TestDeliverStepKnowsItsOwnWrite(t *testing.T) {
 	}
 	if o, err := s.deliver(t.Context(), p, first, false); err != nil || !o.wrote || s.writer.updates != 1 {
 		t.Errorf("someone else's write is not repaired: wrote %v, %d updates, %v", o.wrote, s.writer.updates, err)
+	}
+}
+
+// The cache may still hold a Persona that the API server holds as being
+// deleted (kubectl delete --cascade=orphan), or no longer holds: its
+// orphan is adopted only when the API server still holds it, as it is.
+func TestDeliverStepAdoptsAnOrphanOnlyForAPersonaTheAPIServerKeeps(t *testing.T) {
+	deleting := metav1.Now()
+	cases := []struct {
+		name string
+		// onServer is the Persona the API server holds, given the cached
+		// one; nil: none.
+		onServer       func(p *v1alpha1.Persona) *v1alpha1.Persona
+		wantReason     string
+		wantController string
+	}{{
+		name:       "kept as it is: adopted",
+		onServer:   func(p *v1alpha1.Persona) *v1alpha1.Persona { return p.DeepCopy() },
+		wantReason: v1alpha1.RenderedReason, wantController: "p",
+	}, {
+		name: "being deleted with its dependents orphaned",
+		onServer: func(p *v1alpha1.Persona) *v1alpha1.Persona {
+			p = p.DeepCopy()
+			p.DeletionTimestamp, p.Finalizers = &deleting, []string{metav1.FinalizerOrphanDependents}
+			return p
+		},
+		wantReason: v1alpha1.ConfigMapConflictReason,
+	}, {
+		name:       "gone",
+		wantReason: v1alpha1.ConfigMapConflictReason,
+	}, {
+		name: "made again under another UID",
+		onServer: func(p *v1alpha1.Persona) *v1alpha1.Persona {
+			p = p.DeepCopy()
+			p.UID = "uid-persona-p-again"
+			return p
+		},
+		wantReason: v1alpha1.ConfigMapConflictReason,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := barePersona("p", "Hello")
+			s := newSteps(t, p)
+			attempt, err := s.tryRender(t.Context(), p)
+			if err != nil || attempt.reason != v1alpha1.RenderedReason {
+				t.Fatalf("render: %s %v", attempt.reason, err)
+			}
+			orphan := delivery.ConfigMap(p.Name, p.Namespace, attempt.output)
+			orphan.Data = map[string]string{"system-prompt.md": "Orphaned.\n"}
+			if err := s.cluster.Create(t.Context(), orphan); err != nil {
+				t.Fatal(err)
+			}
+			// The same orphan, at the same version, beside what the API
+			// server holds of p.
+			onServer := []client.Object{orphan}
+			if tc.onServer != nil {
+				onServer = append(onServer, tc.onServer(p))
+			}
+			s.live.Client = fakeCluster(onServer...)
+
+			o, err := s.deliver(t.Context(), p, attempt, false)
+			if err != nil {
+				t.Fatalf("deliver: %v", err)
+			}
+			if o.reason != tc.wantReason {
+				t.Errorf("reason = %s (%s), want %s", o.reason, o.message, tc.wantReason)
+			}
+			if got := controllerName(configMapOf(t, s, p)); got != tc.wantController {
+				t.Errorf("controller = %q, want %q", got, tc.wantController)
+			}
+		})
 	}
 }
 

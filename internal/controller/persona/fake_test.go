@@ -55,19 +55,29 @@ type swappable struct{ client.Client }
 
 func newSteps(t *testing.T, objs ...client.Object) *steps {
 	t.Helper()
-	c := fake.NewClientBuilder().WithScheme(stepsScheme).WithObjects(objs...).
-		WithStatusSubresource(&v1alpha1.Persona{}, &v1alpha1.PromptLayer{}, &v1alpha1.ClusterPromptLayer{}).
-		WithIndex(&v1alpha1.Persona{}, kube.DependencyIndex, kube.IndexDependencies).
-		WithIndex(&v1alpha1.Persona{}, kube.ReferenceIndex, kube.IndexPersonaReferences).
-		WithIndex(&v1alpha1.PromptLayer{}, kube.ReferenceIndex, kube.IndexLayerReferences).
-		WithIndex(&v1alpha1.Persona{}, "metadata.name", indexName). // the API server's own field selector
-		Build()
+	c := fakeCluster(objs...)
 	w := &countingWriter{c: c}
 	rec := events.NewFakeRecorder(16)
 	cached, live := &swappable{c}, &swappable{c}
 	store := revisions.New(revisions.Config{Client: cached, APIReader: live, Snapshots: fixtures.ListedSnapshots{Reader: c}, Writer: w, Scheme: stepsScheme})
 	r := newReconciler(cached, stepsScheme, rec, live, c, kube.NewSourceReader(c, c, false), w, options{Revisions: store})
 	return &steps{reconciler: r, cluster: c, writer: w, recorder: rec, cached: cached, live: live}
+}
+
+// fakeCluster is a fake API server holding objs, with the field indexes
+// the controller lists by.
+func fakeCluster(objs ...client.Object) client.WithWatch {
+	return fake.NewClientBuilder().WithScheme(stepsScheme).WithObjects(objs...).
+		WithStatusSubresource(&v1alpha1.Persona{}, &v1alpha1.PromptLayer{}, &v1alpha1.ClusterPromptLayer{}).
+		WithIndex(&v1alpha1.Persona{}, kube.DependencyIndex, kube.IndexDependencies).
+		WithIndex(&v1alpha1.Persona{}, kube.ReferenceIndex, kube.IndexPersonaReferences).
+		WithIndex(&v1alpha1.PromptLayer{}, kube.ReferenceIndex, kube.IndexLayerReferences).
+		// The API server's own field selector, which kube.LiveMetadata reads by.
+		WithIndex(&v1alpha1.Persona{}, "metadata.name", indexName).
+		WithIndex(&v1alpha1.PromptLayer{}, "metadata.name", indexName).
+		WithIndex(&v1alpha1.ClusterPromptLayer{}, "metadata.name", indexName).
+		WithIndex(&v1alpha1.PromptPlatform{}, "metadata.name", indexName).
+		Build()
 }
 
 func indexName(obj client.Object) []string { return []string{obj.GetName()} }

@@ -94,26 +94,21 @@ func (s *Store) FinishPrune(ctx context.Context, p *v1alpha1.Persona, pr *Prunin
 // pinNow is the revision p's pin annotation names as the API server has
 // it now, 0 when none (or p is gone): as this reconcile's status patch
 // answered (patched), a moment before the deletes, else read. Either leaves a pin set in the last milliseconds
-// before a delete to find its snapshot gone (RevisionNotFound). The read
-// lists p's metadata by name: the manager's rights on Personas are list
-// and watch.
+// before a delete to find its snapshot gone (RevisionNotFound).
 func (s *Store) pinNow(ctx context.Context, p *v1alpha1.Persona, patched *metav1.PartialObjectMetadata) (int64, error) {
 	if patched != nil {
 		n, _, _ := v1alpha1.PinnedRevisionOf(patched.Annotations)
 		return n, nil
 	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("PersonaList"))
-	if err := s.apiReader.List(ctx, list, client.InNamespace(p.Namespace), client.MatchingFields{"metadata.name": p.Name}); err != nil {
+	now, err := kube.LiveMetadata(ctx, s.apiReader, v1alpha1.GroupVersion.WithKind(v1alpha1.PersonaKind), client.ObjectKeyFromObject(p))
+	switch {
+	case apierrors.IsNotFound(err):
+		return 0, nil
+	case err != nil:
 		return 0, fmt.Errorf("read the pin of persona %s: %w", p.Name, err)
 	}
-	for _, now := range list.Items {
-		if now.Name == p.Name {
-			n, _, _ := v1alpha1.PinnedRevisionOf(now.Annotations)
-			return n, nil
-		}
-	}
-	return 0, nil
+	n, _, _ := v1alpha1.PinnedRevisionOf(now.Annotations)
+	return n, nil
 }
 
 // deleteSnapshot deletes the snapshot m, noting that the controller did:
