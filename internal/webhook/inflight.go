@@ -210,17 +210,22 @@ func reply(w http.ResponseWriter, status int, format string, args ...any) {
 }
 
 // drain reads the rest bytes left of a body turned away before it arrived
-// whole, and discards them, within the time they may take to arrive; it
-// reports whether the body was read to its end. A connection closed with
-// bytes unread is reset, and a reset client drops an answer it had not read
-// yet: the API server, still sending, would report a broken pipe rather than
-// the answer (RFC 9112 §9.6 has a server read on before it closes). Reading
-// on holds no memory but a copy buffer, and no room among the bodies.
-func drain(rc *http.ResponseController, body io.Reader, rest int64) bool {
+// whole, and discards them, within the time they may take to arrive, or
+// until the request's own timeout (until), whichever is later; it reports
+// whether the body was read to its end. A connection closed with bytes
+// unread is reset, and a reset client drops an answer it had not read yet:
+// the API server, still sending, would report a broken pipe rather than the
+// answer (RFC 9112 §9.6 has a server read on before it closes). The API
+// server sends the bodies that found no room at once, all of them, on a
+// node whose CPU they starve: each may arrive slower than alone, and the
+// request's timeout is when the API server stops waiting for the answer
+// anyway. Reading on holds no memory but a copy buffer, and no room among
+// the bodies.
+func drain(rc *http.ResponseController, body io.Reader, rest int64, until time.Time) bool {
 	if rest <= 0 {
 		return true
 	}
-	if err := rc.SetReadDeadline(time.Now().Add(bodyDeadline(rest))); err != nil {
+	if err := rc.SetReadDeadline(later(time.Now().Add(bodyDeadline(rest)), until)); err != nil {
 		return false
 	}
 	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
@@ -262,7 +267,7 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	// before the answer (drain).
 	drained := func() bool {
 		in.receiving.finish(rcpt)
-		return drain(rc, r.Body, n-int64(len(body)))
+		return drain(rc, r.Body, n-int64(len(body)), start.Add(2*min(waitFor(r), l.maxWait)))
 	}
 	switch {
 	case errors.Is(err, errNoRoom):
@@ -323,6 +328,14 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	defer func() { _ = rc.SetWriteDeadline(serverWriteDeadline(r, start)) }()
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	next.ServeHTTP(&promptWriter{ResponseWriter: w, rc: rc, by: start.Add(2 * l.maxWait)}, r.WithContext(withClient(r.Context(), client)))
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // answerWriteTime is the longest the answer of a request holding a lane

@@ -252,3 +252,41 @@ func TestDenialWithoutRoomReadsTheRestOfTheBody(t *testing.T) {
 		t.Errorf("the next request was answered %q, on connections reused %v, want [false true]", b, reused)
 	}
 }
+
+// The rest of a body turned away is read on until the request's own
+// timeout when that is later than the time the rest may take to arrive:
+// the API server sends every body that found no room at once, on a node
+// they starve, and stops waiting for the answer only at the timeout.
+func TestDrainReadsOnUntilTheRequestsTimeout(t *testing.T) {
+	const rest = 1 << 10
+	late := bodyDeadline(rest) + 500*time.Millisecond
+	for _, c := range []struct {
+		name    string
+		until   time.Duration
+		drained bool
+	}{{"until a later timeout", late + time.Second, true}, {"until the body's deadline, the later", 0, false}} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ok := drain(http.NewResponseController(w), r.Body, r.ContentLength, time.Now().Add(c.until))
+			_, _ = fmt.Fprint(w, ok)
+		}))
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", rest)
+		// The rest arrives after its own deadline.
+		time.Sleep(late)
+		_, _ = conn.Write(bytes.Repeat([]byte("x"), rest))
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if got := string(b) == "true"; got != c.drained {
+			t.Errorf("%s: drained %s, want %v", c.name, b, c.drained)
+		}
+		conn.Close()
+		srv.Close()
+	}
+}
