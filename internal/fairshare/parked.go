@@ -78,6 +78,16 @@ func (p *Parked[K]) dropLocked(key K) {
 	q := p.byNS[a.ns]
 	q[a.class] = slices.DeleteFunc(q[a.class], func(k K) bool { return k == key })
 	p.pruneLocked(a.ns)
+	p.shrinkLocked()
+}
+
+// shrinkLocked gives back the table of parked keys once none is parked: a
+// map keeps the room of the most keys it ever held, a fan-out's every
+// Persona.
+func (p *Parked[K]) shrinkLocked() {
+	if len(p.at) == 0 {
+		p.at = map[K]parkedAt{}
+	}
 }
 
 func (p *Parked[K]) pruneLocked(ns string) {
@@ -113,6 +123,7 @@ func (p *Parked[K]) handBack() {
 		}
 		p.pruneLocked(ns)
 	}
+	p.shrinkLocked()
 	p.mu.Unlock()
 	for _, w := range wake {
 		p.wake(w.key, w.class)
