@@ -23,7 +23,6 @@ func main() {
 	ctrl.SetLogger(zap.New(logger(logOpts)))
 	log := ctrl.Log.WithName("setup")
 	setMemoryLimit(log, memlimit.FromCgroup)
-	setGCPercent(log)
 	fail := func(err error, what string) {
 		log.Error(err, what)
 		os.Exit(1)

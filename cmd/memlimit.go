@@ -2,8 +2,6 @@ package main
 
 import (
 	"log/slog"
-	"os"
-	"runtime/debug"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
@@ -28,26 +26,4 @@ func setMemoryLimit(log logr.Logger, limit memlimit.Provider) int64 {
 		log.Error(err, "the Go memory limit is not set from the container's memory limit")
 	}
 	return set
-}
-
-// gcPercent is the garbage collector's GOGC unless the environment sets
-// one: the heap may grow to 1.75 times what is live between collections,
-// where Go's default lets it double. The manager's live heap grows in
-// bursts (a fan-out's renders and deferred statuses), and its peak RSS
-// follows the heap goal of the highest of them, not the live heap at rest;
-// a collection a little more often costs a few percent of a fan-out's CPU
-// (install.md#memory).
-const gcPercent = 75
-
-// setGCPercent sets gcPercent, unless GOGC is in the environment, and
-// returns the GOGC in effect.
-func setGCPercent(log logr.Logger) int {
-	if v, ok := os.LookupEnv("GOGC"); ok {
-		log.Info("GOGC is set in the environment, keeping it", "GOGC", v)
-		percent := debug.SetGCPercent(-1)
-		debug.SetGCPercent(percent)
-		return percent
-	}
-	debug.SetGCPercent(gcPercent)
-	return gcPercent
 }

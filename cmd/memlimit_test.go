@@ -30,16 +30,3 @@ func TestMemoryLimitKeepsGOMEMLIMIT(t *testing.T) {
 
 // goMemoryLimit is the Go memory limit in effect.
 func goMemoryLimit() int64 { return debug.SetMemoryLimit(-1) }
-
-func TestGCPercentIsSetUnlessGOGCIs(t *testing.T) {
-	before := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(before) })
-	if got := setGCPercent(logr.Discard()); got != 75 || debug.SetGCPercent(100) != 75 {
-		t.Errorf("without GOGC, the GOGC in effect is %d, want 75", got)
-	}
-	t.Setenv("GOGC", "200")
-	debug.SetGCPercent(200) // as the runtime read it at start
-	if got := setGCPercent(logr.Discard()); got != 200 || debug.SetGCPercent(200) != 200 {
-		t.Errorf("with GOGC=200, the GOGC in effect is %d", got)
-	}
-}

@@ -20,6 +20,8 @@ type Parked[K comparable] struct {
 	// byNS is each namespace's parked keys, by class, in the order parked.
 	byNS map[string][][]K
 	at   map[K]parkedAt
+	// most is the most keys parked at once since the table was made.
+	most int
 }
 
 type parkedAt struct {
@@ -49,6 +51,7 @@ func (p *Parked[K]) Enter(ns string, key K, class int) (*Place, bool) {
 		}
 		q[class] = append(q[class], key)
 		p.at[key] = parkedAt{ns: ns, class: class}
+		p.most = max(p.most, len(p.at))
 		return nil, false
 	}
 	place.onLeave = p.handBack
@@ -81,14 +84,18 @@ func (p *Parked[K]) dropLocked(key K) {
 	p.shrinkLocked()
 }
 
-// shrinkLocked gives back the table of parked keys once none is parked: a
-// map keeps the room of the most keys it ever held, a fan-out's every
-// Persona.
+// shrinkLocked gives back the table of parked keys once none is parked
+// after more than shrinkAbove were: a map keeps the room of the most keys
+// it ever held, a fan-out's every Persona.
 func (p *Parked[K]) shrinkLocked() {
-	if len(p.at) == 0 {
-		p.at = map[K]parkedAt{}
+	if len(p.at) == 0 && p.most > shrinkAbove {
+		p.at, p.most = map[K]parkedAt{}, 0
 	}
 }
+
+// shrinkAbove is the most keys parked at once whose table is kept once they
+// are all handed back: a few dozen bytes each.
+const shrinkAbove = 1024
 
 func (p *Parked[K]) pruneLocked(ns string) {
 	for _, c := range p.byNS[ns] {

@@ -3,6 +3,7 @@ package fairshare
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -167,4 +168,29 @@ func TestParkedLosesNoWork(t *testing.T) {
 		t.Errorf("%d refusals for %d keys and %d places left: parked work asks again and again", r, keys, l)
 	}
 	t.Logf("%d keys, %d refusals", keys, refusals.Load())
+}
+
+// The table of parked keys is given back once a fan-out's keys are all
+// handed back or forgotten, and kept when only a few were parked.
+func TestParkedGivesBackItsTableOnceEmpty(t *testing.T) {
+	for _, c := range []struct {
+		parked   int
+		replaced bool
+	}{{shrinkAbove + 1, true}, {3, false}} {
+		p := NewParked(NewGate(1, 1), 1, func(string, int) {})
+		enter(t, p, "a", "holder", 0)
+		for i := range c.parked {
+			refused(t, p, "a", fmt.Sprint("k", i), 0)
+		}
+		table := reflect.ValueOf(p.at).UnsafePointer()
+		for i := range c.parked {
+			p.Forget(fmt.Sprint("k", i))
+		}
+		if p.Len() != 0 {
+			t.Fatalf("%d parked after all were forgotten", p.Len())
+		}
+		if replaced := reflect.ValueOf(p.at).UnsafePointer() != table; replaced != c.replaced {
+			t.Errorf("after %d keys parked and forgotten, the table was replaced: %v, want %v", c.parked, replaced, c.replaced)
+		}
+	}
 }

@@ -256,7 +256,8 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 		}
 		weight = in.limit
 	}
-	waitUntil := start.Add(min(waitFor(r), l.maxWait))
+	wait := min(waitFor(r), l.maxWait)
+	waitUntil := start.Add(wait)
 	rc := http.NewResponseController(w)
 	client := clientAddress(r)
 	rcpt := in.receiving.begin(client, rc)
@@ -264,10 +265,11 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	most := l.mostTokens(in, n)
 	body, tokens, err := in.receiving.read(r.Context(), rc, r, rcpt, waitUntil, most)
 	// A body turned away before it arrived whole is read on, held nowhere,
-	// before the answer (drain).
+	// before the answer (drain), until the request's timeout at least:
+	// twice its wait, the API server's timeout for the webhook.
 	drained := func() bool {
 		in.receiving.finish(rcpt)
-		return drain(rc, r.Body, n-int64(len(body)), start.Add(2*min(waitFor(r), l.maxWait)))
+		return drain(rc, r.Body, n-int64(len(body)), start.Add(2*wait))
 	}
 	switch {
 	case errors.Is(err, errNoRoom):

@@ -269,10 +269,12 @@ func TestDrainReadsOnUntilTheRequestsTimeout(t *testing.T) {
 			ok := drain(http.NewResponseController(w), r.Body, r.ContentLength, time.Now().Add(c.until))
 			_, _ = fmt.Fprint(w, ok)
 		}))
+		t.Cleanup(srv.Close)
 		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { conn.Close() })
 		fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", rest)
 		// The rest arrives after its own deadline.
 		time.Sleep(late)
@@ -286,7 +288,5 @@ func TestDrainReadsOnUntilTheRequestsTimeout(t *testing.T) {
 		if got := string(b) == "true"; got != c.drained {
 			t.Errorf("%s: drained %s, want %v", c.name, b, c.drained)
 		}
-		conn.Close()
-		srv.Close()
 	}
 }

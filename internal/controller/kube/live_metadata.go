@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,13 +22,18 @@ func LiveMetadata(ctx context.Context, live client.Reader, gvk schema.GroupVersi
 	if key.Namespace != "" {
 		opts = append(opts, client.InNamespace(key.Namespace))
 	}
+	name := key.Name
+	if key.Namespace != "" {
+		name = key.String()
+	}
 	if err := live.List(ctx, list, opts...); err != nil {
-		return nil, fmt.Errorf("list %s %s: %w", gvk.Kind, key, err)
+		return nil, fmt.Errorf("list %s %s by name: %w", gvk.Kind, name, err)
 	}
 	for i := range list.Items {
 		if m := &list.Items[i]; m.Name == key.Name && m.Namespace == key.Namespace {
 			return m, nil
 		}
 	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, key.Name)
+	resource, _ := meta.UnsafeGuessKindToResource(gvk)
+	return nil, apierrors.NewNotFound(resource.GroupResource(), key.Name)
 }

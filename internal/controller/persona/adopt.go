@@ -28,7 +28,8 @@ import (
 // would leave an owner reference to a deleted Persona, which has the
 // garbage collector delete the ConfigMap. The cache may not have heard of
 // that deletion yet, so the API server is asked before an adoption, as
-// Kubernetes' own controllers recheck an owner's deletion before adopting.
+// Kubernetes' own controllers recheck an owner's deletion before adopting:
+// a p it holds as being deleted, or no longer holds, is a cachesBehindError.
 func (r *reconciler) adoptOrphan(ctx context.Context, p *v1alpha1.Persona, key client.ObjectKey) (*corev1.ConfigMap, error) {
 	if !p.DeletionTimestamp.IsZero() {
 		return nil, nil
@@ -40,7 +41,7 @@ func (r *reconciler) adoptOrphan(ctx context.Context, p *v1alpha1.Persona, key c
 	if !isOperatorsOrphan(cm) {
 		return nil, nil
 	}
-	if going, err := r.goingOnTheAPIServer(ctx, p); err != nil || going {
+	if err := r.stillThere(ctx, p); err != nil {
 		return nil, err
 	}
 	if err := controllerutil.SetControllerReference(p, cm, r.Scheme); err != nil {
@@ -55,15 +56,19 @@ func isOperatorsOrphan(cm *corev1.ConfigMap) bool {
 	return cm.Labels[delivery.ManagedByLabel] == delivery.ManagedBy && metav1.GetControllerOfNoCopy(cm) == nil
 }
 
-// goingOnTheAPIServer reports whether the API server holds p as being
+// stillThere is a cachesBehindError when the API server holds p as being
 // deleted, or no longer holds it: gone, or made again under another UID.
-func (r *reconciler) goingOnTheAPIServer(ctx context.Context, p *v1alpha1.Persona) (bool, error) {
+func (r *reconciler) stillThere(ctx context.Context, p *v1alpha1.Persona) error {
 	m, err := kube.LiveMetadata(ctx, r.APIReader, v1alpha1.GroupVersion.WithKind(v1alpha1.PersonaKind), client.ObjectKeyFromObject(p))
 	switch {
 	case apierrors.IsNotFound(err):
-		return true, nil
+		return &cachesBehindError{held: fmt.Sprintf("the cache holds Persona %s, which the API server no longer does", p.Name)}
 	case err != nil:
-		return false, fmt.Errorf("read Persona %s before adopting its ConfigMap: %w", p.Name, err)
+		return fmt.Errorf("before adopting its ConfigMap: %w", err)
+	case m.UID != p.UID:
+		return &cachesBehindError{held: fmt.Sprintf("the cache holds Persona %s of UID %s, the API server one made again, of UID %s", p.Name, p.UID, m.UID)}
+	case !m.DeletionTimestamp.IsZero():
+		return &cachesBehindError{held: fmt.Sprintf("the cache holds Persona %s, which the API server holds as being deleted", p.Name)}
 	}
-	return m.UID != p.UID || !m.DeletionTimestamp.IsZero(), nil
+	return nil
 }

@@ -31,16 +31,20 @@ import (
 const cachesBehindRetry = 100 * time.Millisecond
 
 // cachesBehindError is a delivery held back because the caches hold an
-// input older than the API server does.
+// object older than the API server does: nothing is written, the status
+// neither, until they catch up.
 type cachesBehindError struct {
-	input v1alpha1.RevisionInput
-	// live is its generation on the API server, 0 when it is gone there.
-	live int64
+	// held says what the caches hold that the API server no longer does.
+	held string
 }
 
-func (e *cachesBehindError) Error() string {
-	return fmt.Sprintf("the cache holds %s %s at generation %d, the API server at %d: waiting for the cache",
-		e.input.Kind, client.ObjectKey{Namespace: e.input.Namespace, Name: e.input.Name}, e.input.Generation, e.live)
+func (e *cachesBehindError) Error() string { return e.held + ": waiting for the cache" }
+
+// olderInput is the delivery held back for input in, which the caches hold
+// at a lower generation than the API server (live; 0 when it is gone there).
+func olderInput(in v1alpha1.RevisionInput, live int64) *cachesBehindError {
+	return &cachesBehindError{held: fmt.Sprintf("the cache holds %s %s at generation %d, the API server at %d",
+		in.Kind, client.ObjectKey{Namespace: in.Namespace, Name: in.Name}, in.Generation, live)}
 }
 
 // cachesBehind is the input of read, when there is one, that the caches
@@ -62,7 +66,7 @@ func (r *reconciler) cachesBehind(ctx context.Context, current *corev1.ConfigMap
 			return nil, err
 		}
 		if live == 0 || live > in.Generation {
-			return &cachesBehindError{input: in, live: live}, nil
+			return olderInput(in, live), nil
 		}
 	}
 	return nil, nil
@@ -92,7 +96,7 @@ func (r *reconciler) liveGeneration(ctx context.Context, in v1alpha1.RevisionInp
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read %s %s/%s: %w", in.Kind, in.Namespace, in.Name, err)
+		return 0, fmt.Errorf("see whether the cache is behind: %w", err)
 	}
 	return m.Generation, nil
 }

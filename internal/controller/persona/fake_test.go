@@ -58,7 +58,7 @@ func newSteps(t *testing.T, objs ...client.Object) *steps {
 	c := fakeCluster(objs...)
 	w := &countingWriter{c: c}
 	rec := events.NewFakeRecorder(16)
-	cached, live := &swappable{c}, &swappable{c}
+	cached, live := &swappable{c}, &swappable{fixtures.ManagersAPIServer{Client: c}}
 	store := revisions.New(revisions.Config{Client: cached, APIReader: live, Snapshots: fixtures.ListedSnapshots{Reader: c}, Writer: w, Scheme: stepsScheme})
 	r := newReconciler(cached, stepsScheme, rec, live, c, kube.NewSourceReader(c, c, false), w, options{Revisions: store})
 	return &steps{reconciler: r, cluster: c, writer: w, recorder: rec, cached: cached, live: live}
@@ -73,14 +73,12 @@ func fakeCluster(objs ...client.Object) client.WithWatch {
 		WithIndex(&v1alpha1.Persona{}, kube.ReferenceIndex, kube.IndexPersonaReferences).
 		WithIndex(&v1alpha1.PromptLayer{}, kube.ReferenceIndex, kube.IndexLayerReferences).
 		// The API server's own field selector, which kube.LiveMetadata reads by.
-		WithIndex(&v1alpha1.Persona{}, "metadata.name", indexName).
-		WithIndex(&v1alpha1.PromptLayer{}, "metadata.name", indexName).
-		WithIndex(&v1alpha1.ClusterPromptLayer{}, "metadata.name", indexName).
-		WithIndex(&v1alpha1.PromptPlatform{}, "metadata.name", indexName).
+		WithIndex(&v1alpha1.Persona{}, "metadata.name", fixtures.IndexName).
+		WithIndex(&v1alpha1.PromptLayer{}, "metadata.name", fixtures.IndexName).
+		WithIndex(&v1alpha1.ClusterPromptLayer{}, "metadata.name", fixtures.IndexName).
+		WithIndex(&v1alpha1.PromptPlatform{}, "metadata.name", fixtures.IndexName).
 		Build()
 }
-
-func indexName(obj client.Object) []string { return []string{obj.GetName()} }
 
 // events are the Events recorded so far, as "<type> <reason> <note>".
 func (s *steps) events() []string {

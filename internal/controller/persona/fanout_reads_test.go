@@ -16,6 +16,7 @@ import (
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/status"
+	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // A fan-out's delivery finds its revision's cause in what the controller
@@ -27,7 +28,7 @@ func TestFanOutReadsNoConfigMapBack(t *testing.T) {
 	layer := appendLayer("style", "Be brief.")
 	s := newSteps(t, p, layer)
 	reads := &gets[*corev1.ConfigMap]{Client: s.cluster}
-	s.live.Client = reads
+	s.live.Client = fixtures.ManagersAPIServer{Client: reads}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
 	if _, err := s.Reconcile(t.Context(), req); err != nil {
 		t.Fatal(err)

@@ -58,9 +58,9 @@ func stalePersonas(t testing.TB, n, limit int, objs ...client.Object) (*Store, c
 		all = append(all, p)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(all...).WithStatusSubresource(&v1alpha1.Persona{}).
-		WithIndex(&v1alpha1.Persona{}, "metadata.name", indexName).Build()
+		WithIndex(&v1alpha1.Persona{}, "metadata.name", fixtures.IndexName).Build()
 	cached := &staleCache{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()}
-	s := New(Config{Client: c, APIReader: c, Snapshots: fixtures.ListedSnapshots{Reader: cached}, Writer: fakeWriter{c}, Scheme: scheme, BytesPerNamespace: limit})
+	s := New(Config{Client: c, APIReader: fixtures.ManagersAPIServer{Client: c}, Snapshots: fixtures.ListedSnapshots{Reader: cached}, Writer: fakeWriter{c}, Scheme: scheme, BytesPerNamespace: limit})
 	s.bytes.watched = true // as if watching: what it reserves counts until the (lagging) cache sees it
 	return s, c, cached, personas
 }

@@ -45,12 +45,10 @@ type storeSteps struct {
 func newStore(t testing.TB, objs ...client.Object) *storeSteps {
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Persona{}).
-		WithIndex(&v1alpha1.Persona{}, "metadata.name", indexName). // the API server's own field selector
+		WithIndex(&v1alpha1.Persona{}, "metadata.name", fixtures.IndexName). // the API server's own field selector
 		Build()
-	return &storeSteps{Store: New(Config{Client: c, APIReader: c, Snapshots: fixtures.ListedSnapshots{Reader: c}, Writer: fakeWriter{c}, Scheme: scheme}), cluster: c}
+	return &storeSteps{Store: New(Config{Client: c, APIReader: fixtures.ManagersAPIServer{Client: c}, Snapshots: fixtures.ListedSnapshots{Reader: c}, Writer: fakeWriter{c}, Scheme: scheme}), cluster: c}
 }
-
-func indexName(obj client.Object) []string { return []string{obj.GetName()} }
 
 // fakeWriter writes ConfigMaps through the fake client.
 type fakeWriter struct{ c client.Client }
