@@ -256,18 +256,50 @@ func TestDenialWithoutRoomReadsTheRestOfTheBody(t *testing.T) {
 // The rest of a body turned away is read on until the request's own
 // timeout when that is later than the time the rest may take to arrive:
 // the API server sends every body that found no room at once, on a node
-// they starve, and stops waiting for the answer only at the timeout.
+// they starve, and stops waiting for the answer only at the timeout. A
+// rest that arrives after both is not read whole.
 func TestDrainReadsOnUntilTheRequestsTimeout(t *testing.T) {
-	const rest = 1 << 10
-	late := bodyDeadline(rest) + 500*time.Millisecond
-	for _, c := range []struct {
-		name    string
-		until   time.Duration
-		drained bool
-	}{{"until a later timeout", late + time.Second, true}, {"until the body's deadline, the later", 0, false}} {
+	l := newInflight(render.DefaultLimits)
+	// A wait longer than the grace of a body's deadline, so that the
+	// request's timeout, twice its wait, comes after the rest's deadline.
+	l.maxWait = bodyGrace + time.Second
+	l.heavy.receiving = newReceiving(256 << 10)
+	srv := validating(t, l)
+	// The client's first body holds the room past the wait: it has sent
+	// 1 MiB of 6, whose deadline is bodyDeadline(6 MiB), 3.5 s.
+	holder := stall(t, srv, 6<<20)
+	_, _ = holder.Write(bytes.Repeat([]byte("x"), 1<<20))
+	time.Sleep(100 * time.Millisecond)
+
+	body := review(t, "no-room", 80<<10)
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /?timeout=30s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	_, _ = conn.Write(body[:firstChunk])
+	// The rest arrives after its own deadline (from when the wait for room
+	// ended), before the request's timeout.
+	rest := int64(len(body) - firstChunk)
+	own, timeout := l.maxWait+bodyDeadline(rest), 2*l.maxWait
+	time.Sleep(time.Until(start.Add((own + timeout) / 2)))
+	_, _ = conn.Write(body[firstChunk:])
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.Close || !strings.Contains(string(b), "u-no-room") || !strings.Contains(string(b), "try again") {
+		t.Errorf("the request whose rest came late was answered (connection closed: %v) %s", resp.Close, b)
+	}
+
+	t.Run("a rest later than the request's timeout too", func(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ok := drain(http.NewResponseController(w), r.Body, r.ContentLength, time.Now().Add(c.until))
-			_, _ = fmt.Fprint(w, ok)
+			_, _ = fmt.Fprint(w, drain(http.NewResponseController(w), r.Body, r.ContentLength, time.Now()))
 		}))
 		t.Cleanup(srv.Close)
 		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
@@ -275,18 +307,17 @@ func TestDrainReadsOnUntilTheRequestsTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
+		const rest = 1 << 10
 		fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", rest)
-		// The rest arrives after its own deadline.
-		time.Sleep(late)
+		time.Sleep(bodyDeadline(rest) + 500*time.Millisecond)
 		_, _ = conn.Write(bytes.Repeat([]byte("x"), rest))
 		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
+			t.Fatal(err)
 		}
-		b, _ := io.ReadAll(resp.Body)
-		if got := string(b) == "true"; got != c.drained {
-			t.Errorf("%s: drained %s, want %v", c.name, b, c.drained)
+		if b, _ := io.ReadAll(resp.Body); string(b) != "false" {
+			t.Errorf("a rest after its deadline and the timeout was drained: %s", b)
 		}
-	}
+	})
 }
