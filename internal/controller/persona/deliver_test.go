@@ -98,10 +98,7 @@ func TestDeliverStep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := barePersona("p", "Hello")
 			s := newSteps(t, p)
-			attempt, err := s.tryRender(t.Context(), p)
-			if err != nil || attempt.reason != v1alpha1.RenderedReason {
-				t.Fatalf("render: %s %v", attempt.reason, err)
-			}
+			attempt := renderOnce(t, s, p)
 			desired := delivery.ConfigMap(p.Name, p.Namespace, attempt.output)
 			if tc.existing != nil {
 				if err := s.cluster.Create(t.Context(), tc.existing(p, desired)); err != nil {
@@ -212,10 +209,7 @@ func TestDeliverStepAdoptsAnOrphanOnlyForAPersonaTheAPIServerKeeps(t *testing.T)
 		t.Run(tc.name, func(t *testing.T) {
 			p := barePersona("p", "Hello")
 			s := newSteps(t, p)
-			attempt, err := s.tryRender(t.Context(), p)
-			if err != nil || attempt.reason != v1alpha1.RenderedReason {
-				t.Fatalf("render: %s %v", attempt.reason, err)
-			}
+			attempt := renderOnce(t, s, p)
 			orphan := delivery.ConfigMap(p.Name, p.Namespace, attempt.output)
 			orphan.Data = map[string]string{"system-prompt.md": "Orphaned.\n"}
 			if err := s.cluster.Create(t.Context(), orphan); err != nil {

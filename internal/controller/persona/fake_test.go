@@ -175,14 +175,21 @@ func withExtension(p *v1alpha1.Persona, id, template string) *v1alpha1.Persona {
 	return p
 }
 
-// deliverOnce renders p and delivers the render, as a reconcile's delivery pass does.
-func deliverOnce(t *testing.T, s *steps, p *v1alpha1.Persona) outcome {
+// renderOnce renders p, which must render.
+func renderOnce(t *testing.T, s *steps, p *v1alpha1.Persona) outcome {
 	t.Helper()
 	o, err := s.tryRender(t.Context(), p)
 	if err != nil || o.reason != v1alpha1.RenderedReason {
 		t.Fatalf("render: %s %s %v", o.reason, o.message, err)
 	}
-	if o, err = s.deliver(t.Context(), p, o, true); err != nil || !o.wrote {
+	return o
+}
+
+// deliverOnce renders p and delivers the render, as a reconcile's delivery pass does.
+func deliverOnce(t *testing.T, s *steps, p *v1alpha1.Persona) outcome {
+	t.Helper()
+	o, err := s.deliver(t.Context(), p, renderOnce(t, s, p), true)
+	if err != nil || !o.wrote {
 		t.Fatalf("deliver: wrote %v, %v", o.wrote, err)
 	}
 	return o
