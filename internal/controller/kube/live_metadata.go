@@ -19,11 +19,9 @@ func LiveMetadata(ctx context.Context, live client.Reader, gvk schema.GroupVersi
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	opts := []client.ListOption{client.MatchingFields{"metadata.name": key.Name}}
+	name := key.Name // as errors name it
 	if key.Namespace != "" {
 		opts = append(opts, client.InNamespace(key.Namespace))
-	}
-	name := key.Name
-	if key.Namespace != "" {
 		name = key.String()
 	}
 	if err := live.List(ctx, list, opts...); err != nil {
