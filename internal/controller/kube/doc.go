@@ -1,7 +1,8 @@
 // Package kube is the controllers' plumbing to the API server, below every
 // controller package: what they read through (the template sources'
 // reader, the resolver's Lookup, the field indexes and lookups by them,
-// the reader of the pods' metadata afresh), what they write with (the
+// the reader of the pods' metadata afresh, the live read of one of this
+// API's objects by name, LiveMetadata), what they write with (the
 // metadata-only ConfigMap writer, the status patch, the Event recorder that
 // cuts notes), and the pieces the caches are made of (the metadata objects,
 // interned strings and shared lists, a cache started with the manager's),
