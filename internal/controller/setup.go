@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,6 +95,22 @@ type Caches struct {
 	Snapshots *kube.SnapshotCache
 }
 
+// newEventRecorder is the controllers' Event recorder, run with mgr.
+func newEventRecorder(mgr ctrl.Manager) (kube.CuttingRecorder, error) {
+	c, err := eventsv1client.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return kube.CuttingRecorder{}, fmt.Errorf("create the Events client: %w", err)
+	}
+	r, err := kube.NewEventRecorder(mgr.GetScheme(), &events.EventSinkImpl{Interface: c}, "persona-operator")
+	if err != nil {
+		return kube.CuttingRecorder{}, err
+	}
+	if err := mgr.Add(r); err != nil {
+		return kube.CuttingRecorder{}, fmt.Errorf("run the Event recorder: %w", err)
+	}
+	return kube.CuttingRecorder{EventRecorder: r}, nil
+}
+
 // Setup registers the field indexes, the caches and the controllers with
 // the manager (the Persona controller, with its revision store; the
 // PromptLayer, ClusterPromptLayer and PromptPlatform controllers; the
@@ -104,7 +122,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (Caches, error) 
 		return Caches{}, err
 	}
 	sources := kube.NewSourceReader(c.sourceMetadata, mgr.GetAPIReader(), opts.ReadUnlabelledSources)
-	recorder := kube.CuttingRecorder{EventRecorder: mgr.GetEventRecorder("persona-operator")}
+	recorder, err := newEventRecorder(mgr)
+	if err != nil {
+		return Caches{}, err
+	}
 	writer, err := kube.NewConfigMapWriter(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return Caches{}, fmt.Errorf("create the ConfigMap writer: %w", err)
