@@ -4,9 +4,11 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,6 +18,11 @@ import (
 	"github.com/persona-operator/persona-operator/internal/controller"
 	personawebhook "github.com/persona-operator/persona-operator/internal/webhook"
 )
+
+// eventsFlushTimeout is how long the manager, its controllers stopped,
+// writes the Events they recorded before it exits: within the pod's
+// termination grace period, after --shutdown-delay.
+const eventsFlushTimeout = 2 * time.Second
 
 func main() {
 	controller.ListAtStart()
@@ -41,7 +48,7 @@ func main() {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, os.Interrupt)
 	ctx := shutdown.context(log, signals, func() { os.Exit(1) })
-	caches, err := controller.Setup(ctx, mgr, controller.Options{
+	parts, err := controller.Setup(ctx, mgr, controller.Options{
 		PersonaWorkers: flags.personaWorkers, ReferenceGracePeriod: flags.referenceGracePeriod, GuardrailDeadline: flags.guardrailDeadline,
 		WatchNamespaces: flags.watchNamespaces, ReadUnlabelledSources: flags.readUnlabelledSources,
 		SnapshotBytesPerNamespace: flags.snapshotBytesPerNamespace, AgentsInterval: flags.agentsInterval,
@@ -50,10 +57,10 @@ func main() {
 	if err != nil {
 		fail(err, "set up the controllers")
 	}
-	if err := personawebhook.Register(mgr, caches.TemplateSources); err != nil {
+	if err := personawebhook.Register(mgr, parts.TemplateSources); err != nil {
 		fail(err, "register the webhook")
 	}
-	personawebhook.RegisterInjection(mgr, caches.Delivered, caches.Snapshots, flags.watchNamespaces, flags.injection)
+	personawebhook.RegisterInjection(mgr, parts.Delivered, parts.Snapshots, flags.watchNamespaces, flags.injection)
 	certReady, err := manageWebhookCertificate(mgr, flags, certs)
 	if err != nil {
 		fail(err, "manage the webhook certificate")
@@ -65,7 +72,12 @@ func main() {
 		fail(err, "serve the health probes")
 	}
 	log.Info("starting the manager")
-	if err := mgr.Start(ctx); err != nil {
+	err = mgr.Start(ctx)
+	// The controllers have stopped: write the Events they recorded.
+	stopping, cancel := context.WithTimeout(context.Background(), eventsFlushTimeout)
+	parts.Events.Stop(stopping)
+	cancel()
+	if err != nil {
 		fail(err, "run the manager")
 	}
 }

@@ -84,8 +84,9 @@ type Options struct {
 	Restarts *RestartOptions
 }
 
-// Caches are the controllers' ConfigMap metadata caches the webhooks read.
-type Caches struct {
+// Parts are what the rest of the manager uses of the controllers: the
+// ConfigMap metadata caches the webhooks read, and the Event recorder.
+type Parts struct {
 	// TemplateSources holds the template sources' metadata, which the
 	// validating webhook's warnings read.
 	TemplateSources cache.Cache
@@ -93,70 +94,72 @@ type Caches struct {
 	// snapshots, and Snapshots the snapshots, which the pod injection reads.
 	Delivered cache.Cache
 	Snapshots *kube.SnapshotCache
+	// Events writes the controllers' Events: stop it once the manager has
+	// stopped, so that the Events of the last reconciles are written.
+	Events *kube.EventRecorder
 }
 
-// newEventRecorder is the controllers' Event recorder, run with mgr.
-func newEventRecorder(mgr ctrl.Manager) (kube.CuttingRecorder, error) {
+// newEventRecorder is the controllers' Event recorder, writing until it is
+// stopped.
+func newEventRecorder(mgr ctrl.Manager) (*kube.EventRecorder, error) {
 	c, err := eventsv1client.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
-		return kube.CuttingRecorder{}, fmt.Errorf("create the Events client: %w", err)
+		return nil, fmt.Errorf("create the Events client: %w", err)
 	}
 	r, err := kube.NewEventRecorder(mgr.GetScheme(), &events.EventSinkImpl{Interface: c}, "persona-operator")
 	if err != nil {
-		return kube.CuttingRecorder{}, err
+		return nil, fmt.Errorf("make the Event recorder: %w", err)
 	}
-	if err := mgr.Add(r); err != nil {
-		return kube.CuttingRecorder{}, fmt.Errorf("run the Event recorder: %w", err)
-	}
-	return kube.CuttingRecorder{EventRecorder: r}, nil
+	return r, nil
 }
 
 // Setup registers the field indexes, the caches and the controllers with
 // the manager (the Persona controller, with its revision store; the
 // PromptLayer, ClusterPromptLayer and PromptPlatform controllers; the
 // agents controller; the workload restarts, or the check that tells they
-// are off), and returns the caches the webhooks read.
-func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (Caches, error) {
+// are off), and returns the parts the rest of the manager uses.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (Parts, error) {
 	c, err := setupCaches(ctx, mgr, opts.WatchNamespaces, opts.ReadUnlabelledSources)
 	if err != nil {
-		return Caches{}, err
+		return Parts{}, err
 	}
 	sources := kube.NewSourceReader(c.sourceMetadata, mgr.GetAPIReader(), opts.ReadUnlabelledSources)
-	recorder, err := newEventRecorder(mgr)
+	eventRecorder, err := newEventRecorder(mgr)
 	if err != nil {
-		return Caches{}, err
+		return Parts{}, err
 	}
+	recorder := kube.CuttingRecorder{EventRecorder: eventRecorder}
 	writer, err := kube.NewConfigMapWriter(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
-		return Caches{}, fmt.Errorf("create the ConfigMap writer: %w", err)
+		return Parts{}, fmt.Errorf("create the ConfigMap writer: %w", err)
 	}
 	store, err := newRevisionStore(mgr, c, writer, opts.SnapshotBytesPerNamespace)
 	if err != nil {
-		return Caches{}, err
+		return Parts{}, err
 	}
 	halts := persona.NewRolloutHalts()
 	if err := persona.Setup(mgr, persona.Config{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod,
 		GuardrailDeadline: opts.GuardrailDeadline, Recorder: recorder, Own: c.own, SourceMetadata: c.sourceMetadata, Sources: sources, Snapshots: c.snapshots,
 		Writer: writer, Revisions: store, Halts: halts}); err != nil {
-		return Caches{}, fmt.Errorf("set up the Persona controller: %w", err)
+		return Parts{}, fmt.Errorf("set up the Persona controller: %w", err)
 	}
 	promptLayers := layers.NewPromptLayerReconciler(mgr.GetClient(), recorder, sources, c.sourceMetadata, opts.ReferenceGracePeriod)
 	if err := promptLayers.SetupWithManager(mgr, c.sourceMetadata); err != nil {
-		return Caches{}, fmt.Errorf("set up the PromptLayer controller: %w", err)
+		return Parts{}, fmt.Errorf("set up the PromptLayer controller: %w", err)
 	}
 	if err := agents.NewReconciler(mgr.GetClient(), c.pods, opts.AgentsInterval).SetupWithManager(mgr, c.pods); err != nil {
-		return Caches{}, fmt.Errorf("set up the agents controller: %w", err)
+		return Parts{}, fmt.Errorf("set up the agents controller: %w", err)
 	}
 	if err := (&layers.ClusterPromptLayerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return Caches{}, fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
+		return Parts{}, fmt.Errorf("set up the ClusterPromptLayer controller: %w", err)
 	}
 	if err := (&layers.PromptPlatformReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return Caches{}, fmt.Errorf("set up the PromptPlatform controller: %w", err)
+		return Parts{}, fmt.Errorf("set up the PromptPlatform controller: %w", err)
 	}
 	if err := setupRestarts(ctx, mgr, recorder, opts, halts); err != nil {
-		return Caches{}, err
+		return Parts{}, err
 	}
-	return Caches{TemplateSources: c.sourceMetadata, Delivered: c.own, Snapshots: c.snapshots}, nil
+	return Parts{TemplateSources: c.sourceMetadata, Delivered: c.own, Snapshots: c.snapshots, Events: eventRecorder}, nil
 }
 
 // newRevisionStore is the Persona controller's revision store, counting the

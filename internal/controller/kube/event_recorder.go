@@ -2,11 +2,13 @@ package kube
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -24,31 +27,30 @@ import (
 )
 
 // EventRecorder records the controllers' Events through the events.k8s.io
-// API, run with the manager (Start). client-go's recorder makes each Event
-// (its references, name, reporting controller and instance); what happens
-// to it then is the recorder's own. client-go's broadcaster would keep a
-// copy of every distinct Event for six to twelve minutes, to tell a repeat
-// as a series: after 8,000 Personas converge, their 8,000 Rendered Events,
-// about 8 MB the manager held through the fan-outs that followed. The
-// controllers tell a change once, so a repeat is rare: this recorder keeps
-// the key and name of the last eventSeriesEntries Events only, and patches
-// a repeat of one of them within eventSeriesWindow into its series as
-// client-go does. It writes with eventWriters requests at once; the
-// broadcaster's queue (1,000 Events) holds those waiting, and an Event past
-// it is dropped, as client-go's broadcaster drops it.
+// API. client-go's recorder makes each Event (its references, name,
+// reporting controller and instance); what happens to it then is the
+// recorder's own. client-go's broadcaster would keep a copy of every
+// distinct Event for six to twelve minutes, to tell a repeat as a series:
+// after 8,000 Personas converge, their 8,000 Rendered Events, about 8 MB the
+// manager held through the fan-outs that followed. The controllers tell a
+// change once, so a repeat is rare: this recorder keeps the key and name of
+// the last eventSeriesEntries Events only, and patches a repeat of one of
+// them within eventSeriesWindow into its series. It writes with
+// eventWriters requests at once; the broadcaster's queue (1,000 Events)
+// holds those waiting, and an Event past it is dropped, as client-go's
+// broadcaster drops it. It writes from when it is made until Stop.
 type EventRecorder struct {
 	events.EventRecorder
 	broadcaster events.EventBroadcaster
 	sink        events.EventSink
 	clock       clock.PassiveClock
-	// retryAfter is the pause before an Event the API server could not be
-	// reached for is written again, at most eventWriteTries times.
+	// retryAfter is the pause before a write that may succeed later is
+	// tried again, eventWriteTries tries in all.
 	retryAfter time.Duration
-	// pending hands the Events recorded to the writers; stopped ends the
-	// hand-over once they have stopped.
-	pending      chan *eventsv1.Event
-	stopped      chan struct{}
-	stopWatching func()
+	// cancel ends the writes in flight; written is closed once every
+	// Event recorded before Stop has been written or given up.
+	cancel  context.CancelFunc
+	written chan struct{}
 
 	mu     sync.Mutex
 	series *lru.Cache // eventKey → *eventSeries
@@ -63,14 +65,20 @@ const (
 	eventSeriesWindow = 6 * time.Minute
 	eventWriters      = 4
 	eventWriteTries   = 12
+	// eventWriteTimeout bounds one request, so that an API server that
+	// does not answer holds a writer no longer than that.
+	eventWriteTimeout = 15 * time.Second
 )
 
 var _ events.EventRecorder = &EventRecorder{}
 
-// eventKey identifies the Events that are the same news, as client-go's
-// series do: the same type, action, reason, note and reporting controller
-// about the same regarding and related objects at the same versions. It is
-// a 128-bit hash of them, so that the table holds none of their strings.
+// eventKey identifies the Events that are the same news: the same type,
+// action, reason, note and reporting controller and instance about the same
+// regarding and related objects at the same versions (client-go's series
+// leave the note out, and count an Event that says something else as a
+// repeat). It is the first half of a SHA-256 of them, so that the table
+// holds none of their strings and a note cannot be made to collide with
+// another Event's.
 type eventKey [16]byte
 
 // eventSeries is what the recorder keeps of an Event written.
@@ -81,72 +89,93 @@ type eventSeries struct {
 }
 
 // NewEventRecorder makes the recorder of reportingController's Events,
-// which writes them to sink once started. What is recorded before waits
-// in the broadcaster's queue.
+// which writes them to sink until Stop.
 func NewEventRecorder(scheme *runtime.Scheme, sink events.EventSink, reportingController string) (*EventRecorder, error) {
 	b := events.NewBroadcaster(sink)
+	// client-go's broadcaster is a watch.Broadcaster: its watch tells when
+	// the broadcaster, shut down, has handed over every Event.
+	broadcast, ok := b.(interface {
+		Watch() (watch.Interface, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("client-go's Event broadcaster (%T) cannot be watched", b)
+	}
+	w, err := broadcast.Watch()
+	if err != nil {
+		return nil, fmt.Errorf("watch the Events recorded: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
 	r := &EventRecorder{
 		EventRecorder: b.NewRecorder(scheme, reportingController),
 		broadcaster:   b,
 		sink:          sink,
 		clock:         clock.RealClock{},
 		retryAfter:    10 * time.Second,
-		pending:       make(chan *eventsv1.Event),
-		stopped:       make(chan struct{}),
+		cancel:        cancel,
+		written:       make(chan struct{}),
 		series:        lru.New(eventSeriesEntries),
 	}
-	stop, err := b.StartEventWatcher(func(obj runtime.Object) {
-		if ev, ok := obj.(*eventsv1.Event); ok {
-			select {
-			case r.pending <- ev:
-			case <-r.stopped:
-			}
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watch the Events recorded: %w", err)
-	}
-	r.stopWatching = stop
-	return r, nil
-}
-
-// Start writes the Events recorded until ctx ends.
-func (r *EventRecorder) Start(ctx context.Context) error {
 	var writers sync.WaitGroup
 	for range eventWriters {
 		writers.Go(func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case ev := <-r.pending:
+			for e := range w.ResultChan() {
+				if ev, ok := e.Object.(*eventsv1.Event); ok {
 					r.record(ctx, ev)
 				}
 			}
 		})
 	}
-	<-ctx.Done()
-	r.stopWatching()
-	r.broadcaster.Shutdown()
-	close(r.stopped)
-	writers.Wait()
-	return nil
+	go func() {
+		writers.Wait()
+		cancel()
+		close(r.written)
+	}()
+	return r, nil
 }
 
-// NeedLeaderElection is false: the controllers, which record only on the
-// leader, find it running.
-func (r *EventRecorder) NeedLeaderElection() bool { return false }
+// Stop takes no more Events and writes those recorded, until ctx ends;
+// then it gives up the rest, the requests in flight cancelled. Events
+// recorded after Stop are dropped. The manager stops it once its
+// controllers have stopped.
+func (r *EventRecorder) Stop(ctx context.Context) {
+	r.broadcaster.Shutdown() // every Event recorded is handed over, then the watch ends
+	select {
+	case <-r.written:
+	case <-ctx.Done():
+		r.cancel()
+	}
+}
 
-// record writes ev, or patches the series of the Event it repeats.
+// record writes ev, or patches the series of the Event it repeats. A
+// repeat is counted once, however many tries its write takes.
 func (r *EventRecorder) record(ctx context.Context, ev *eventsv1.Event) {
+	log := ctrl.Log.WithName("events").WithValues("namespace", ev.Namespace, "name", ev.Name, "reason", ev.Reason)
+	log.V(1).Info("recording an Event", "type", ev.Type, "regarding", ev.Regarding.Kind+"/"+ev.Regarding.Name, "note", ev.Note)
 	key := keyOf(ev)
+	series, repeat := r.repeat(key)
+	if !repeat {
+		r.remember(key, ev)
+	}
+	created := false // a create was sent: its answer may have been lost
 	for try := 1; ; try++ {
-		err := r.write(ctx, key, ev)
+		var err error
+		if repeat {
+			if err = r.patchSeries(ctx, series); apierrors.IsNotFound(err) {
+				// The Event is gone (its time to live is the API
+				// server's): the repeat is a new Event.
+				repeat = false
+				r.remember(key, ev)
+			}
+		}
+		if !repeat {
+			err = r.create(ctx, ev, created)
+			created = true
+		}
 		if err == nil {
 			return
 		}
 		if !retryable(err) || try == eventWriteTries {
-			ctrl.LoggerFrom(ctx).Error(err, "write an Event", "namespace", ev.Namespace, "name", ev.Name, "reason", ev.Reason, "tries", try)
+			log.Error(err, "write an Event", "tries", try)
 			return
 		}
 		select {
@@ -157,21 +186,26 @@ func (r *EventRecorder) record(ctx context.Context, ev *eventsv1.Event) {
 	}
 }
 
-func (r *EventRecorder) write(ctx context.Context, key eventKey, ev *eventsv1.Event) error {
-	if s, ok := r.repeat(key); ok {
-		patch, err := json.Marshal(map[string]eventsv1.EventSeries{"series": {Count: s.count, LastObservedTime: metav1.NewMicroTime(s.last)}})
-		if err != nil {
-			return err
-		}
-		_, err = r.sink.Patch(ctx, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: s.name}}, patch)
-		if !apierrors.IsNotFound(err) {
-			return err
-		}
-		// The Event is gone (its time to live is the API server's): the
-		// repeat is a new Event.
-	}
-	r.remember(key, ev)
+// create creates ev; retried, it takes ev already there as created by the
+// try before.
+func (r *EventRecorder) create(ctx context.Context, ev *eventsv1.Event, retried bool) error {
+	ctx, cancel := context.WithTimeout(ctx, eventWriteTimeout)
+	defer cancel()
 	_, err := r.sink.Create(ctx, ev)
+	if retried && apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+func (r *EventRecorder) patchSeries(ctx context.Context, s eventSeries) error {
+	patch, err := json.Marshal(map[string]eventsv1.EventSeries{"series": {Count: s.count, LastObservedTime: metav1.NewMicroTime(s.last)}})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, eventWriteTimeout)
+	defer cancel()
+	_, err = r.sink.Patch(ctx, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: s.name}}, patch)
 	return err
 }
 
@@ -201,21 +235,22 @@ func (r *EventRecorder) remember(key eventKey, ev *eventsv1.Event) {
 }
 
 // retryable tells an error reaching the API server, or one it answers a
-// busy or failing server with, from an Event it refuses.
+// busy or failing server with (429, 5xx), from an Event it refuses.
 func retryable(err error) bool {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
 		return !errors.As(err, new(*restclient.RequestConstructionError))
 	}
-	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
+	code := status.Status().Code
+	return code == http.StatusTooManyRequests || code >= http.StatusInternalServerError
 }
 
 func keyOf(ev *eventsv1.Event) eventKey {
-	h := fnv.New128a()
+	h := sha256.New()
 	field := func(s string) {
+		// Its length first, so that no two lists of fields hash alike.
+		_, _ = h.Write(binary.AppendUvarint(nil, uint64(len(s))))
 		_, _ = io.WriteString(h, s)
-		_, _ = h.Write([]byte{0})
 	}
 	ref := func(o *corev1.ObjectReference) {
 		if o == nil {
@@ -226,7 +261,7 @@ func keyOf(ev *eventsv1.Event) eventKey {
 			field(s)
 		}
 	}
-	for _, s := range []string{ev.Type, ev.Action, ev.Reason, ev.ReportingController, ev.Note} {
+	for _, s := range []string{ev.Type, ev.Action, ev.Reason, ev.ReportingController, ev.ReportingInstance, ev.Note} {
 		field(s)
 	}
 	ref(&ev.Regarding)

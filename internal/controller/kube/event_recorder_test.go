@@ -24,7 +24,7 @@ import (
 )
 
 // startedRecorder is an EventRecorder writing to a fake API server, with
-// a fake clock and no pause between tries, started until the test ends.
+// a fake clock and no pause between tries, stopped when the test ends.
 func startedRecorder(t *testing.T) (*EventRecorder, *fake.Clientset, *clocktesting.FakePassiveClock) {
 	t.Helper()
 	scheme := runtime.NewScheme()
@@ -38,14 +38,10 @@ func startedRecorder(t *testing.T) (*EventRecorder, *fake.Clientset, *clocktesti
 	}
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC))
 	r.clock, r.retryAfter = clock, time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- r.Start(ctx) }()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r.Stop(ctx)
 	})
 	return r, api, clock
 }
@@ -109,13 +105,16 @@ func TestEventRecorderWritesAnEventWithWhatItTells(t *testing.T) {
 	}
 }
 
+// warnMissing records the Warning that persona's layer is missing.
+func warnMissing(r *EventRecorder, persona, layer string) {
+	r.Eventf(eventPersona(persona), nil, corev1.EventTypeWarning, v1alpha1.RenderFailedReason, "Render", "layer %s is missing", layer)
+}
+
 // A repeat of an Event within the series window is counted on it; past the
 // window it is an Event of its own.
 func TestEventRecorderCountsARepeatInTheEventsSeries(t *testing.T) {
 	r, api, clock := startedRecorder(t)
-	warn := func() {
-		r.Eventf(eventPersona("a"), nil, corev1.EventTypeWarning, v1alpha1.RenderFailedReason, "Render", "layer x is missing")
-	}
+	warn := func() { warnMissing(r, "a", "x") }
 	warn()
 	eventsEventually(t, api, count(1))
 	clock.SetTime(clock.Now().Add(time.Minute))
@@ -128,8 +127,8 @@ func TestEventRecorderCountsARepeatInTheEventsSeries(t *testing.T) {
 		t.Errorf("series last observed %v, want %v", ev.Series.LastObservedTime, want)
 	}
 	// Another note, another object: Events of their own.
-	r.Eventf(eventPersona("a"), nil, corev1.EventTypeWarning, v1alpha1.RenderFailedReason, "Render", "layer y is missing")
-	r.Eventf(eventPersona("b"), nil, corev1.EventTypeWarning, v1alpha1.RenderFailedReason, "Render", "layer x is missing")
+	warnMissing(r, "a", "y")
+	warnMissing(r, "b", "x")
 	eventsEventually(t, api, count(3))
 	clock.SetTime(clock.Now().Add(eventSeriesWindow + time.Second))
 	warn()
@@ -167,9 +166,7 @@ func TestEventRecorderKeepsABoundedTableOfEvents(t *testing.T) {
 // A repeat of an Event the API server no longer has is written anew.
 func TestEventRecorderWritesARepeatOfAnEventGoneAnew(t *testing.T) {
 	r, api, _ := startedRecorder(t)
-	warn := func() {
-		r.Eventf(eventPersona("a"), nil, corev1.EventTypeWarning, v1alpha1.RenderFailedReason, "Render", "layer x is missing")
-	}
+	warn := func() { warnMissing(r, "a", "x") }
 	warn()
 	gone := eventsEventually(t, api, count(1))[0]
 	if err := api.EventsV1().Events("team").Delete(context.Background(), gone.Name, metav1.DeleteOptions{}); err != nil {
@@ -215,5 +212,121 @@ func TestEventRecorderRetriesOnlyWhatMaySucceedLater(t *testing.T) {
 				t.Errorf("%d tries, want %d", got, c.wantTries)
 			}
 		})
+	}
+}
+
+// A repeat is counted once however many tries its patch takes, and a create
+// the API server made but whose answer was lost is not made twice.
+func TestEventRecorderCountsATriedWriteOnce(t *testing.T) {
+	r, api, _ := startedRecorder(t)
+	var patches, creates atomic.Int32
+	api.PrependReactor("patch", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if patches.Add(1) <= 2 {
+			return true, nil, apierrors.NewServiceUnavailable("busy")
+		}
+		return false, nil, nil
+	})
+	warnMissing(r, "a", "x")
+	eventsEventually(t, api, count(1))
+	warnMissing(r, "a", "x")
+	eventsEventually(t, api, func(evs []eventsv1.Event) bool { return len(evs) == 1 && seriesCount(evs[0]) == 2 })
+	warnMissing(r, "a", "x")
+	eventsEventually(t, api, func(evs []eventsv1.Event) bool { return len(evs) == 1 && seriesCount(evs[0]) == 3 })
+	if got := patches.Load(); got != 4 {
+		t.Errorf("%d patches, want 4 (2 refused, then one per repeat)", got)
+	}
+
+	// The API server stores the create and answers 500.
+	api.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if creates.Add(1) > 1 {
+			return false, nil, nil
+		}
+		obj := a.(k8stesting.CreateAction).GetObject()
+		if err := api.Tracker().Create(a.GetResource(), obj, a.GetNamespace()); err != nil {
+			t.Error(err)
+		}
+		return true, nil, apierrors.NewInternalError(errors.New("etcd leader changed"))
+	})
+	warnMissing(r, "b", "x")
+	evs := eventsEventually(t, api, func(evs []eventsv1.Event) bool { return len(evs) == 2 && creates.Load() == 2 })
+	for _, ev := range evs {
+		if ev.Regarding.Name == "b" && ev.Series != nil {
+			t.Errorf("the Event created once has a series: %+v", ev.Series)
+		}
+	}
+}
+
+// Stop writes every Event recorded before it; one recorded after is
+// dropped. A Stop whose context ends gives up the writes in flight.
+func TestEventRecorderStopWritesWhatWasRecorded(t *testing.T) {
+	r, api, _ := startedRecorder(t)
+	for i := range 200 {
+		r.Eventf(eventPersona(fmt.Sprintf("p-%d", i)), nil, corev1.EventTypeNormal, v1alpha1.RenderedReason, "Render", "rendered")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Eventf hands each Event to the broadcaster from a goroutine of its
+	// own: wait until all are queued, as the controllers' Events are
+	// before the manager stops.
+	time.Sleep(100 * time.Millisecond)
+	r.Stop(ctx)
+	list, err := api.EventsV1().Events("team").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 200 {
+		t.Errorf("%d Events written by Stop, want 200", len(list.Items))
+	}
+	r.Eventf(eventPersona("late"), nil, corev1.EventTypeNormal, v1alpha1.RenderedReason, "Render", "rendered")
+	time.Sleep(50 * time.Millisecond)
+	eventsEventually(t, api, count(200))
+
+	hung, api2, _ := startedRecorder(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	api2.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		<-release // an API server that does not answer
+		return true, nil, nil
+	})
+	hung.Eventf(eventPersona("a"), nil, corev1.EventTypeNormal, v1alpha1.RenderedReason, "Render", "rendered")
+	time.Sleep(50 * time.Millisecond)
+	short, cancelShort := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancelShort()
+	start := time.Now()
+	hung.Stop(short)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Stop took %s past its context", took)
+	}
+}
+
+// The key of an Event is its news: another note, another object, another
+// version of the object, another type is another Event.
+func TestEventKeyTellsEventsApart(t *testing.T) {
+	base := eventsv1.Event{Type: corev1.EventTypeWarning, Action: "Render", Reason: "RenderFailed", ReportingController: "persona-operator",
+		Note: "layer x is missing", Regarding: corev1.ObjectReference{Kind: "Persona", Namespace: "team", Name: "a", UID: "u", ResourceVersion: "7"}}
+	same := base
+	same.Name, same.EventTime = "a.123", metav1.NewMicroTime(time.Now())
+	if keyOf(&base) != keyOf(&same) {
+		t.Error("an Event and its repeat under another name and time have different keys")
+	}
+	for name, change := range map[string]func(*eventsv1.Event){
+		"note":    func(e *eventsv1.Event) { e.Note = "layer y is missing" },
+		"object":  func(e *eventsv1.Event) { e.Regarding.Name = "b" },
+		"version": func(e *eventsv1.Event) { e.Regarding.ResourceVersion = "8" },
+		"type":    func(e *eventsv1.Event) { e.Type = corev1.EventTypeNormal },
+		"related": func(e *eventsv1.Event) { e.Related = &corev1.ObjectReference{Kind: "PromptLayer", Name: "x"} },
+	} {
+		other := base
+		change(&other)
+		if keyOf(&other) == keyOf(&base) {
+			t.Errorf("another %s, the same key", name)
+		}
+	}
+	// The fields are kept apart, whatever bytes they hold.
+	a, b := base, base
+	a.Action, a.Reason = "Render\x00Render", "Failed"
+	b.Action, b.Reason = "Render", "Render\x00Failed"
+	if keyOf(&a) == keyOf(&b) {
+		t.Error("text moved from one field to the next, the same key")
 	}
 }
