@@ -138,7 +138,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (Parts, error) {
 		return Parts{}, err
 	}
 	halts := persona.NewRolloutHalts()
-	if err := persona.Setup(mgr, persona.Config{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod,
+	if err := persona.Setup(ctx, mgr, persona.Config{Workers: opts.PersonaWorkers, ReferenceGracePeriod: opts.ReferenceGracePeriod,
 		GuardrailDeadline: opts.GuardrailDeadline, Recorder: recorder, Own: c.own, SourceMetadata: c.sourceMetadata, Sources: sources, Snapshots: c.snapshots,
 		Writer: writer, Revisions: store, Halts: halts}); err != nil {
 		return Parts{}, fmt.Errorf("set up the Persona controller: %w", err)

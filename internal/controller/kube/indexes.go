@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,15 +31,26 @@ const (
 // indexes.
 func DependencyKey(kind, name string) string { return kind + "/" + name }
 
-// IndexDependencies is DependencyIndex's function.
+// IndexDependencies is DependencyIndex's function. It indexes the kinds a
+// change of which is looked up by it, those of the Persona's namespace
+// (Personas, PromptLayers, ConfigMaps). The Namespace, the
+// ClusterPromptLayers and the PromptPlatform a Persona reads are read by
+// every Persona they apply to, whose changes find them by selecting or
+// listing Personas: under their keys the index would hold every Persona
+// once more, for lookups nobody makes.
 func IndexDependencies(obj client.Object) []string {
 	p := obj.(*v1alpha1.Persona)
-	keys := make([]string, len(p.Status.Dependencies))
-	for i, d := range p.Status.Dependencies {
-		keys[i] = DependencyKey(d.Kind, d.Name)
+	keys := make([]string, 0, len(p.Status.Dependencies))
+	for _, d := range p.Status.Dependencies {
+		if indexedDependencyKinds.Has(d.Kind) {
+			keys = append(keys, DependencyKey(d.Kind, d.Name))
+		}
 	}
 	return keys
 }
+
+// indexedDependencyKinds are the kinds of the dependencies DependencyIndex holds.
+var indexedDependencyKinds = sets.New(v1alpha1.PersonaKind, v1alpha1.PromptLayerKind, v1alpha1.ConfigMapKind)
 
 // IndexPersonaReferences is ReferenceIndex's function for Personas. It
 // reads only the spec, which is in the cache before

@@ -1,13 +1,11 @@
 package persona
 
 import (
-	"context"
-	"time"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -32,29 +30,69 @@ func init() {
 var personasByReadyReason = prometheus.NewDesc("persona_personas_by_ready_reason",
 	"Personas by the reason of their Ready condition (empty before their first reconcile).", []string{"reason"}, nil)
 
-// readyReasons counts the cache's Personas by Ready reason at each scrape,
-// so the figure cannot drift from the objects it counts.
-type readyReasons struct{ cache client.Reader }
+// readyReasons counts the cache's Personas by Ready reason. The counts
+// follow the Persona informer's events, so that a scrape reads them without
+// listing, and copying, every Persona in the cache; they cannot drift from
+// the objects the cache holds, since the informer tells its handlers of
+// every object it adds, changes and drops, the ones of its first list too.
+type readyReasons struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
 
-func (readyReasons) Describe(ch chan<- *prometheus.Desc) { ch <- personasByReadyReason }
+func newReadyReasons() *readyReasons { return &readyReasons{counts: map[string]int{}} }
 
-func (c readyReasons) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var list v1alpha1.PersonaList
-	if err := c.cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.Log.WithName("metrics").Error(err, "count Personas by Ready reason")
+// handler keeps the counts as the informer changes the cache.
+func (c *readyReasons) handler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.move(nil, obj) },
+		UpdateFunc: c.move,
+		DeleteFunc: func(obj any) { c.move(obj, nil) },
+	}
+}
+
+// move counts the change of one Persona from before to after, either nil
+// (absent) or a tombstone.
+func (c *readyReasons) move(before, after any) {
+	from, wasThere := readyReasonOf(before)
+	to, isThere := readyReasonOf(after)
+	if wasThere == isThere && from == to {
 		return
 	}
-	counts := map[string]int{}
-	for i := range list.Items {
-		reason := ""
-		if ready := meta.FindStatusCondition(list.Items[i].Status.Conditions, v1alpha1.ReadyCondition); ready != nil {
-			reason = ready.Reason
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if wasThere {
+		if c.counts[from]--; c.counts[from] <= 0 {
+			delete(c.counts, from)
 		}
-		counts[reason]++
 	}
-	for reason, n := range counts {
+	if isThere {
+		c.counts[to]++
+	}
+}
+
+// readyReasonOf is the reason of obj's Ready condition, empty when it has
+// none; false when obj is no Persona.
+func readyReasonOf(obj any) (string, bool) {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	p, ok := obj.(*v1alpha1.Persona)
+	if !ok || p == nil {
+		return "", false
+	}
+	if ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ReadyCondition); ready != nil {
+		return ready.Reason, true
+	}
+	return "", true
+}
+
+func (*readyReasons) Describe(ch chan<- *prometheus.Desc) { ch <- personasByReadyReason }
+
+func (c *readyReasons) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for reason, n := range c.counts {
 		ch <- prometheus.MustNewConstMetric(personasByReadyReason, prometheus.GaugeValue, float64(n), reason)
 	}
 }

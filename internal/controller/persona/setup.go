@@ -1,6 +1,7 @@
 package persona
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
 )
 
@@ -45,8 +47,18 @@ type Config struct {
 // Setup registers the Persona controller with mgr, and the metric of the
 // Personas by Ready reason. The field indexes must be registered first
 // (kube.SetupIndexes).
-func Setup(mgr ctrl.Manager, cfg Config) error {
-	if err := metrics.Registry.Register(readyReasons{cache: mgr.GetCache()}); err != nil {
+func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) error {
+	reasons := newReadyReasons()
+	// Before the cache starts this only registers the informer, and the
+	// handler hears of every Persona of its first list.
+	informer, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.Persona{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("the Persona informer, for the Personas by Ready reason: %w", err)
+	}
+	if _, err := informer.AddEventHandler(reasons.handler()); err != nil {
+		return fmt.Errorf("count the Personas by Ready reason: %w", err)
+	}
+	if err := metrics.Registry.Register(reasons); err != nil {
 		return fmt.Errorf("register the Personas by Ready reason: %w", err)
 	}
 	r := newReconciler(mgr.GetClient(), mgr.GetScheme(), cfg.Recorder, mgr.GetAPIReader(), cfg.Own, cfg.Sources, cfg.Writer,
