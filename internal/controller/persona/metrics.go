@@ -51,8 +51,8 @@ func (c *readyReasons) handler() toolscache.ResourceEventHandler {
 	}
 }
 
-// move counts the change of one Persona from before to after, either nil
-// (absent) or a tombstone.
+// move counts the change of one Persona from before to after: each a
+// Persona, a tombstone of one, or nil where there is none.
 func (c *readyReasons) move(before, after any) {
 	from, wasThere := readyReasonOf(before)
 	to, isThere := readyReasonOf(after)
