@@ -17,8 +17,8 @@ import (
 
 // Field indexes, each as "<Kind>/<name>" of the objects referred to.
 const (
-	// DependencyIndex indexes Personas by what their last render read
-	// (status.dependencies): the whole chain, transitively.
+	// DependencyIndex indexes Personas by what their last render read of
+	// their namespace (status.dependencies): the whole chain, transitively.
 	DependencyIndex = "status.dependencies"
 	// ReferenceIndex indexes Personas and PromptLayers by what their own
 	// spec names: a Persona's parents, layers and the layers its templates
