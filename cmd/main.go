@@ -10,12 +10,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/KimMachineGun/automemlimit/memlimit"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/persona-operator/persona-operator/internal/controller"
+	"github.com/persona-operator/persona-operator/internal/memorylimit"
 	personawebhook "github.com/persona-operator/persona-operator/internal/webhook"
 )
 
@@ -29,7 +29,7 @@ func main() {
 	flags, logOpts := parseFlags()
 	ctrl.SetLogger(zap.New(logger(logOpts)))
 	log := ctrl.Log.WithName("setup")
-	setMemoryLimit(log, memlimit.FromCgroup)
+	memorylimit.SetFromContainer(log)
 	fail := func(err error, what string) {
 		log.Error(err, what)
 		os.Exit(1)

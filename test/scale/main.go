@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/persona-operator/persona-operator/internal/controller"
+	"github.com/persona-operator/persona-operator/internal/memorylimit"
 )
 
 // The harness's own client limits: high, so the harness is not throttled.
@@ -38,12 +40,14 @@ type options struct {
 	webhookSamples int
 	workers        int
 	managerFlags   []string
-	// managerEnv is added to the manager's environment alone.
-	managerEnv     []string
-	out            string
-	profileDir     string
-	profileSeconds int
-	rounds         int
+	// managerEnv is added to the manager's environment alone, with the Go
+	// memory limit of managerMemoryLimit once the manager is built.
+	managerEnv         []string
+	managerMemoryLimit string
+	out                string
+	profileDir         string
+	profileSeconds     int
+	rounds             int
 	// restarts is how many times the restart phase kills the manager.
 	restarts int
 	// curve, when set, is the Ns to measure at instead of n, ascending.
@@ -63,7 +67,7 @@ func main() {
 	// The informer floor starts its informers as the manager does.
 	controller.ListAtStart()
 	var o options
-	var managerFlags, managerEnv, managerMemoryLimit string
+	var managerFlags, managerEnv string
 	flag.IntVar(&o.n, "n", 2000, "Personas to converge and fan out to.")
 	flag.DurationVar(&o.steady, "steady", 60*time.Second, "The steady-state window in which the manager should write nothing.")
 	flag.IntVar(&o.webhookSamples, "webhook-samples", 1000, "Sequential Persona creates timed with the webhook, and as many without it: the p99 of 1000 is the tenth slowest.")
@@ -72,7 +76,7 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 16, "Concurrent requests of the harness's client.")
 	flag.StringVar(&managerFlags, "manager-flags", "", `Extra flags for the manager binary, e.g. "--persona-workers=8 --kube-api-qps=500".`)
 	flag.StringVar(&managerEnv, "manager-env", "", `Environment variables for the manager alone, e.g. "GODEBUG=gctrace=1" (its garbage collections in its log) or "GOGC=50".`)
-	flag.StringVar(&managerMemoryLimit, "manager-memory-limit", shippedGoMemoryLimit, `The manager's Go memory limit (GOMEMLIMIT): by default the one the shipped 512Mi container sets (install.md#memory), which the harness's manager, outside a container, would not; "" for none. A GOMEMLIMIT in -manager-env is kept instead.`)
+	flag.StringVar(&o.managerMemoryLimit, "manager-memory-limit", inShippedContainer, `The manager's Go memory limit (GOMEMLIMIT): by default ("`+inShippedContainer+`") the one it sets itself in the shipped 512Mi container (install.md#memory), which the harness's manager, outside a container, would not; a GOMEMLIMIT value; or "" for none. A GOMEMLIMIT in -manager-env is kept instead.`)
 	flag.StringVar(&o.out, "out", "", "Also write the table, as Markdown, to this file.")
 	flag.StringVar(&o.profileDir, "profile", "", "Write CPU profiles of kube-apiserver and the manager during convergence and fan-out, heap profiles of the manager as they end and at their peak RSS, and what that peak RSS is made of (*-manager-memory-peak.txt), into this directory (read the profiles with go tool pprof).")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "With -profile: how many seconds of each phase, from its start, to profile.")
@@ -80,7 +84,7 @@ func main() {
 	flag.StringVar(&o.jsonPath, "json", "", "Also write the figures, with stable keys, as JSON to this file, to compare versions.")
 	flag.Parse()
 	o.managerFlags = strings.Fields(managerFlags)
-	o.managerEnv = managerEnvironment(managerMemoryLimit, strings.Fields(managerEnv))
+	o.managerEnv = strings.Fields(managerEnv)
 	if o.n < 1 || o.rounds < 1 || o.workers < 1 || o.webhookSamples < 1 || o.profileSeconds < 1 || o.steady < 0 || o.restarts < 0 || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "scale: -n, -rounds, -workers, -webhook-samples and -profile-seconds must be positive, -steady and -restarts not negative, and no arguments")
 		os.Exit(2)
@@ -94,17 +98,35 @@ func main() {
 	}
 }
 
-// shippedGoMemoryLimit is the Go memory limit the manager sets itself in
-// the shipped container: 90 % of its 512Mi limit.
-const shippedGoMemoryLimit = "460MiB"
+const (
+	// inShippedContainer asks for the Go memory limit the manager sets
+	// itself in the shipped container.
+	inShippedContainer = "container"
+	// shippedContainerMemory is the shipped container's memory limit
+	// (config/manager/manager.yaml, the chart's resources).
+	shippedContainerMemory = 512 << 20
+)
 
 // managerEnvironment is the manager's environment beyond the harness's:
-// extra, and the Go memory limit unless extra sets one or it is empty.
-func managerEnvironment(memoryLimit string, extra []string) []string {
+// extra, and the Go memory limit unless extra sets one or it is empty. The
+// shipped container's limit is worked out as the manager works it out for
+// binary there.
+func managerEnvironment(memoryLimit, binary string, extra []string) ([]string, error) {
 	if memoryLimit == "" || slices.ContainsFunc(extra, func(kv string) bool { return strings.HasPrefix(kv, "GOMEMLIMIT=") }) {
-		return extra
+		return extra, nil
 	}
-	return append([]string{"GOMEMLIMIT=" + memoryLimit}, extra...)
+	if memoryLimit == inShippedContainer {
+		image, err := memorylimit.Image(binary)
+		if err != nil {
+			return nil, err
+		}
+		limit, err := memorylimit.For(shippedContainerMemory, image)
+		if err != nil {
+			return nil, err
+		}
+		memoryLimit = strconv.FormatUint(limit, 10)
+	}
+	return append([]string{"GOMEMLIMIT=" + memoryLimit}, extra...), nil
 }
 
 func step(format string, args ...any) {

@@ -28,6 +28,9 @@ func run(o options) error {
 		return err
 	}
 	defer os.Remove(binary) // the directory stays: it holds the managers' logs
+	if o.managerEnv, err = managerEnvironment(o.managerMemoryLimit, binary, o.managerEnv); err != nil {
+		return fmt.Errorf("the manager's Go memory limit: %w", err)
+	}
 
 	var reports []*report
 	var markdown strings.Builder
