@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
@@ -21,29 +20,29 @@ const Ratio = 0.9
 // SetFromContainer sets the Go memory limit from the container's memory
 // limit and the running executable's image, as Set does.
 func SetFromContainer(log logr.Logger) int64 {
-	exe, err := os.Executable()
-	var image uint64
-	if err == nil {
-		image, err = Image(exe)
-	}
-	if err != nil {
-		log.Error(err, "the executable's image is not taken off the container's memory limit")
-	}
-	return Set(log, memlimit.FromCgroup, image)
+	return Set(log, memlimit.FromCgroup, func() (uint64, error) { return Image("/proc/self/exe") })
 }
 
 // Set sets the Go memory limit to Ratio of the container's memory limit
 // (from container: cgroup v2 memory.max or v1 memory.limit_in_bytes) less
-// image, the bytes of the executable the kernel maps from its file, once at
-// start. The kernel counts those pages against the container, and the Go
-// runtime does not count them against its limit: without taking them off,
-// a manager held at its Go memory limit is that limit plus the resident
-// part of its binary. The library keeps a GOMEMLIMIT in the environment,
-// and follows AUTOMEMLIMIT (off, or a ratio of its own). No limit, or none
+// the bytes of the executable the kernel maps from its file (from image),
+// once at start. The kernel counts those pages against the container, and
+// the Go runtime does not count them against its limit: without taking
+// them off, a manager held at its Go memory limit is that limit plus the
+// resident part of its binary. An image that cannot be read is logged and
+// counted as none. The library keeps a GOMEMLIMIT in the environment, and
+// follows AUTOMEMLIMIT (off, or a ratio of its own). No limit, or none
 // readable, leaves the Go memory limit unset. It returns the limit in
 // effect, math.MaxInt64 for none.
-func Set(log logr.Logger, container memlimit.Provider, image uint64) int64 {
-	set, err := memlimit.Set(memlimit.WithRatio(Ratio), memlimit.WithProvider(lessImage(container, image)),
+func Set(log logr.Logger, container memlimit.Provider, image func() (uint64, error)) int64 {
+	imageOrNone := func() uint64 {
+		size, err := image()
+		if err != nil {
+			log.Error(err, "the executable's image is not taken off the container's memory limit")
+		}
+		return size
+	}
+	set, err := memlimit.Set(memlimit.WithRatio(Ratio), memlimit.WithProvider(lessImage(container, imageOrNone)),
 		memlimit.WithLogger(slog.New(logr.ToSlogHandler(log))))
 	if err != nil {
 		log.Error(err, "the Go memory limit is not set from the container's memory limit")
@@ -54,21 +53,22 @@ func Set(log logr.Logger, container memlimit.Provider, image uint64) int64 {
 // For is the Go memory limit Set sets in a container whose memory limit is
 // container, for an executable whose image is image bytes.
 func For(container, image uint64) (uint64, error) {
-	return memlimit.ApplyRatio(lessImage(memlimit.Limit(container), image), Ratio)()
+	return memlimit.ApplyRatio(lessImage(memlimit.Limit(container), func() uint64 { return image }), Ratio)()
 }
 
 // lessImage is the memory the container leaves the Go runtime: its limit
-// less the executable's image.
-func lessImage(container memlimit.Provider, image uint64) memlimit.Provider {
+// less the executable's image, read only when there is a limit.
+func lessImage(container memlimit.Provider, image func() uint64) memlimit.Provider {
 	return func() (uint64, error) {
 		limit, err := container()
 		if err != nil {
 			return 0, err
 		}
-		if limit <= image {
-			return 0, fmt.Errorf("the container's memory limit, %d bytes, is not more than the executable's image, %d bytes", limit, image)
+		size := image()
+		if limit <= size {
+			return 0, fmt.Errorf("the container's memory limit, %d bytes, is not more than the executable's image, %d bytes", limit, size)
 		}
-		return limit - image, nil
+		return limit - size, nil
 	}
 }
 

@@ -20,11 +20,14 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/memorylimit"
+	"github.com/persona-operator/persona-operator/test/scrape"
 )
 
 // The release's objects the checks use, as dist/install.yaml names them.
@@ -38,7 +41,9 @@ const (
 
 // metricsNeedAToken: the metrics Service answers a ServiceAccount token
 // bound to the metrics-reader ClusterRole with the operator's metrics, one
-// without the binding with 403 and a request without a token with 401.
+// without the binding with 403 and a request without a token with 401. The
+// metrics also give the Go memory limit the manager set itself from its
+// container's (goMemoryLimitIsTheContainers).
 func (s *suite) metricsNeedAToken(t *testing.T) {
 	svc := &corev1.Service{}
 	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: installNamespace, Name: metricsService}, svc); err != nil {
@@ -64,16 +69,18 @@ func (s *suite) metricsNeedAToken(t *testing.T) {
 	// Each replica serves metrics; the controllers', persona_*, come from
 	// the leader, which the Service reaches one request in two.
 	var seen bool
+	var metrics string
 	if err := waitFor(time.Minute, "the leader's persona_* metrics through the Service", func() (bool, error) {
 		code, body, err := get(reader)
 		if err != nil || code != http.StatusOK {
 			return false, fmt.Errorf("status %d: %v", code, err)
 		}
-		seen = strings.Contains(body, "\npersona_")
+		seen, metrics = strings.Contains(body, "\npersona_"), body
 		return seen, fmt.Errorf("no persona_ metric in the response")
 	}); err != nil {
 		t.Fatal(err)
 	}
+	s.goMemoryLimitIsTheContainers(t, metrics)
 	for _, c := range []struct {
 		who   string
 		token string
@@ -84,6 +91,44 @@ func (s *suite) metricsNeedAToken(t *testing.T) {
 		}
 	}
 	t.Logf("the metrics Service at %s answers a token bound to %s with persona_* metrics, refuses one without the binding (403) and none (401)", url, metricsReader)
+}
+
+// goMemoryLimitIsTheContainers: the manager set its Go memory limit
+// (go_gc_gomemlimit_bytes, in metrics, one replica's) as install.md#memory
+// says, from its container's memory limit read from the node's cgroup, less
+// the image of the binary it runs.
+func (s *suite) goMemoryLimitIsTheContainers(t *testing.T, metrics string) {
+	t.Helper()
+	var deployment appsv1.Deployment
+	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: installNamespace, Name: managerDeployment}, &deployment); err != nil {
+		t.Fatal(err)
+	}
+	var container *resource.Quantity
+	for _, c := range deployment.Spec.Template.Spec.Containers {
+		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok && c.Name == "manager" {
+			container = &q
+		}
+	}
+	if container == nil {
+		t.Fatal("the manager container has no memory limit")
+	}
+	image, err := memorylimit.Image(filepath.Join(s.bin, "cmd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := memorylimit.For(uint64(container.Value()), image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scraped, err := scrape.Parse(strings.NewReader(metrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := scraped.Sum("go_gc_gomemlimit_bytes", nil); got != float64(want) {
+		t.Errorf("the manager's Go memory limit is %.0f bytes, want %d: %.0f%% of what its container's %s leaves after its %d bytes of image", got, want, 100*memorylimit.Ratio, container, image)
+	} else {
+		t.Logf("the manager's Go memory limit is %d bytes: %.0f%% of what its container's %s leaves after its %d bytes of image", want, 100*memorylimit.Ratio, container, image)
+	}
 }
 
 // serviceAccountToken makes a ServiceAccount in the agents' namespace,
