@@ -57,6 +57,10 @@ type restartResult struct {
 	// managerWrites is the new process's API writes by method until it
 	// settled, the edit's included.
 	managerWrites map[string]float64
+	// peakRSS is the new process's peak RSS (VmHWM) once it settled: what
+	// listing every object at start costs beside what a running manager
+	// holds.
+	peakRSS int64
 }
 
 // measureRestarts kills the running manager and starts a new one, -restarts
@@ -134,6 +138,9 @@ func (h *harness) restart(ctx context.Context, ns string, k int) (*restartResult
 	}
 
 	if _, err := settle(ctx, h.metricsURL, settleQuiet, settleLimit); err != nil {
+		return nil, err
+	}
+	if res.peakRSS, err = procStatusBytes(h.manager.PID(), "VmHWM"); err != nil {
 		return nil, err
 	}
 	s, err := scrape.Get(ctx, h.metricsURL)

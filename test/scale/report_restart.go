@@ -37,6 +37,9 @@ type restartJSON struct {
 	// The new process's API writes until it settled, the edit's included:
 	// the median of the restarts' totals.
 	RestartManagerWrites *float64 `json:"restart_manager_writes"`
+	// The new processes' peak RSS (VmHWM) once settled, the highest of the
+	// restarts.
+	RestartPeakRSSBytes *int64 `json:"restart_peak_rss_bytes"`
 }
 
 // Each restart's times, for the table and the JSON.
@@ -65,7 +68,17 @@ func (r *report) restartFigures() restartJSON {
 	changed, flips := r.restartCounts()
 	out.RestartUnchangedWrites, out.RestartReadyFlips = new(changed), new(flips)
 	out.RestartManagerWrites = new(median(r.restartManagerWrites()))
+	out.RestartPeakRSSBytes = new(r.restartPeakRSS())
 	return out
+}
+
+// restartPeakRSS is the highest peak RSS of the restarts' new processes.
+func (r *report) restartPeakRSS() int64 {
+	var peak int64
+	for _, rr := range r.restarts {
+		peak = max(peak, rr.peakRSS)
+	}
+	return peak
 }
 
 func (r *report) restartTimes() (edits, floors []time.Duration, ratios []float64) {
@@ -137,6 +150,7 @@ func (r *report) restartRows() [][]string {
 		{"  … the same, against caches of the harness's own starting and syncing an informer of each of those kinds",
 			secs(median(edits)), secs(median(informerFloors)), rangeDesc(informerRatios), "—", "—"},
 		{"  … the new process's API writes until it settled, the edit's included (median)", writesDesc(r.restarts[len(r.restarts)-1].managerWrites, median(r.restartManagerWrites())), "—", "—", "—", "—"},
+		{"  … the new process's peak RSS (VmHWM) once it settled, highest of the restarts", mib(r.restartPeakRSS()), "—", "—", "—", "—"},
 	}
 }
 
