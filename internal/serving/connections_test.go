@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -374,5 +375,49 @@ func TestARequestBeingAnsweredKeepsItsPlace(t *testing.T) {
 		if got := statusOf(c, 2*time.Second); got != "HTTP/1.1 200 OK" {
 			t.Errorf("%s request being answered at the total: %q, want HTTP/1.1 200 OK", name, got)
 		}
+	}
+}
+
+// An answer is being answered until the server has written it out: net/http
+// sends what the handler left in its buffer after the handler returns, and
+// a place taken in between would close the connection before the answer
+// (the API server reads EOF). Once the connection is idle, or an answer is
+// left unread past slowAfter, the place may be taken.
+func TestAnAnswerNotYetWrittenOutKeepsItsPlace(t *testing.T) {
+	l := bound(nil, Limits{MaxConnections: 1})
+	p := &place{address: "127.0.0.1", since: time.Now()}
+	l.places[p] = struct{}{}
+	handler := l.answering(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "answered")
+	}))
+	r := httptest.NewRequestWithContext(context.WithValue(t.Context(), placeKey{}, p), http.MethodPost, "/mutate", strings.NewReader("{}"))
+	handler.ServeHTTP(httptest.NewRecorder(), r)
+	l.mu.Lock()
+	victim := l.victimFor()
+	l.mu.Unlock()
+	if victim != nil {
+		t.Fatal("a connection whose answer the server has not written out was taken for a new one, want it kept")
+	}
+	l.mu.Lock()
+	p.returned = time.Now().Add(-slowAfter)
+	victim = l.victimFor()
+	p.returned = time.Now()
+	l.mu.Unlock()
+	if victim != p {
+		t.Errorf("a connection whose answer was left unwritten for %v was kept, want it taken", slowAfter)
+	}
+	l.connState(p, http.StateActive)
+	l.mu.Lock()
+	victim = l.victimFor()
+	l.mu.Unlock()
+	if victim != nil {
+		t.Fatal("a connection that only became active was taken, want it kept until its answer is written out")
+	}
+	l.connState(p, http.StateIdle)
+	l.mu.Lock()
+	victim = l.victimFor()
+	l.mu.Unlock()
+	if victim != p {
+		t.Errorf("an idle connection whose answer was written out was kept at the total, want it taken for a new one")
 	}
 }

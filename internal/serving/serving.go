@@ -81,6 +81,7 @@ func NewHTTPServer(ctx context.Context, ln *Listener, handler http.Handler, l Li
 	return &http.Server{
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ConnContext:       ln.places.connContext,
+		ConnState:         ln.places.connState,
 		Handler:           ln.places.answering(handler),
 		MaxHeaderBytes:    l.MaxHeaderBytes,
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
@@ -127,12 +128,13 @@ type place struct {
 	release func()
 	// Under fair.mu: its requests whose handler runs, of those the ones
 	// that have arrived whole and are being answered and those that wait
-	// for their turn instead (Waiting), whether one was ever answered, when
-	// it was accepted or last of use (victimFor), and when a handler last
-	// began.
-	handling, answering, waiting int
-	served                       bool
-	since, began                 time.Time
+	// for their turn instead (Waiting), the answers whose handler has
+	// returned that the server has not yet written out (connState), whether
+	// one was ever answered, when it was accepted or last of use
+	// (victimFor), and when a handler last began and last returned.
+	handling, answering, waiting, unwritten int
+	served                                  bool
+	since, began, returned                  time.Time
 	// proven: a request on it proved it the control plane's, by a client
 	// certificate of the client CA or a token (ControlPlane, Prove).
 	proven bool
@@ -190,7 +192,9 @@ func (l *fair) Accept() (net.Conn, error) {
 
 // At the total, a new connection takes a place held (victimFor): one with
 // no request being answered on it that is idle between requests or still
-// sending after slowAfter, the one longest without use; failing those, one
+// sending after slowAfter, the one longest without use (a request is being
+// answered until the server has written its answer out: net/http sends what
+// a handler leaves in its buffer after the handler returns); failing those, one
 // whose request is queued for a turn (Waiting), of the address holding the
 // most queued, the longest without use. A place was last of use when a
 // request on it was answered 2xx or queued. A tenant's pods holding places
@@ -210,37 +214,50 @@ func (l *fair) Accept() (net.Conn, error) {
 // plane's, the newcomer is closed.
 const slowAfter = time.Second
 
-// held is 1 when p is idle or slow, 2 when its request is queued, as
-// above; 0 when it is answering or new.
-func (p *place) held(now time.Time) int {
+// What a place is to a new connection at the total, as above.
+type holding int
+
+const (
+	kept   holding = iota // being answered: never taken
+	fresh                 // taken last, the oldest first
+	idle                  // idle or slow: taken first
+	queued                // its request waits for a turn
+)
+
+func (p *place) held(now time.Time) holding {
 	switch {
 	case p.answering > 0:
-		return 0
+		return kept
 	case p.waiting > 0:
-		return 2
+		return queued
 	case p.handling > 0:
-		return b2i(now.Sub(p.began) >= slowAfter)
+		return idleAfter(now.Sub(p.began), fresh)
+	case p.unwritten > 0:
+		// An answer the client does not read is no longer being answered
+		// after slowAfter.
+		return idleAfter(now.Sub(p.returned), kept)
 	case p.served:
-		return 1
+		return idle
 	default:
-		return b2i(now.Sub(p.since) >= slowAfter)
+		return idleAfter(now.Sub(p.since), fresh)
 	}
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
+// idleAfter is idle from slowAfter on, before it until.
+func idleAfter(d time.Duration, until holding) holding {
+	if d >= slowAfter {
+		return idle
 	}
-	return 0
+	return until
 }
 
 // victimFor is the place a new connection takes at the total, or none.
 func (l *fair) victimFor() *place {
 	now := time.Now()
-	var idle, queued, fresh *place
+	var oldestIdle, mostQueued, oldestFresh *place
 	queuedBy := map[string]int{}
 	for p := range l.places {
-		if p.held(now) == 2 {
+		if p.held(now) == queued {
 			queuedBy[p.address]++
 		}
 	}
@@ -249,32 +266,32 @@ func (l *fair) victimFor() *place {
 			continue
 		}
 		switch p.held(now) {
-		case 1:
-			if idle == nil || p.since.Before(idle.since) {
-				idle = p
+		case idle:
+			if oldestIdle == nil || p.since.Before(oldestIdle.since) {
+				oldestIdle = p
 			}
-		case 2:
-			if queued == nil {
-				queued = p
+		case queued:
+			if mostQueued == nil {
+				mostQueued = p
 				break
 			}
-			hp, hq := queuedBy[p.address], queuedBy[queued.address]
-			if hp > hq || (hp == hq && p.since.Before(queued.since)) {
-				queued = p
+			hp, hq := queuedBy[p.address], queuedBy[mostQueued.address]
+			if hp > hq || (hp == hq && p.since.Before(mostQueued.since)) {
+				mostQueued = p
 			}
-		default:
-			if p.answering == 0 && (fresh == nil || p.since.Before(fresh.since)) {
-				fresh = p
+		case fresh:
+			if oldestFresh == nil || p.since.Before(oldestFresh.since) {
+				oldestFresh = p
 			}
 		}
 	}
 	switch {
-	case idle != nil:
-		return idle
-	case queued != nil:
-		return queued
+	case oldestIdle != nil:
+		return oldestIdle
+	case mostQueued != nil:
+		return mostQueued
 	}
-	return fresh
+	return oldestFresh
 }
 
 // remove forgets p, once.
@@ -301,9 +318,26 @@ func (l *fair) connContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
+// connState says when the server has written out c's answers: its
+// connection is idle, waiting for the next request.
+func (l *fair) connState(c net.Conn, state http.ConnState) {
+	if state != http.StateIdle {
+		return
+	}
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if p, ok := c.(*place); ok {
+		l.mu.Lock()
+		p.unwritten = 0
+		l.mu.Unlock()
+	}
+}
+
 // answering counts each request on its place as answered from when its
-// body has arrived whole (a body sent slowly holds no place) until h
-// returns, but while it waits (Waiting).
+// body has arrived whole (a body sent slowly holds no place) until the
+// server has written its answer out (connState), but while it waits
+// (Waiting).
 func (l *fair) answering(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := r.Context().Value(placeKey{}).(*place)
@@ -375,6 +409,8 @@ func (l *fair) answering(h http.Handler) http.Handler {
 			}
 			done = true // a read after h returns counts nothing
 			p.handling--
+			p.unwritten++
+			p.returned = time.Now()
 			p.served = true
 			if sw.status < 300 {
 				p.since = time.Now() // answered: of use
