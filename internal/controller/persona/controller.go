@@ -326,6 +326,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{}, err
 		}
 	}
+	rendered(ctx)
 	retryAfter := r.report(&p, before, attempt, own)
 	r.reportUnpinned(&p, before, pn)
 	if attempt.wrote && !own && attempt.reason == v1alpha1.RenderedReason {

@@ -20,6 +20,7 @@ import (
 // updated when it differs, left alone when it is current, and never touched
 // when another owner controls it.
 func (r *reconciler) deliver(ctx context.Context, p *v1alpha1.Persona, attempt outcome, announce bool) (outcome, error) {
+	rendered(ctx)
 	desired := delivery.ConfigMap(p.Name, p.Namespace, attempt.output)
 	delivery.SetGuardrails(desired, attempt.guardrails)
 	setIfNotEmpty(desired.Annotations, delivery.FallbackAnnotation, attempt.fallback)

@@ -91,6 +91,17 @@ func withPlace(ctx context.Context, p *fairshare.Place) context.Context {
 	return context.WithValue(ctx, placeKey{}, p)
 }
 
+// rendered gives the reconcile's place at the gate back once it renders no
+// more: its writes (the ConfigMap's, the snapshot's, the status') hold a
+// worker but no place, so that the places bound only a namespace's
+// reconciles waiting to render or rendering, and the rest of its workers
+// write meanwhile. A render after it (none is) would still wait for a slot.
+func rendered(ctx context.Context) {
+	if p, ok := ctx.Value(placeKey{}).(*fairshare.Place); ok && p != nil {
+		p.Leave()
+	}
+}
+
 // gateError is a render that got no slot: the reconcile ended first.
 type gateError struct{ err error }
 

@@ -2,11 +2,13 @@ package persona
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/fairshare"
 	"github.com/persona-operator/persona-operator/internal/render"
 	"github.com/persona-operator/persona-operator/internal/status"
@@ -247,5 +250,58 @@ func TestReconcileLeavesTheCachedPersonaAlone(t *testing.T) {
 	}
 	if !equality.Semantic.DeepEqual(&held, want) {
 		t.Errorf("the reconciles changed the cache's Persona:\n got %+v\nwant %+v", held.Status, want.Status)
+	}
+}
+
+// probingWrites is the ConfigMap writes and the status patches of a
+// reconcile, each of which first asks whether its namespace has room at the
+// gate (free).
+type probingWrites struct {
+	kube.ConfigMapWrites
+	free func(what string)
+}
+
+func (w probingWrites) Create(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
+	w.free("the ConfigMap's create")
+	return w.ConfigMapWrites.Create(ctx, cm)
+}
+
+type probingStatus struct {
+	client.Client
+	free func(what string)
+}
+
+func (c probingStatus) Status() client.SubResourceWriter {
+	c.free("the status patch")
+	return c.Client.Status()
+}
+
+// A reconcile holds its place at the gate while it waits to render and
+// renders, not while it writes: with one place, another reconcile of the
+// namespace finds it free during the first one's ConfigMap create and
+// status patch (personas.md#limits: the reconciles waiting to render are
+// bounded, the rest of the workers write).
+func TestAReconcileWritesWithoutItsPlace(t *testing.T) {
+	s := newSteps(t, barePersona("p", "Hello", "style"), appendLayer("style", "Be brief."))
+	s.gate = fairshare.NewGate(1, 1)
+	s.parked = fairshare.NewParked(s.gate, parkClasses, s.unpark)
+	var probed []string
+	free := func(what string) {
+		place, ok := s.gate.Enter(ns)
+		if !ok {
+			t.Errorf("%s held the reconcile's place at the gate, want it given back once rendered", what)
+			return
+		}
+		place.Leave()
+		probed = append(probed, what)
+	}
+	s.configMapWriter = probingWrites{ConfigMapWrites: s.configMapWriter, free: free}
+	s.cached.Client = probingStatus{Client: s.cached.Client, free: free}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "p"}}
+	if _, err := s.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"the ConfigMap's create", "the status patch"}; !slices.Equal(probed, want) {
+		t.Errorf("writes probed with a place free: %q, want %q", probed, want)
 	}
 }
