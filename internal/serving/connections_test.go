@@ -392,32 +392,29 @@ func TestAnAnswerNotYetWrittenOutKeepsItsPlace(t *testing.T) {
 	}))
 	r := httptest.NewRequestWithContext(context.WithValue(t.Context(), placeKey{}, p), http.MethodPost, "/mutate", strings.NewReader("{}"))
 	handler.ServeHTTP(httptest.NewRecorder(), r)
-	l.mu.Lock()
-	victim := l.victimFor()
-	l.mu.Unlock()
-	if victim != nil {
+	victimFor := func() *place {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.victimFor()
+	}
+	if victimFor() != nil {
 		t.Fatal("a connection whose answer the server has not written out was taken for a new one, want it kept")
 	}
 	l.mu.Lock()
 	p.returned = time.Now().Add(-slowAfter)
-	victim = l.victimFor()
-	p.returned = time.Now()
 	l.mu.Unlock()
-	if victim != p {
+	if victimFor() != p {
 		t.Errorf("a connection whose answer was left unwritten for %v was kept, want it taken", slowAfter)
 	}
-	l.connState(p, http.StateActive)
 	l.mu.Lock()
-	victim = l.victimFor()
+	p.returned = time.Now()
 	l.mu.Unlock()
-	if victim != nil {
+	l.connState(p, http.StateActive)
+	if victimFor() != nil {
 		t.Fatal("a connection that only became active was taken, want it kept until its answer is written out")
 	}
 	l.connState(p, http.StateIdle)
-	l.mu.Lock()
-	victim = l.victimFor()
-	l.mu.Unlock()
-	if victim != p {
+	if victimFor() != p {
 		t.Errorf("an idle connection whose answer was written out was kept at the total, want it taken for a new one")
 	}
 }
