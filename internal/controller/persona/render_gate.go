@@ -95,7 +95,9 @@ func withPlace(ctx context.Context, p *fairshare.Place) context.Context {
 // more: its writes (the ConfigMap's, the snapshot's, the status') hold a
 // worker but no place, so that the places bound only a namespace's
 // reconciles waiting to render or rendering, and the rest of its workers
-// write meanwhile. A render after it (none is) would still wait for a slot.
+// write meanwhile. The rare render after a write (a pinned revision whose
+// delivery failed, then the guardrails kept through a failed render) still
+// waits for a slot, without a place.
 func rendered(ctx context.Context) {
 	if p, ok := ctx.Value(placeKey{}).(*fairshare.Place); ok && p != nil {
 		p.Leave()
