@@ -378,7 +378,7 @@ func TestARequestBeingAnsweredKeepsItsPlace(t *testing.T) {
 	}
 }
 
-// An answer is being answered until the server has written it out: net/http
+// A request is being answered until the server has written its answer out: net/http
 // sends what the handler left in its buffer after the handler returns, and
 // a place taken in between would close the connection before the answer
 // (the API server reads EOF). Once the connection is idle, or an answer is

@@ -307,12 +307,19 @@ func (l *fair) remove(p *place) {
 
 type placeKey struct{}
 
-// connContext keeps c's place in its requests' contexts.
-func (l *fair) connContext(ctx context.Context, c net.Conn) context.Context {
+// placeOf is the place of the connection the server was given, under its
+// TLS when it has one.
+func placeOf(c net.Conn) (*place, bool) {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	if p, ok := c.(*place); ok {
+	p, ok := c.(*place)
+	return p, ok
+}
+
+// connContext keeps c's place in its requests' contexts.
+func (l *fair) connContext(ctx context.Context, c net.Conn) context.Context {
+	if p, ok := placeOf(c); ok {
 		return context.WithValue(ctx, placeKey{}, p)
 	}
 	return ctx
@@ -324,10 +331,7 @@ func (l *fair) connState(c net.Conn, state http.ConnState) {
 	if state != http.StateIdle {
 		return
 	}
-	if tc, ok := c.(*tls.Conn); ok {
-		c = tc.NetConn()
-	}
-	if p, ok := c.(*place); ok {
+	if p, ok := placeOf(c); ok {
 		l.mu.Lock()
 		p.unwritten = 0
 		l.mu.Unlock()

@@ -91,6 +91,12 @@ func withPlace(ctx context.Context, p *fairshare.Place) context.Context {
 	return context.WithValue(ctx, placeKey{}, p)
 }
 
+// placeIn is the reconcile's place at the gate that ctx carries, or nil.
+func placeIn(ctx context.Context) *fairshare.Place {
+	p, _ := ctx.Value(placeKey{}).(*fairshare.Place)
+	return p
+}
+
 // rendered gives the reconcile's place at the gate back once it renders no
 // more: its writes (the ConfigMap's, the snapshot's, the status') hold a
 // worker but no place, so that the places bound only a namespace's
@@ -99,7 +105,7 @@ func withPlace(ctx context.Context, p *fairshare.Place) context.Context {
 // delivery failed, then the guardrails kept through a failed render) still
 // waits for a slot, without a place.
 func rendered(ctx context.Context) {
-	if p, ok := ctx.Value(placeKey{}).(*fairshare.Place); ok && p != nil {
+	if p := placeIn(ctx); p != nil {
 		p.Leave()
 	}
 }
@@ -114,7 +120,7 @@ func (e *gateError) Unwrap() error { return e.err }
 // alone; without a place in ctx (a reconcile outside the manager's) it
 // renders at once.
 func (r *reconciler) renderIn(ctx context.Context, alone bool, b *render.Bundle, deadline time.Time) (*render.Output, error) {
-	if p, ok := ctx.Value(placeKey{}).(*fairshare.Place); ok && p != nil {
+	if p := placeIn(ctx); p != nil {
 		release, err := p.Slot(ctx, alone)
 		if err != nil {
 			return nil, &gateError{err: err}
