@@ -28,6 +28,25 @@ func eventsOf(ns, kind, name, reason string) func() []eventsv1.Event {
 	}
 }
 
+// propagations are the notes of the Propagated Events on the object
+// kind/name of ns, one per change told: an Event told again (a series) is
+// listed once for each time.
+func propagations(ns, kind, name string) func() []string {
+	return func() []string {
+		var notes []string
+		for _, e := range eventsOf(ns, kind, name, "Propagated")() {
+			times := 1
+			if e.Series != nil {
+				times = int(e.Series.Count)
+			}
+			for range times {
+				notes = append(notes, e.Note)
+			}
+		}
+		return notes
+	}
+}
+
 // renders is the manager's count of Persona renders.
 func renders() float64 {
 	s, err := scrape.Get(ctx, metricsURL)
@@ -61,6 +80,11 @@ var _ = Describe("Changes propagate, told once on the changed object", func() {
 		}
 		rendered := len(eventsOf(ns, "Persona", "p00", "Rendered")())
 		Expect(rendered).To(Equal(1), "the first render is the Persona's own news")
+		// The layer's creation is told too when the manager heard of it after
+		// some of the Personas that list it (its watch and theirs are apart):
+		// once, naming those, before they render with it.
+		created := propagations(ns, "PromptLayer", "shared")()
+		Expect(len(created)).To(BeNumerically("<=", 1), "the creation told at most once: %q", created)
 
 		apply(ns, layerManifest("shared", "app", "append", "Shared v2"))
 		for i := range n {
@@ -71,8 +95,10 @@ var _ = Describe("Changes propagate, told once on the changed object", func() {
 		for i := range n {
 			Eventually(statusCurrent(ns, fmt.Sprintf("p%02d", i)), 10*time.Second).Should(BeTrue())
 		}
-		Eventually(eventsOf(ns, "PromptLayer", "shared", "Propagated")).Should(ConsistOf(
-			HaveField("Note", fmt.Sprintf("the change re-renders %d Personas", n))))
+		By("the edit told once, naming every Persona")
+		told := append(created, fmt.Sprintf("the change re-renders %d Personas", n))
+		Eventually(propagations(ns, "PromptLayer", "shared")).Should(ConsistOf(told))
+		Consistently(propagations(ns, "PromptLayer", "shared"), "2s").Should(ConsistOf(told))
 		Consistently(eventsOf(ns, "Persona", "p00", "Rendered"), "2s").Should(HaveLen(rendered))
 	})
 
