@@ -39,7 +39,7 @@ func (r *reconciler) deliver(ctx context.Context, p *v1alpha1.Persona, attempt o
 		created := desired.DeepCopy()
 		created.Annotations[delivery.RevisionAnnotation] = strconv.FormatInt(rev.entry.Revision, 10)
 		created.Data[render.RevisionKey] = string(rev.record)
-		switch err = r.write(ctx, key, hash, r.configMapWriter.Create, created); {
+		switch err = r.write(ctx, key, hash, r.configMapWriter.Create, created, rev); {
 		case err == nil:
 			attempt.wrote, attempt.revision, attempt.written = true, &rev.entry, created.Data
 			return attempt, nil
@@ -98,7 +98,7 @@ func (r *reconciler) deliver(ctx context.Context, p *v1alpha1.Persona, attempt o
 		delete(current.Annotations, k)
 	}
 	delete(current.Labels, delivery.RevisionLabel)
-	if err := r.write(ctx, key, hash, r.configMapWriter.Update, current); err != nil {
+	if err := r.write(ctx, key, hash, r.configMapWriter.Update, current, rev); err != nil {
 		return outcome{}, fmt.Errorf("update ConfigMap %s: %w", desired.Name, err)
 	}
 	attempt.wrote, attempt.written = true, current.Data
@@ -109,8 +109,8 @@ func (r *reconciler) deliver(ctx context.Context, p *v1alpha1.Persona, attempt o
 // written. When someone else wrote the ConfigMap while the write was under
 // way, it fails, for the Persona to be reconciled again.
 func (r *reconciler) write(ctx context.Context, key client.ObjectKey, hash string,
-	do func(context.Context, *corev1.ConfigMap) (string, error), cm *corev1.ConfigMap) error {
-	r.writes.writing(key, hash, cm.Data)
+	do func(context.Context, *corev1.ConfigMap) (string, error), cm *corev1.ConfigMap, rev *revision) error {
+	r.writes.writing(key, hash, rev.kept(cm.Data))
 	version, err := do(ctx, cm)
 	if err != nil {
 		r.writes.forget(key)

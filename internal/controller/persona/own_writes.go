@@ -46,11 +46,10 @@ func newOwnWrites() *ownWrites {
 	return &ownWrites{known: map[client.ObjectKey]knownData{}}
 }
 
-// writing notes that a write of data, of content hash hash, into the
-// ConfigMap key is about to be sent. It is called before the write, so that
+// writing notes that a write of content hash hash, whose revision.json
+// names record (keptRecord), into the ConfigMap key is about to be sent. It is called before the write, so that
 // the write's event cannot arrive unrecognized.
-func (w *ownWrites) writing(key client.ObjectKey, hash string, data map[string]string) {
-	record := keptRecord(data)
+func (w *ownWrites) writing(key client.ObjectKey, hash string, record *recordedInputs) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k := w.known[key]

@@ -226,7 +226,7 @@ func (r *reconciler) keepLatest(ctx context.Context, p *v1alpha1.Persona, attemp
 	}
 	var rev *revision
 	if e, ok := p.Status.LatestEntry(); ok && e.ContentHash == out.Hash {
-		rev = &revision{entry: e, record: encodeRecord(p, e, attempt.read, 0)}
+		rev = newRecord(p, e, attempt.read, 0)
 	} else {
 		snapshots, err := r.revisions.Snapshots(ctx, p)
 		if err != nil {

@@ -25,8 +25,13 @@ func recordedInputsOf(data map[string]string) *recordedInputs {
 	if !ok {
 		return &recordedInputs{}
 	}
-	out := &recordedInputs{readable: true, inputs: make([]unique.Handle[v1alpha1.RevisionInput], len(rec.Inputs))}
-	for i, in := range rec.Inputs {
+	return recordedInputsFrom(rec.Inputs)
+}
+
+// recordedInputsFrom are the inputs of a revision.json that reads.
+func recordedInputsFrom(inputs []v1alpha1.RevisionInput) *recordedInputs {
+	out := &recordedInputs{readable: true, inputs: make([]unique.Handle[v1alpha1.RevisionInput], len(inputs))}
+	for i, in := range inputs {
 		out.inputs[i] = unique.Make(in)
 	}
 	return out

@@ -22,6 +22,25 @@ type revision struct {
 	// record is the revision.json to write; nil keeps the one the
 	// ConfigMap holds.
 	record []byte
+	// read are the inputs record was encoded from; nil when record is a
+	// copy of another's (a pin's snapshot).
+	read []v1alpha1.RevisionInput
+}
+
+// newRecord is the revision of entry with its revision.json, rendered
+// from read, based on revision base (0 for none).
+func newRecord(p *v1alpha1.Persona, e v1alpha1.RevisionHistoryEntry, read []v1alpha1.RevisionInput, base int64) *revision {
+	return &revision{entry: e, record: encodeRecord(p, e, read, base), read: read}
+}
+
+// kept is what ownWrites keeps of data, written with rev (keptRecord):
+// from the inputs rev's revision.json was encoded from when it has them,
+// rather than decoded back from the JSON.
+func (rev *revision) kept(data map[string]string) *recordedInputs {
+	if rev.read == nil || len(rev.record) > maxKeptRecordBytes {
+		return keptRecord(data)
+	}
+	return recordedInputsFrom(rev.read)
 }
 
 // encodeRecord is the revision.json of entry, rendered from read, based on
@@ -88,7 +107,7 @@ func (r *reconciler) stamp(ctx context.Context, p *v1alpha1.Persona, attempt out
 		}
 	}
 	if e, ok := p.Status.LatestEntry(); ok && e.ContentHash == hash {
-		return &revision{entry: e, record: encodeRecord(p, e, attempt.read, 0)}, nil
+		return newRecord(p, e, attempt.read, 0), nil
 	}
 	return r.newRevision(ctx, p, attempt, current, current)
 }
@@ -110,7 +129,7 @@ func (r *reconciler) newRevision(ctx context.Context, p *v1alpha1.Persona, attem
 		return nil, err
 	}
 	e := v1alpha1.RevisionHistoryEntry{Revision: n + 1, ContentHash: attempt.output.Hash, Time: metav1.Now().Rfc3339Copy(), Cause: cause}
-	return &revision{entry: e, record: encodeRecord(p, e, attempt.read, base)}, nil
+	return newRecord(p, e, attempt.read, base), nil
 }
 
 // highestRevision is the highest revision number this Persona's own

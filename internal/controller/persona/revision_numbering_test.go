@@ -155,3 +155,39 @@ func TestSetRevisionKeepsTheLastTen(t *testing.T) {
 		t.Errorf("history = %+v, want revisions 3 to 12", st.History)
 	}
 }
+
+// What ownWrites keeps of a write is the inputs its revision.json names,
+// whether taken from the inputs a new record was encoded from or read
+// back from a record copied whole (a pin's); none past maxKeptRecordBytes.
+func TestKeptInputsAreTheRecordsInputs(t *testing.T) {
+	p := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "reviewer"}}
+	read := []v1alpha1.RevisionInput{
+		{Kind: "Persona", Namespace: "ns", Name: "reviewer", Generation: 3},
+		{Kind: "PromptLayer", Namespace: "ns", Name: "shared", Generation: 7},
+		{Kind: "ConfigMap", Namespace: "ns", Name: "templates", ResourceVersion: "912"},
+	}
+	e := v1alpha1.RevisionHistoryEntry{Revision: 4, ContentHash: "sha256:4"}
+	encoded := newRecord(p, e, read, 0)
+	data := map[string]string{render.RevisionKey: string(encoded.record)}
+	copied := &revision{entry: e, record: encoded.record}
+	for name, rev := range map[string]*revision{"encoded": encoded, "copied": copied} {
+		kept := rev.kept(data)
+		if kept == nil || !kept.readable {
+			t.Fatalf("%s: kept %+v, want the record's inputs", name, kept)
+		}
+		if got := kept.values(); fmt.Sprint(got) != fmt.Sprint(read) {
+			t.Errorf("%s: kept inputs %v, want %v", name, got, read)
+		}
+	}
+	huge := make([]v1alpha1.RevisionInput, 0, 400)
+	for i := range 400 {
+		huge = append(huge, v1alpha1.RevisionInput{Kind: "PromptLayer", Namespace: "ns", Name: fmt.Sprintf("layer-%03d", i), Generation: 1})
+	}
+	big := newRecord(p, e, huge, 0)
+	if len(big.record) <= maxKeptRecordBytes {
+		t.Fatalf("a record of %d inputs is %d bytes, within %d", len(huge), len(big.record), maxKeptRecordBytes)
+	}
+	if kept := big.kept(map[string]string{render.RevisionKey: string(big.record)}); kept != nil {
+		t.Errorf("a revision.json of %d bytes was kept", len(big.record))
+	}
+}
