@@ -30,7 +30,9 @@ type harness struct {
 	procs      processes
 	manager    *controlplane.Manager
 	metricsURL string
-	prof       *profiler
+	// pprofURL is the base of the manager's pprof endpoints.
+	pprofURL string
+	prof     *profiler
 }
 
 // newHarness finds the control plane's processes, whose CPU time the
@@ -54,7 +56,8 @@ func newHarness(ctx context.Context, o options, r *report, plane *controlplane.P
 }
 
 // newManager prepares the manager that every round starts and stops: its
-// metrics on a free port, with -profile its pprof endpoints on another,
+// metrics on a free port, its pprof endpoints on another (the pod figure
+// forces a collection through them; -profile takes its profiles there),
 // then -manager-flags.
 func (h *harness) newManager(plane *controlplane.Plane, binary string, log io.Writer) error {
 	port, err := controlplane.FreePort()
@@ -62,17 +65,18 @@ func (h *harness) newManager(plane *controlplane.Plane, binary string, log io.Wr
 		return err
 	}
 	h.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	flags := []string{fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false", "--leader-elect=false"}
+	pprofPort, err := controlplane.FreePort()
+	if err != nil {
+		return err
+	}
+	h.pprofURL = fmt.Sprintf("http://127.0.0.1:%d", pprofPort)
+	flags := []string{fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false", "--leader-elect=false",
+		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort)}
 	if h.o.profileDir != "" {
 		if err := os.MkdirAll(h.o.profileDir, 0o755); err != nil {
 			return err
 		}
-		pprofPort, err := controlplane.FreePort()
-		if err != nil {
-			return err
-		}
-		flags = append(flags, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort))
-		h.prof = &profiler{dir: h.o.profileDir, seconds: h.o.profileSeconds, apiserver: h.cfg, manager: fmt.Sprintf("http://127.0.0.1:%d", pprofPort)}
+		h.prof = &profiler{dir: h.o.profileDir, seconds: h.o.profileSeconds, apiserver: h.cfg, manager: h.pprofURL}
 	}
 	// The world puts every Persona in one namespace: its snapshot byte cap
 	// is sized for them as docs/performance.md#capacity says, Personas ×

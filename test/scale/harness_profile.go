@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -138,25 +139,59 @@ func (p *profiler) memoryAt(ctx context.Context, pid int, path string) error {
 		}
 		fmt.Fprintf(&b, "# %s = %d (%d MiB)\n", field, v, v>>20)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.manager+"/debug/pprof/heap?debug=1", nil)
+	memStats, err := memStatsOf(ctx, p.manager, false)
 	if err != nil {
 		return err
+	}
+	b.WriteString(memStats)
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// memStatsOf is the runtime.MemStats the pprof endpoints at base tell in
+// their text heap profile ("# runtime.MemStats" and its "# Field = value"
+// lines), read after a garbage collection when collect is set.
+func memStatsOf(ctx context.Context, base string, collect bool) (string, error) {
+	url := base + "/debug/pprof/heap?debug=1"
+	if collect {
+		url += "&gc=1"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
 	text, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err
+		return "", err
 	}
 	_, memStats, ok := strings.Cut(string(text), "# runtime.MemStats")
 	if !ok {
-		return fmt.Errorf("no runtime.MemStats in the manager's heap profile")
+		return "", fmt.Errorf("no runtime.MemStats in the manager's heap profile")
 	}
-	b.WriteString("# runtime.MemStats" + memStats)
-	return os.WriteFile(path, []byte(b.String()), 0o644)
+	return "# runtime.MemStats" + memStats, nil
+}
+
+// liveHeap is the manager's live heap: the bytes of its heap's objects
+// (runtime.MemStats.HeapAlloc) right after a garbage collection forced
+// through its pprof endpoints at base.
+func liveHeap(ctx context.Context, base string) (int64, error) {
+	memStats, err := memStatsOf(ctx, base, true)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(memStats) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "# HeapAlloc = "); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no HeapAlloc in the manager's runtime.MemStats")
 }
 
 // endPeak ends the running watchPeak, if any: a phase that failed before

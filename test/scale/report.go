@@ -29,10 +29,10 @@ type report struct {
 	webhookOff     latencies
 	// injectOn and injectOff are the pod creates with the pod injection and
 	// without, injectCanary with it for a Persona whose canary is in flight;
-	// injectRSSGrowth what labelledPods more labelled pods added to the
-	// manager's RSS.
-	injectOn, injectCanary, injectOff latencies
-	injectRSSGrowth                   int64
+	// injectLiveHeapGrowth and injectRSSGrowth what labelledPods more
+	// labelled pods added to the manager's live heap and its RSS.
+	injectOn, injectCanary, injectOff     latencies
+	injectLiveHeapGrowth, injectRSSGrowth int64
 	// peakRSS is the highest of the managers' (one per round);
 	// baselineRSS the highest of their RSS before any Persona existed.
 	peakRSS, baselineRSS int64

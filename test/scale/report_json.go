@@ -119,6 +119,9 @@ func (r *report) figures() figuresJSON {
 		InjectOffSamples:    len(r.injectOff),
 		InjectOffP50S:       r.injectOff.quantile(0.5).Seconds(),
 		InjectOffP99S:       r.injectOff.quantile(0.99).Seconds(),
+
+		InjectLiveHeapGrowthBytes: r.injectLiveHeapGrowth,
+		InjectRSSGrowthBytes:      r.injectRSSGrowth,
 	}
 	f.setPlatformFigures(rs)
 	f.restartJSON = r.restartFigures()

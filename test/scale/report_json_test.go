@@ -33,6 +33,9 @@ func testReport(n int) *report {
 		injectOn:     latencies{3 * time.Millisecond, 4 * time.Millisecond},
 		injectCanary: latencies{3 * time.Millisecond, 5 * time.Millisecond},
 		injectOff:    latencies{2 * time.Millisecond, 3 * time.Millisecond},
+
+		injectLiveHeapGrowth: 6 << 20,
+		injectRSSGrowth:      11 << 20,
 	}
 }
 
@@ -146,6 +149,9 @@ func TestJSONDecodesIntoItsTypes(t *testing.T) {
 	if got.InjectCanarySamples != 2 || got.InjectCanaryP50S != 0.003 || got.InjectCanaryP99S != 0.005 || got.InjectOffP50S != 0.002 {
 		t.Errorf("canary samples %d, p50 %v, p99 %v; injection off p50 %v", got.InjectCanarySamples, got.InjectCanaryP50S, got.InjectCanaryP99S, got.InjectOffP50S)
 	}
+	if got.InjectLiveHeapGrowthBytes != 6<<20 || got.InjectRSSGrowthBytes != 11<<20 {
+		t.Errorf("growth with the labelled pods: live heap %d, RSS %d", got.InjectLiveHeapGrowthBytes, got.InjectRSSGrowthBytes)
+	}
 	if got.Growth == nil || got.Growth.RSSPerPersonaGrowth == nil || *got.Growth.RSSPerPersonaGrowth != 1 || !got.Growth.SteadyWritesZeroAtEveryN {
 		t.Errorf("growth = %+v", got.Growth)
 	}
@@ -158,7 +164,7 @@ func TestJSONDecodesIntoItsTypes(t *testing.T) {
 	for _, k := range []string{"timestamp", "machine", "n", "rounds", "curve", "growth", "fanout_ratio", "fanout_status_ratio", "convergence_ratio",
 		"cluster_fanout_ratio", "convergence_floor_s", "fanout_floor_s", "fanout_status_floor_s", "parent_fanout_floor_s", "parent_fanout_status_floor_s", "floors_before", "floors_after", "peak_rss_bytes", "renders", "render_p99_s",
 		"steady_writes", "webhook_on_p50_s", "webhook_on_p99_s", "inject_on_p50_s", "inject_on_p99_s", "inject_canary_p50_s", "inject_canary_p99_s",
-		"inject_off_p50_s", "inject_off_p99_s",
+		"inject_off_p50_s", "inject_off_p99_s", "inject_live_heap_growth_bytes", "inject_rss_growth_bytes",
 		"platform_fanout_s", "platform_fanout_ratio", "platform_fanout_status_ratio", "platform_fanout_floor_s", "platform_create_fanout_ratio", "platform_delete_fanout_ratio"} {
 		if _, ok := keys[k]; !ok {
 			t.Errorf("no key %q", k)

@@ -158,6 +158,10 @@ type figuresJSON struct {
 	InjectOffSamples    int     `json:"inject_off_samples"`
 	InjectOffP50S       float64 `json:"inject_off_p50_s"`
 	InjectOffP99S       float64 `json:"inject_off_p99_s"`
+	// What 2,000 more labelled pods added to the manager's live heap,
+	// read after a forced collection (the target), and to its RSS.
+	InjectLiveHeapGrowthBytes int64 `json:"inject_live_heap_growth_bytes"`
+	InjectRSSGrowthBytes      int64 `json:"inject_rss_growth_bytes"`
 
 	// The restart phase (report_restart.go).
 	restartJSON
