@@ -29,7 +29,7 @@ type deferredStatuses struct {
 
 // deferredDataBytes bounds the packed data the deferred statuses of a
 // fan-out hold at once: a fan-out of 50,000 Personas holds the first 16 MiB
-// of what it wrote, packed (about 3,800 of the scale harness's Personas,
+// of what it wrote, packed (about 3,900 of the scale harness's Personas,
 // 14 KB of data each, 4.3 KB packed), and its status passes read the rest
 // back.
 const deferredDataBytes = 16 << 20

@@ -2,6 +2,7 @@ package persona
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"maps"
 	"strings"
@@ -123,6 +124,24 @@ func TestPackedDataKeepsEveryByte(t *testing.T) {
 		}
 		if raw := delivery.DataSize(data); name == "prompt" && len(packed)*5 > raw {
 			t.Errorf("a prompt of %d bytes that repeats one sentence packed to %d", raw, len(packed))
+		}
+	}
+}
+
+// Packed data whose header claims more than any ConfigMap's data, or that
+// is cut short, is refused with an error.
+func TestPackedDataRefusesCorruptPacks(t *testing.T) {
+	packed, err := packData(map[string]string{"persona.md": strings.Repeat("You are careful. ", 200)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]packedData{
+		"a claim of 3 MiB": binary.AppendUvarint(nil, 3<<20),
+		"cut short":        packed[:len(packed)/2],
+		"empty":            {},
+	} {
+		if data, err := p.unpack(); err == nil {
+			t.Errorf("%s: unpacked %d keys, want an error", name, len(data))
 		}
 	}
 }

@@ -47,8 +47,9 @@ func newOwnWrites() *ownWrites {
 }
 
 // writing notes that a write of content hash hash, whose revision.json
-// names record (keptRecord), into the ConfigMap key is about to be sent. It is called before the write, so that
-// the write's event cannot arrive unrecognized.
+// names record (keptRecord), into the ConfigMap key is about to be sent.
+// It is called before the write, so that the write's event cannot arrive
+// unrecognized.
 func (w *ownWrites) writing(key client.ObjectKey, hash string, record *recordedInputs) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

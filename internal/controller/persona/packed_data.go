@@ -25,6 +25,11 @@ var packScratch = sync.Pool{New: func() any { return new(scratch) }}
 
 type scratch struct{ encoded, packed []byte }
 
+// maxUnpackedBytes is more than the encoding of any ConfigMap's data: the
+// API server stores objects of up to 1.5 MiB. A header that claims more is
+// corrupt, and is refused before its room is allocated.
+const maxUnpackedBytes = 2 << 20
+
 // packData packs data.
 func packData(data map[string]string) (packedData, error) {
 	s := packScratch.Get().(*scratch)
@@ -54,6 +59,9 @@ func (p packedData) unpack() (map[string]string, error) {
 	size, err := s2.DecodedLen(p)
 	if err != nil {
 		return nil, fmt.Errorf("decompress the data: %w", err)
+	}
+	if size > maxUnpackedBytes {
+		return nil, fmt.Errorf("decompress the data: it claims %d bytes, more than a ConfigMap holds", size)
 	}
 	if cap(s.encoded) < size {
 		s.encoded = make([]byte, size)

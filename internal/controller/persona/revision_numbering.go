@@ -22,8 +22,8 @@ type revision struct {
 	// record is the revision.json to write; nil keeps the one the
 	// ConfigMap holds.
 	record []byte
-	// read are the inputs record was encoded from; nil when record is a
-	// copy of another's (a pin's snapshot).
+	// read are the inputs record was encoded from (newRecord); nil when
+	// record is a copy (a pin's snapshot's) or nil.
 	read []v1alpha1.RevisionInput
 }
 
@@ -37,7 +37,9 @@ func newRecord(p *v1alpha1.Persona, e v1alpha1.RevisionHistoryEntry, read []v1al
 // from the inputs rev's revision.json was encoded from when it has them,
 // rather than decoded back from the JSON.
 func (rev *revision) kept(data map[string]string) *recordedInputs {
-	if rev.read == nil || len(rev.record) > maxKeptRecordBytes {
+	// A record decodeRecord would not read (a revision of 0, from a status
+	// edited by hand) is read back as keptRecord reads it.
+	if rev.read == nil || rev.entry.Revision <= 0 || len(rev.record) > maxKeptRecordBytes {
 		return keptRecord(data)
 	}
 	return recordedInputsFrom(rev.read)

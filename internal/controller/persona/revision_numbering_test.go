@@ -2,6 +2,7 @@ package persona
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -178,6 +179,16 @@ func TestKeptInputsAreTheRecordsInputs(t *testing.T) {
 		if got := kept.values(); fmt.Sprint(got) != fmt.Sprint(read) {
 			t.Errorf("%s: kept inputs %v, want %v", name, got, read)
 		}
+		if back := keptRecord(data); !reflect.DeepEqual(kept, back) {
+			t.Errorf("%s: kept %+v, where the data written reads back as %+v", name, kept, back)
+		}
+	}
+	// A revision numbered 0 (a status edited by hand) writes a record that
+	// does not read back: it is kept as it reads, not as encoded.
+	zero := newRecord(p, v1alpha1.RevisionHistoryEntry{ContentHash: "sha256:0"}, read, 0)
+	zeroData := map[string]string{render.RevisionKey: string(zero.record)}
+	if kept, back := zero.kept(zeroData), keptRecord(zeroData); kept.readable || !reflect.DeepEqual(kept, back) {
+		t.Errorf("a record of revision 0: kept %+v, where the data written reads back as %+v", kept, back)
 	}
 	huge := make([]v1alpha1.RevisionInput, 0, 400)
 	for i := range 400 {
