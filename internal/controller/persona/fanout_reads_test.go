@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"maps"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -136,12 +137,20 @@ func TestPackedDataRefusesCorruptPacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, p := range map[string]packedData{
-		"a claim of 3 MiB": binary.AppendUvarint(nil, 3<<20),
-		"cut short":        packed[:len(packed)/2],
-		"empty":            {},
+		"a claim past the room of all the data held": binary.AppendUvarint(nil, maxUnpackedBytes+1),
+		"cut short": packed[:len(packed)/2],
+		"empty":     {},
 	} {
-		if data, err := p.unpack(); err == nil {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		data, err := p.unpack()
+		runtime.ReadMemStats(&after)
+		if err == nil {
 			t.Errorf("%s: unpacked %d keys, want an error", name, len(data))
+		}
+		// Refused before the room it claims is allocated.
+		if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 1<<20 {
+			t.Errorf("%s: %d bytes allocated to refuse it", name, allocated)
 		}
 	}
 }

@@ -25,10 +25,11 @@ var packScratch = sync.Pool{New: func() any { return new(scratch) }}
 
 type scratch struct{ encoded, packed []byte }
 
-// maxUnpackedBytes is more than the encoding of any ConfigMap's data: the
-// API server stores objects of up to 1.5 MiB. A header that claims more is
-// corrupt, and is refused before its room is allocated.
-const maxUnpackedBytes = 2 << 20
+// maxUnpackedBytes bounds what a pack may claim to unpack to: the room of
+// all the data held (deferredDataBytes), far more than any ConfigMap's
+// data (the API server stores objects of up to 1.5 MiB). A header that
+// claims more is corrupt, and is refused before its room is allocated.
+const maxUnpackedBytes = deferredDataBytes
 
 // packData packs data.
 func packData(data map[string]string) (packedData, error) {
@@ -61,7 +62,7 @@ func (p packedData) unpack() (map[string]string, error) {
 		return nil, fmt.Errorf("decompress the data: %w", err)
 	}
 	if size > maxUnpackedBytes {
-		return nil, fmt.Errorf("decompress the data: it claims %d bytes, more than a ConfigMap holds", size)
+		return nil, fmt.Errorf("decompress the data: it claims %d bytes, more than all the data held may", size)
 	}
 	if cap(s.encoded) < size {
 		s.encoded = make([]byte, size)
