@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -525,11 +524,14 @@ type receiving struct {
 	// arriving.
 	overdue map[*receipt]struct{}
 	// active are the bodies being received, by the order they began (see
-	// fits).
+	// mayPass).
 	active map[*receipt]uint64
 	seq    uint64
 	// arrived is what the bodies that have arrived hold, until they go.
 	arrived int64
+	// beyond is the body that holds the room past one and a half times its
+	// limit, until its read ends (see fits).
+	beyond *receipt
 	// clients counts the bodies of each client address begun and not
 	// finished, and heldBy what they hold: the share is the limit divided
 	// among the clients.
@@ -652,16 +654,7 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 	timer := time.AfterFunc(promptDeadline(n), func() { rv.lateness(rcpt) })
 	defer func() {
 		timer.Stop()
-		rv.mu.Lock()
-		rcpt.done = true // no cut after this, so the reset below stands
-		delete(rv.overdue, rcpt)
-		delete(rv.active, rcpt)
-		if err == nil {
-			rcpt.arrived = true
-			rv.arrived += rcpt.charged
-		}
-		rv.wake() // the first may have changed
-		rv.mu.Unlock()
+		rv.ended(rcpt, err == nil)
 		_ = rc.SetReadDeadline(time.Time{})
 	}()
 	count := newTokenCount()
@@ -669,7 +662,7 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 	for int64(len(body)) < n {
 		if len(body) == cap(body) {
 			// The next bytes are charged, before they are read.
-			grown := min(n, 2*int64(cap(body))) - int64(cap(body))
+			grown := nextGrowth(int64(cap(body)), n)
 			if !rv.tryCharge(rcpt, 2*grown) {
 				// Waiting for room is no slowness of the sender's: its
 				// deadlines wait meanwhile, and go on once it has room.
@@ -689,7 +682,7 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 				timer.Reset(rcpt.left)
 			}
 			before := cap(body)
-			body = slices.Grow(body, int(grown))
+			body = growBody(body, grown)
 			// The allocator may round the buffer up: that is counted too.
 			if extra := 2 * (int64(cap(body)-before) - grown); extra > 0 {
 				rv.mu.Lock()
@@ -715,6 +708,37 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 		}
 	}
 	return body, count.tokens, nil
+}
+
+// ended marks the read of rcpt's body over, whole (arrived) or not: it
+// is no longer among those that may pass, nor beyond the room.
+func (rv *receiving) ended(rcpt *receipt, arrived bool) {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	rcpt.done = true // no cut after this, so the read's deadline reset stands
+	delete(rv.overdue, rcpt)
+	delete(rv.active, rcpt)
+	if rv.beyond == rcpt {
+		rv.beyond = nil
+	}
+	if arrived {
+		rcpt.arrived = true
+		rv.arrived += rcpt.charged
+	}
+	rv.wake() // the first may have changed
+}
+
+// nextGrowth is how much a body's buffer of size bytes grows by, toward
+// its n bytes: it doubles, so that its bytes are copied twice at most.
+func nextGrowth(size, n int64) int64 { return min(n, 2*size) - size }
+
+// growBody is body with room for grown bytes more: no more than the
+// allocator rounds the size up to, which is charged after the growth
+// (append would round up by as much as half the growth again, uncharged).
+func growBody(body []byte, grown int64) []byte {
+	bigger := make([]byte, len(body), int64(cap(body))+grown)
+	copy(bigger, body)
+	return bigger
 }
 
 // setDue sets rcpt's prompt deadline d from now, and takes it out of the
@@ -745,8 +769,13 @@ func (rv *receiving) othersWait(client string) bool {
 	return len(rv.waiting) > 1 || len(rv.waiting) == 1 && rv.waiting[client] == 0
 }
 
-// take charges n bytes to rcpt.
+// take charges n bytes to rcpt; a body that takes the room past one and a
+// half times its limit, when no other is beyond it, is the one beyond it
+// until its read ends (see fits).
 func (rv *receiving) take(rcpt *receipt, n int64) {
+	if rv.beyond == nil && rv.held+n > rv.limit+rv.limit/2 {
+		rv.beyond = rcpt
+	}
 	rv.held += n
 	rv.heldBy[rcpt.client] += n
 	rcpt.charged += n
@@ -767,17 +796,20 @@ func (rv *receiving) tryCharge(rcpt *receipt, n int64) bool {
 // limit and its client's share. Past them, only a body that may pass (the
 // first begun of its client's, of a client not benched): within half the
 // limit more, so that the API server's larger bodies never queue behind
-// those of other clients one by one; or beyond, when the other bodies hold
-// no more than one and a half times the limit and no body that has arrived
-// is held, if it is the first begun of the bodies that may pass so. So
-// bodies that each hold a part never wait for one another, the room holds
-// at most one and a half times its limit and one body, and a client whose
-// body was cut short takes no room beyond its share. (A body whose client
-// is benched after it went past still holds what it took: the next body
-// to go past waits until the others are back within the bound.)
+// those of other clients one by one; or beyond, one body at a time, when
+// the others hold no more than one and a half times the limit and no body
+// that has arrived is held. The body beyond goes on until its read ends,
+// whatever else happens meanwhile, so bodies that each hold a part never
+// wait for one another (two beyond at once could each wait for the other
+// to give room back), the room holds at most one and a half times its
+// limit and one body, and a client whose body was cut short takes no room
+// beyond its share from then on.
 func (rv *receiving) fits(rcpt *receipt, n int64) bool {
 	share := int64(fairshare.Share(int(rv.limit), len(rv.clients)))
 	if rv.held+n <= rv.limit && rv.heldBy[rcpt.client]+n <= share {
+		return true
+	}
+	if rv.beyond == rcpt {
 		return true
 	}
 	if !rv.mayPass(rcpt) {
@@ -787,22 +819,7 @@ func (rv *receiving) fits(rcpt *receipt, n int64) bool {
 	if rv.held+n <= past {
 		return true
 	}
-	mayGoBeyond := func(r *receipt) bool { return rv.held-r.charged <= past }
-	if rv.arrived > 0 || !mayGoBeyond(rcpt) {
-		return false
-	}
-	// Among those that may go beyond: a body begun earlier that may not
-	// (others hold more than one and a half times the limit beside it,
-	// which happens when it became its client's first after a later body
-	// went beyond) waits for the room to come back instead of holding up
-	// the body beyond, which would wait for it in turn.
-	mine := rv.active[rcpt]
-	for other, seq := range rv.active {
-		if seq < mine && rv.mayPass(other) && mayGoBeyond(other) {
-			return false
-		}
-	}
-	return true
+	return rv.beyond == nil && rv.arrived == 0 && rv.held-rcpt.charged <= past
 }
 
 // mayPass reports whether rcpt's body may go past the limit and its share

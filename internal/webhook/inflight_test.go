@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +188,94 @@ func TestAnAnswerHoldsTheLaneBrieflyAndTheServersWriteDeadlineStands(t *testing.
 	last := rec.write[len(rec.write)-1]
 	if last.Before(before.Add(srv.WriteTimeout)) || last.After(after.Add(srv.WriteTimeout)) {
 		t.Errorf("write deadline after the review %v, want the server's, %v after the request began", last, srv.WriteTimeout)
+	}
+}
+
+// bodyGrowth is what receiving.read charges for a body of n bytes, step
+// by step: twice each growth of its buffer, which doubles from firstChunk,
+// before it is made (need), and twice what the allocator rounds it up by,
+// after (extra).
+func bodyGrowth(n int64) (need, extra []int64) {
+	body := make([]byte, min(n, firstChunk))
+	for int64(len(body)) < n {
+		grown := nextGrowth(int64(cap(body)), n)
+		before := cap(body)
+		body = growBody(body, grown)
+		need = append(need, 2*grown)
+		extra = append(extra, 2*(int64(cap(body)-before)-grown))
+		body = body[:cap(body)]
+	}
+	return need, extra
+}
+
+// TestBodiesBeingReceivedNeverWaitOnEachOther: three API servers, each
+// with two heavy bodies under way at all times, their bytes arriving in
+// every order. At every step some body may go on, or one that has arrived
+// is let into the lane and gives its room back; the room never holds more
+// than one and a half times its limit and one body. (Two bodies went beyond
+// the room at once, and neither could go on while the other held what it
+// had: 18 MiB held, every body waiting, until one was denied after 5 s.)
+func TestBodiesBeingReceivedNeverWaitOnEachOther(t *testing.T) {
+	type body struct {
+		rcpt        *receipt
+		need, extra []int64
+	}
+	sizes := []int64{lightRequestBytes + 1, 300 << 10, 1 << 20, 3<<20 + 300, maxRequestBytes / 2}
+	largest := slices.Max(sizes)
+	needs, extras := make([][]int64, len(sizes)), make([][]int64, len(sizes))
+	for i, n := range sizes {
+		needs[i], extras[i] = bodyGrowth(n)
+	}
+	for seed := range 2000 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 39))
+		rv := newReceiving(heavyReceivingBytes)
+		var reading []*body
+		var arrived []*receipt // in the order the lane lets them in
+		begin := func(client string) {
+			size := rng.IntN(len(sizes))
+			reading = append(reading, &body{rcpt: rv.begin(client, nil), need: needs[size], extra: extras[size]})
+		}
+		for c := range 3 {
+			begin(fmt.Sprint("127.0.9.", c+1))
+			begin(fmt.Sprint("127.0.9.", c+1))
+		}
+		for step := range 300 {
+			if len(arrived) > 0 && rng.IntN(3) == 0 {
+				next := arrived[0]
+				arrived = arrived[1:]
+				rv.finish(next)
+				begin(next.client)
+			}
+			progressed := false
+			for _, i := range rng.Perm(len(reading)) {
+				b := reading[i]
+				if !rv.tryCharge(b.rcpt, b.need[0]) {
+					continue
+				}
+				progressed = true
+				rv.mu.Lock()
+				rv.take(b.rcpt, b.extra[0])
+				rv.mu.Unlock()
+				if b.need, b.extra = b.need[1:], b.extra[1:]; len(b.need) == 0 {
+					rv.ended(b.rcpt, true)
+					arrived = append(arrived, b.rcpt)
+					reading = slices.Delete(reading, i, i+1)
+				}
+				break
+			}
+			rv.mu.Lock()
+			held := rv.held
+			rv.mu.Unlock()
+			if bound := rv.limit + rv.limit/2 + 2*largest; held > bound {
+				t.Fatalf("seed %d, step %d: the bodies being received hold %d bytes, over one and a half times the room and one body, %d", seed, step, held, bound)
+			}
+			if !progressed && len(arrived) == 0 {
+				var holding []string
+				for _, b := range reading {
+					holding = append(holding, fmt.Sprintf("%s holds %d KiB and waits for %d KiB", b.rcpt.client, b.rcpt.charged>>10, b.need[0]>>10))
+				}
+				t.Fatalf("seed %d, step %d: no body may go on and none has arrived, with %d KiB held: %s", seed, step, held>>10, strings.Join(holding, "; "))
+			}
+		}
 	}
 }
