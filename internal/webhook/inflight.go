@@ -681,14 +681,7 @@ func (rv *receiving) read(ctx context.Context, rc *http.ResponseController, r *h
 				_ = rc.SetReadDeadline(time.Now().Add(bodyDeadline(rest)))
 				timer.Reset(rcpt.left)
 			}
-			before := cap(body)
 			body = growBody(body, grown)
-			// The allocator may round the buffer up: that is counted too.
-			if extra := 2 * (int64(cap(body)-before) - grown); extra > 0 {
-				rv.mu.Lock()
-				rv.take(rcpt, extra)
-				rv.mu.Unlock()
-			}
 		}
 		k, err := r.Body.Read(body[len(body):min(cap(body), len(body)+receiveChunk)])
 		body = body[:len(body)+k]
@@ -732,9 +725,10 @@ func (rv *receiving) ended(rcpt *receipt, arrived bool) {
 // its n bytes: it doubles, so that its bytes are copied twice at most.
 func nextGrowth(size, n int64) int64 { return min(n, 2*size) - size }
 
-// growBody is body with room for grown bytes more: no more than the
-// allocator rounds the size up to, which is charged after the growth
-// (append would round up by as much as half the growth again, uncharged).
+// growBody is body with room for exactly grown bytes more, what was
+// charged for them: append would round the buffer up by as much as half
+// the growth again. (The allocator rounds a large buffer up to its page,
+// 8 KiB at most, which is not charged.)
 func growBody(body []byte, grown int64) []byte {
 	bigger := make([]byte, len(body), int64(cap(body))+grown)
 	copy(bigger, body)
@@ -803,7 +797,8 @@ func (rv *receiving) tryCharge(rcpt *receipt, n int64) bool {
 // wait for one another (two beyond at once could each wait for the other
 // to give room back), the room holds at most one and a half times its
 // limit and one body, and a client whose body was cut short takes no room
-// beyond its share from then on.
+// beyond its share from then on (but for its body beyond the room, if it
+// has that one, until its read ends).
 func (rv *receiving) fits(rcpt *receipt, n int64) bool {
 	share := int64(fairshare.Share(int(rv.limit), len(rv.clients)))
 	if rv.held+n <= rv.limit && rv.heldBy[rcpt.client]+n <= share {

@@ -114,9 +114,9 @@ func TestSlowBodyIsCutWhenOthersWait(t *testing.T) {
 	}
 
 	// Room for less than what a slow body sent at once holds (its 50 KiB
-	// are charged 102 KiB, past one and a half times the room), so that it
-	// is the body beyond the room and the ordinary request (charged 112
-	// KiB) must wait for it even past the limit. The slow body comes from
+	// are charged 102 KiB, past one and a half times the room of 64 KiB),
+	// so that the ordinary request (charged 112 KiB) cannot go past the
+	// limit beside it and must wait for it. The slow body comes from
 	// another client, whose share is all the room while it is alone. One stalls
 	// after its first 50 KiB, and is cut stallGrace after its last bytes or
 	// at its prompt deadline, whichever comes first; one sends a byte every
