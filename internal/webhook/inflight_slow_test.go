@@ -573,4 +573,10 @@ func TestABodyBeyondTheRoomIsNotHeldUpByAnEarlierOneThatCannotGo(t *testing.T) {
 	if !rv.fits(beyond, 2<<20) {
 		t.Errorf("the body beyond may not go on: it waits for the earlier body, which waits for it")
 	}
+	// Its client benched meanwhile (another of its bodies cut short), the
+	// body beyond still goes on: it alone can make the room again.
+	rv.benched[otherClient] = time.Now().Add(benchFor)
+	if !rv.fits(beyond, 2<<20) {
+		t.Errorf("the body beyond may not go on once its client is benched: every body waits until it is denied")
+	}
 }
