@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestTrackerCountsAsEventsArrive drives a tracker's watch with random
+// creations, updates and deletions and checks, after each, the count it
+// keeps against the objects the condition holds for, and that it is done
+// exactly when want of them (and, for every, all of them) first hold.
+func TestTrackerCountsAsEventsArrive(t *testing.T) {
+	for _, every := range []bool{false, true} {
+		t.Run(fmt.Sprintf("every=%t", every), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			const want = 20
+			ok := func(obj client.Object) bool { return obj.GetAnnotations()["ok"] == "yes" }
+			tr := &tracker{ok: ok, want: want, every: every, state: map[string]bool{}, reached: map[string]time.Time{}, done: make(chan struct{})}
+			w := watch.NewFake() // unbuffered: each send returns once follow has taken it
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			followed := make(chan bool)
+			go func() { followed <- tr.follow(ctx, w) }()
+			live := map[string]bool{} // the objects as the events left them
+			for step := range 2000 {
+				name := fmt.Sprintf("o%d", rng.IntN(30))
+				holds := rng.IntN(3) > 0 || step >= 1500 // at the end every object comes to hold
+				obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"ok": map[bool]string{true: "yes"}[holds]}}}
+				switch _, exists := live[name]; {
+				case exists && rng.IntN(4) == 0:
+					w.Delete(obj)
+					delete(live, name)
+				case exists:
+					w.Modify(obj)
+					live[name] = holds
+				default:
+					w.Add(obj)
+					live[name] = holds
+				}
+				w.Action(watch.Bookmark, &metav1.PartialObjectMetadata{}) // the previous event has been applied once this is taken
+				n := 0
+				for _, holds := range live {
+					if holds {
+						n++
+					}
+				}
+				tr.mu.Lock()
+				got, doneAt := tr.count(), tr.doneAt
+				tr.mu.Unlock()
+				if got != n {
+					t.Fatalf("step %d: the tracker counts %d objects the condition holds for, where %d do", step, got, n)
+				}
+				if reached := n >= want && (!every || n == len(live)); reached && doneAt.IsZero() {
+					t.Fatalf("step %d: %d of %d objects hold, want %d, and the tracker is not done", step, n, len(live), want)
+				}
+			}
+			tr.mu.Lock()
+			doneAt := tr.doneAt
+			tr.mu.Unlock()
+			if doneAt.IsZero() {
+				t.Fatal("the condition never held for enough objects: the test proves nothing")
+			}
+			w.Stop()
+			if !<-followed {
+				t.Fatal("follow reported the context done when the watch ended")
+			}
+		})
+	}
+}
