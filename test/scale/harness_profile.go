@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// profiler takes CPU profiles of kube-apiserver and the manager during the
-// timed phases, so that where the time goes can be read with go tool pprof,
+// profiler takes CPU profiles of kube-apiserver, the manager and the
+// harness itself during the timed phases, so that where the time goes can be read with go tool pprof,
 // and heap profiles of the manager as phases end, so that what its memory
 // holds can be read too.
 type profiler struct {
@@ -35,8 +36,8 @@ type profiler struct {
 	stopPeak context.CancelFunc
 }
 
-// start profiles both processes for the first p.seconds of the phase named
-// phase, in the background.
+// start profiles the three processes for the first p.seconds of the phase
+// named phase, in the background.
 func (p *profiler) start(ctx context.Context, phase string) {
 	if p == nil {
 		return
@@ -54,12 +55,20 @@ func (p *profiler) start(ctx context.Context, phase string) {
 		"kube-apiserver": {hc, strings.TrimSuffix(p.apiserver.Host, "/")},
 		"manager":        {http.DefaultClient, p.manager},
 	}
+	profiles := map[string]func(path string) error{
+		"harness": func(path string) error { return profileHarness(ctx, path, time.Duration(p.seconds)*time.Second) },
+	}
 	for name, t := range targets {
+		profiles[name] = func(path string) error {
+			return fetchProfile(ctx, t.client, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.base, p.seconds), path)
+		}
+	}
+	for name, profile := range profiles {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
 			path := filepath.Join(p.dir, fmt.Sprintf("%s-%s.pprof", slug, name))
-			if err := fetchProfile(ctx, t.client, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.base, p.seconds), path); err != nil {
+			if err := profile(path); err != nil {
 				p.fail(fmt.Errorf("profile %s during %s: %w", name, phase, err))
 				return
 			}
@@ -255,13 +264,38 @@ func fetchProfile(ctx context.Context, c *http.Client, url, path string) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	// Written whole or not at all: a profile cut short leaves the last one.
+	return writeWhole(path, func(w io.Writer) error {
+		_, err := io.Copy(w, resp.Body)
+		return err
+	})
+}
+
+// profileHarness writes the harness's own CPU profile for the given time,
+// or until ctx is done: the trackers that tell a phase's end run on the
+// cores being measured, and what they cost is read from it.
+func profileHarness(ctx context.Context, path string, d time.Duration) error {
+	return writeWhole(path, func(w io.Writer) error {
+		if err := pprof.StartCPUProfile(w); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(d):
+		}
+		pprof.StopCPUProfile()
+		return nil
+	})
+}
+
+// writeWhole writes path whole or not at all: a profile cut short leaves
+// the last one.
+func writeWhole(path string, write func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), ".profile-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(f.Name())
-	if _, err := io.Copy(f, resp.Body); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}
