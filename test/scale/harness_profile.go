@@ -17,9 +17,9 @@ import (
 )
 
 // profiler takes CPU profiles of kube-apiserver, the manager and the
-// harness itself during the timed phases, so that where the time goes can be read with go tool pprof,
-// and heap profiles of the manager as phases end, so that what its memory
-// holds can be read too.
+// harness itself during the timed phases, so that where the time goes can
+// be read with go tool pprof, and heap profiles of the manager as phases
+// end, so that what its memory holds can be read too.
 type profiler struct {
 	dir     string
 	seconds int
