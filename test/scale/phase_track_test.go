@@ -29,6 +29,7 @@ func TestTrackerCountsAsEventsArrive(t *testing.T) {
 			followed := make(chan bool)
 			go func() { followed <- tr.follow(ctx, w) }()
 			live := map[string]bool{} // the objects as the events left them
+			everReached := false
 			for step := range 2000 {
 				name := fmt.Sprintf("o%d", rng.IntN(30))
 				holds := rng.IntN(3) > 0 || step >= 1500 // at the end every object comes to hold
@@ -57,8 +58,13 @@ func TestTrackerCountsAsEventsArrive(t *testing.T) {
 				if got != n {
 					t.Fatalf("step %d: the tracker counts %d objects the condition holds for, where %d do", step, got, n)
 				}
-				if reached := n >= want && (!every || n == len(live)); reached && doneAt.IsZero() {
+				reached := n >= want && (!every || n == len(live))
+				everReached = everReached || reached
+				switch {
+				case reached && doneAt.IsZero():
 					t.Fatalf("step %d: %d of %d objects hold, want %d, and the tracker is not done", step, n, len(live), want)
+				case !everReached && !doneAt.IsZero():
+					t.Fatalf("step %d: the tracker is done with %d of %d objects holding, want %d", step, n, len(live), want)
 				}
 			}
 			tr.mu.Lock()
