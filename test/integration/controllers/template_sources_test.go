@@ -57,7 +57,9 @@ var _ = Describe("Template sources", func() {
 
 		By("awaiting it for the grace period")
 		Eventually(ready(ns, "p")).Should(Equal("ReferenceNotFound"))
-		Expect(readyMessage(ns, "p")).To(Equal(unlabelledAgents))
+		// Until the layer reaches the manager's cache, the Persona awaits
+		// the layer itself: then the ConfigMap.
+		Eventually(func() string { return readyMessage(ns, "p") }).Should(Equal(unlabelledAgents))
 		Expect(condition(ns, "p", "Reconciling")).To(Equal(metav1.ConditionTrue))
 		Eventually(layerCondition(ns, "agents-md", "Reconciling")).Should(Equal("True/ReferenceNotFound: " + unlabelledAgents))
 		Expect(configMap(ns, "p")).To(BeNil())
