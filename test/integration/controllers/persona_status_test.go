@@ -93,7 +93,9 @@ var _ = Describe("Persona status", func() {
 		apply(ns, agentsLayer(`{OTHER.md: "x"}`))
 		apply(ns, barePersona("p", "P", "layers: [{name: agents-md}]"))
 		Eventually(ready(ns, "p")).Should(Equal("ReferenceNotFound"))
-		Expect(readyMessage(ns, "p")).To(ContainSubstring(`key "AGENTS.md" of ConfigMap "agents"`))
+		// Until the layer reaches the manager's cache, the Persona awaits
+		// the layer itself: then the key.
+		Eventually(func() string { return readyMessage(ns, "p") }).Should(ContainSubstring(`key "AGENTS.md" of ConfigMap "agents"`))
 	})
 
 	It("names the cycle (InheritanceCycle)", func() {
