@@ -48,20 +48,15 @@ func (p *profiler) start(ctx context.Context, phase string) {
 		p.fail(err)
 		return
 	}
-	targets := map[string]struct {
-		client *http.Client
-		base   string
-	}{
-		"kube-apiserver": {hc, strings.TrimSuffix(p.apiserver.Host, "/")},
-		"manager":        {http.DefaultClient, p.manager},
+	fetched := func(c *http.Client, base string) func(path string) error {
+		return func(path string) error {
+			return fetchProfile(ctx, c, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, p.seconds), path)
+		}
 	}
 	profiles := map[string]func(path string) error{
-		"harness": func(path string) error { return profileHarness(ctx, path, time.Duration(p.seconds)*time.Second) },
-	}
-	for name, t := range targets {
-		profiles[name] = func(path string) error {
-			return fetchProfile(ctx, t.client, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.base, p.seconds), path)
-		}
+		"kube-apiserver": fetched(hc, strings.TrimSuffix(p.apiserver.Host, "/")),
+		"manager":        fetched(http.DefaultClient, p.manager),
+		"harness":        func(path string) error { return profileHarness(ctx, path, time.Duration(p.seconds)*time.Second) },
 	}
 	for name, profile := range profiles {
 		p.wg.Add(1)

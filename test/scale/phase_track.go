@@ -177,7 +177,9 @@ func (t *tracker) included(obj client.Object) bool { return t.include == nil || 
 
 // set records whether the condition holds for name; t.mu is held.
 func (t *tracker) set(name string, ok bool) {
-	t.remove(name)
+	if t.state[name] {
+		t.held--
+	}
 	t.state[name] = ok
 	if ok {
 		t.held++

@@ -21,8 +21,7 @@ func TestTrackerCountsAsEventsArrive(t *testing.T) {
 		t.Run(fmt.Sprintf("every=%t", every), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			const want = 20
-			ok := func(obj client.Object) bool { return obj.GetAnnotations()["ok"] == "yes" }
-			tr := &tracker{ok: ok, want: want, every: every, state: map[string]bool{}, reached: map[string]time.Time{}, done: make(chan struct{})}
+			tr := newTestTracker(want, every)
 			w := watch.NewFake() // unbuffered: each send returns once follow has taken it
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -81,14 +80,20 @@ func TestTrackerCountsAsEventsArrive(t *testing.T) {
 	}
 }
 
+// newTestTracker is a tracker with no watch of its own, done when want
+// objects (and, for every, all of them) carry the annotation ok: yes.
+func newTestTracker(want int, every bool) *tracker {
+	return &tracker{ok: func(obj client.Object) bool { return obj.GetAnnotations()["ok"] == "yes" }, want: want, every: every,
+		state: map[string]bool{}, reached: map[string]time.Time{}, done: make(chan struct{})}
+}
+
 // BenchmarkTrackerEvent is what applying one watch event costs a tracker
 // whose state holds n objects, as a fan-out's ConfigMap watch does at N =
 // 8,000 (the live ConfigMaps and a snapshot each, 16,000); beside it, the
 // count of the whole state at every event, which the tracker made before.
 func BenchmarkTrackerEvent(b *testing.B) {
 	for _, n := range []int{8000, 16000} {
-		tr := &tracker{ok: func(obj client.Object) bool { return obj.GetAnnotations()["ok"] == "yes" }, want: n + 1,
-			state: map[string]bool{}, reached: map[string]time.Time{}, done: make(chan struct{})}
+		tr := newTestTracker(n+1, false)
 		for i := range n {
 			tr.set(fmt.Sprintf("persona-%d", i), i%2 == 0)
 		}
