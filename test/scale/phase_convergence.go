@@ -17,7 +17,7 @@ import (
 // Ready=True for its current generation, and how long the creates took.
 func convergence(ctx context.Context, c client.WithWatch, w *world, workers int, timeout time.Duration) (total, creates time.Duration, err error) {
 	t, err := track(ctx, c, w.ns, "convergence: Ready personas", func() client.ObjectList { return &v1alpha1.PersonaList{} },
-		len(w.personas)+1, personaReady)
+		nil, len(w.personas)+1, personaReady)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/kube"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -29,7 +30,7 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 	// rendered prompts would leave the API server tens of MB of garbage
 	// to collect in the phase.
 	cms := configMapMetadataList().(*metav1.PartialObjectMetadataList)
-	if err := c.List(ctx, cms, client.InNamespace(w.ns)); err != nil {
+	if err := c.List(ctx, cms, client.InNamespace(w.ns), client.MatchingLabelsSelector{Selector: kube.NotSnapshotSelector}); err != nil {
 		return start, 0, 0, err
 	}
 	measured := map[string]bool{}
@@ -54,7 +55,10 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 		_, ok := before[obj.GetName()]
 		return ok && obj.GetAnnotations()[delivery.ContentHashAnnotation] == want[obj.GetName()]
 	}
-	cmTracker, err := track(ctx, c, w.ns, what+": updated ConfigMaps", configMapMetadataList, len(before), delivered)
+	// Each ConfigMap watch selects its half of the operator's ConfigMaps, as
+	// the manager's caches do: of the 3 N events of a fan-out (N updates, N
+	// snapshots created, N pruned) each receives only those it reads.
+	cmTracker, err := track(ctx, c, w.ns, what+": updated ConfigMaps", configMapMetadataList, kube.NotSnapshotSelector, len(before), delivered)
 	if err != nil {
 		return start, 0, 0, err
 	}
@@ -65,7 +69,7 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 		return ok && obj.(*v1alpha1.Persona).Status.ContentHash == want[cm]
 	}
 	statusTracker, err := track(ctx, c, w.ns, what+": current statuses", func() client.ObjectList { return &v1alpha1.PersonaList{} },
-		len(before), current)
+		nil, len(before), current)
 	if err != nil {
 		return start, 0, 0, err
 	}
@@ -81,7 +85,7 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 		persona, _, _ := delivery.SnapshotOf(obj.GetName())
 		return obj.GetAnnotations()[delivery.ContentHashAnnotation] == want[delivery.ConfigMapName(persona)]
 	}
-	snapshotTracker, err := trackEvery(ctx, c, w.ns, what+": snapshots, the previous ones pruned", configMapMetadataList, len(before), isSnapshot, snapshotted)
+	snapshotTracker, err := trackEvery(ctx, c, w.ns, what+": snapshots, the previous ones pruned", configMapMetadataList, kube.SnapshotSelector, len(before), isSnapshot, snapshotted)
 	if err != nil {
 		return start, 0, 0, err
 	}
@@ -130,7 +134,7 @@ func configMapMetadataList() client.ObjectList {
 // other than the offline render's, for a fan-out that timed out.
 func unexpectedHashes(ctx context.Context, c client.Client, ns string, before, want map[string]string) string {
 	cms := configMapMetadataList().(*metav1.PartialObjectMetadataList)
-	if err := c.List(ctx, cms, client.InNamespace(ns)); err != nil {
+	if err := c.List(ctx, cms, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: kube.NotSnapshotSelector}); err != nil {
 		return fmt.Sprintf("list the ConfigMaps: %v", err)
 	}
 	var names []string

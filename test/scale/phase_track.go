@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +26,10 @@ type tracker struct {
 	c       client.WithWatch
 	ns      string
 	newList func() client.ObjectList
+	// selector, when set, is what the list and the watch select: the API
+	// server then neither converts nor sends, nor the harness decodes, the
+	// events of the objects the tracker has no use for.
+	selector labels.Selector
 	ok      func(client.Object) bool
 	want    int
 	name    string
@@ -52,16 +57,16 @@ type tracker struct {
 
 // track starts a tracker; it returns once the initial list is read and the
 // watch is open, so changes made after it returns are seen.
-func track(ctx context.Context, c client.WithWatch, ns, name string, newList func() client.ObjectList, want int, ok func(client.Object) bool) (*tracker, error) {
-	return startTracker(ctx, &tracker{c: c, ns: ns, newList: newList, ok: ok, want: want, name: name})
+func track(ctx context.Context, c client.WithWatch, ns, name string, newList func() client.ObjectList, selector labels.Selector, want int, ok func(client.Object) bool) (*tracker, error) {
+	return startTracker(ctx, &tracker{c: c, ns: ns, newList: newList, selector: selector, ok: ok, want: want, name: name})
 }
 
 // trackEvery is track of the objects include accepts, done when ok holds
 // for want of them and for no fewer than all: a tracker of objects that
 // are created and deleted, such as the snapshots of a revision and those
 // it prunes.
-func trackEvery(ctx context.Context, c client.WithWatch, ns, name string, newList func() client.ObjectList, want int, include, ok func(client.Object) bool) (*tracker, error) {
-	return startTracker(ctx, &tracker{c: c, ns: ns, newList: newList, ok: ok, want: want, name: name, include: include, every: true})
+func trackEvery(ctx context.Context, c client.WithWatch, ns, name string, newList func() client.ObjectList, selector labels.Selector, want int, include, ok func(client.Object) bool) (*tracker, error) {
+	return startTracker(ctx, &tracker{c: c, ns: ns, newList: newList, selector: selector, ok: ok, want: want, name: name, include: include, every: true})
 }
 
 func startTracker(ctx context.Context, t *tracker) (*tracker, error) {
@@ -78,7 +83,7 @@ func startTracker(ctx context.Context, t *tracker) (*tracker, error) {
 
 func (t *tracker) listAndWatch(ctx context.Context) (watch.Interface, error) {
 	list := t.newList()
-	if err := t.c.List(ctx, list, client.InNamespace(t.ns)); err != nil {
+	if err := t.c.List(ctx, list, t.listOptions()...); err != nil {
 		return nil, fmt.Errorf("%s: list: %w", t.name, err)
 	}
 	items, err := meta.ExtractList(list)
@@ -95,12 +100,21 @@ func (t *tracker) listAndWatch(ctx context.Context) (watch.Interface, error) {
 	t.check()
 	t.mu.Unlock()
 	rv := list.(metav1.ListInterface).GetResourceVersion()
-	w, err := t.c.Watch(ctx, t.newList(), client.InNamespace(t.ns),
-		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+	w, err := t.c.Watch(ctx, t.newList(), append(t.listOptions(),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: watch: %w", t.name, err)
 	}
 	return w, nil
+}
+
+// listOptions select the tracker's namespace and, when set, its selector.
+func (t *tracker) listOptions() []client.ListOption {
+	opts := []client.ListOption{client.InNamespace(t.ns)}
+	if t.selector != nil {
+		opts = append(opts, client.MatchingLabelsSelector{Selector: t.selector})
+	}
+	return opts
 }
 
 func (t *tracker) run(ctx context.Context, w watch.Interface) {
