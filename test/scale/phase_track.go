@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/labels"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -30,9 +30,9 @@ type tracker struct {
 	// server then neither converts nor sends, nor the harness decodes, the
 	// events of the objects the tracker has no use for.
 	selector labels.Selector
-	ok      func(client.Object) bool
-	want    int
-	name    string
+	ok       func(client.Object) bool
+	want     int
+	name     string
 	// include, when set, leaves out the objects it refuses; every is set
 	// when the condition must hold for every object included, as well as
 	// for want of them.
