@@ -29,8 +29,8 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 	// The hashes before the edit, from the metadata: listing 2,000
 	// rendered prompts would leave the API server tens of MB of garbage
 	// to collect in the phase.
-	cms := configMapMetadataList().(*metav1.PartialObjectMetadataList)
-	if err := c.List(ctx, cms, client.InNamespace(w.ns), client.MatchingLabelsSelector{Selector: kube.NotSnapshotSelector}); err != nil {
+	cms, err := liveConfigMapMetadata(ctx, c, w.ns)
+	if err != nil {
 		return start, 0, 0, err
 	}
 	measured := map[string]bool{}
@@ -130,11 +130,21 @@ func configMapMetadataList() client.ObjectList {
 	return l
 }
 
+// liveConfigMapMetadata lists the metadata of ns's live ConfigMaps of the
+// operator, its snapshots left out.
+func liveConfigMapMetadata(ctx context.Context, c client.Client, ns string) (*metav1.PartialObjectMetadataList, error) {
+	cms := configMapMetadataList().(*metav1.PartialObjectMetadataList)
+	if err := c.List(ctx, cms, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: kube.NotSnapshotSelector}); err != nil {
+		return nil, err
+	}
+	return cms, nil
+}
+
 // unexpectedHashes says how many measured ConfigMaps changed to a hash
 // other than the offline render's, for a fan-out that timed out.
 func unexpectedHashes(ctx context.Context, c client.Client, ns string, before, want map[string]string) string {
-	cms := configMapMetadataList().(*metav1.PartialObjectMetadataList)
-	if err := c.List(ctx, cms, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: kube.NotSnapshotSelector}); err != nil {
+	cms, err := liveConfigMapMetadata(ctx, c, ns)
+	if err != nil {
 		return fmt.Sprintf("list the ConfigMaps: %v", err)
 	}
 	var names []string

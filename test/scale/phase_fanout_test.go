@@ -44,7 +44,7 @@ func TestConfigMapTrackersReceiveOnlyWhatTheySelect(t *testing.T) {
 	}
 	live := func(persona string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: delivery.ConfigMapName(persona),
-			Labels: map[string]string{delivery.ManagedByLabel: delivery.ManagedBy, delivery.PersonaLabel: persona}}}
+			Labels: delivery.Labels(persona)}}
 	}
 	snapshot := func(persona string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: delivery.SnapshotName(persona, 1),

@@ -88,9 +88,10 @@ func newTestTracker(want int, every bool) *tracker {
 }
 
 // BenchmarkTrackerEvent is what applying one watch event costs a tracker
-// whose state holds n objects, as a fan-out's ConfigMap watch does at N =
-// 8,000 (the live ConfigMaps and a snapshot each, 16,000); beside it, the
-// count of the whole state at every event, which the tracker made before.
+// whose state holds n objects: 8,000, as each of a fan-out's ConfigMap
+// watches does at N = 8,000, and 16,000, as each did before it selected its
+// half (the live ConfigMaps and a snapshot each); beside it, the count of
+// the whole state at every event, which the tracker made before.
 func BenchmarkTrackerEvent(b *testing.B) {
 	for _, n := range []int{8000, 16000} {
 		tr := newTestTracker(n+1, false)
