@@ -124,8 +124,11 @@ func (h *harness) restart(ctx context.Context, ns string, k int) (*restartResult
 	res.serving = time.Since(start)
 	h.procs.manager = h.manager.PID()
 	// With -profile, the new process's first seconds: its lists, its
-	// caches' sync and the first renders.
-	h.prof.start(ctx, fmt.Sprintf("restart %d", k))
+	// caches' sync and the first renders; and its heap at its peak RSS,
+	// which a restart reaches as it lists every kind at once.
+	phase := fmt.Sprintf("restart %d", k)
+	h.prof.start(ctx, phase)
+	h.prof.watchPeak(ctx, phase, h.procs.manager)
 	if err := <-edited; err != nil {
 		return nil, err
 	}
@@ -140,6 +143,7 @@ func (h *harness) restart(ctx context.Context, ns string, k int) (*restartResult
 	if _, err := settle(ctx, h.metricsURL, settleQuiet, settleLimit); err != nil {
 		return nil, err
 	}
+	h.prof.heap(ctx, phase)
 	if res.peakRSS, err = procStatusBytes(h.manager.PID(), "VmHWM"); err != nil {
 		return nil, err
 	}
