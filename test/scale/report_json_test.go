@@ -184,6 +184,15 @@ func TestCurveMarkdown(t *testing.T) {
 	large.rounds[0].convergence, large.rounds[1].convergence = 200*time.Second, 200*time.Second // 0.2 s per Persona, from 0.13
 	large.peakRSS = 400 << 20
 	large.steadyWrites = map[string]float64{"PATCH": 2}
+	// The large N's fan-out floor took 2 s before the phases and 40 s after
+	// them; its fan-out stands beside the floor of its own moment, but the
+	// growth row gives the floors before the phases at each N: 20 ms per
+	// Persona at 100 (2 s, floorsOnce), 2 ms at 1000.
+	t0 := time.Date(2025, 1, 2, 3, 0, 0, 0, time.UTC)
+	for _, rr := range large.rounds {
+		rr.floors.fanOut = bracket{before: timed{took: 2 * time.Second, mid: t0}, after: timed{took: 40 * time.Second, mid: t0.Add(100 * time.Second)}}
+		rr.fanOutStart = t0.Add(50 * time.Second)
+	}
 	table := curveMarkdown(figuresOf([]*report{small, large}))
 	// Columns are padded to their widest cell: compare with single spaces.
 	flat := strings.Join(strings.Fields(table), " ")
@@ -192,6 +201,7 @@ func TestCurveMarkdown(t *testing.T) {
 		"| 100 | 130.00 ms | 30.00 ms | 50 MiB | 1.0 KiB | 0 |",
 		"| convergence time per Persona | 130.00 ms | 200.00 ms | 1.54× | ≤ 1.2× | **no** |",
 		"| fan-out time per Persona | 30.00 ms | 3.00 ms | 0.10× | ≤ 1.2× | yes |",
+		"| the API server's own: the fan-out floor before the phases, per Persona | 20.00 ms | 2.00 ms | 0.10× | — | — |",
 		"| RSS per Persona | 1.0 KiB | 358.4 KiB | 358.40× | ≤ 1.2× | **no** |",
 		"| manager peak RSS | 50 MiB | 400 MiB | — | ≤ 300 MiB at N=1000 | **no** |",
 		"| steady-state writes | 0 | 2 | — | 0 at every N | **no** |",
