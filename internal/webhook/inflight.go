@@ -16,9 +16,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/persona-operator/persona-operator/internal/fairshare"
 	"github.com/persona-operator/persona-operator/internal/render"
@@ -196,6 +199,40 @@ func (l *inflight) laneOf(n int64) *lane {
 	return l.heavy
 }
 
+// Why the webhook turns a request away at its bounds, unhandled: the
+// reason label of turnedAwayTotal and of the log line.
+const (
+	reasonNoLength       = "NoContentLength"
+	reasonOverLimit      = "OverSizeLimit"
+	reasonTooHeavy       = "OverBound"
+	reasonNoRoom         = "NoRoomToReceive"
+	reasonTooManyTokens  = "TooManyTokens"
+	reasonSlowBody       = "BodyTooSlow"
+	reasonUnreadable     = "BodyUnreadable"
+	reasonNotUTF8        = "NotUTF8"
+	reasonTooManyEscapes = "TooManyEscapes"
+	reasonNoTurn         = "NoTurnInTime"
+)
+
+var turnedAwayTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "persona_webhook_requests_turned_away_total",
+	Help: "Admission requests the webhook answered at its bounds without handling them, by webhook (validating, injecting) and reason.",
+}, []string{"webhook", "reason"})
+
+func init() { metrics.Registry.MustRegister(turnedAwayTotal) }
+
+// turnedAway counts and logs request r, begun at start, turned away for
+// reason; bodyUnread says the connection closes with its body not read to
+// the end, which a client still sending sees as a reset or a broken pipe
+// rather than the answer.
+func (l *inflight) turnedAway(r *http.Request, start time.Time, reason string, bodyUnread bool) {
+	webhook := l.light.doing
+	turnedAwayTotal.WithLabelValues(webhook, reason).Inc()
+	log.FromContext(r.Context()).WithName("webhook").Info("turned an admission request away at the webhook's bounds",
+		"webhook", webhook, "reason", reason, "client", clientAddress(r), "bytes", r.ContentLength,
+		"bodyUnread", bodyUnread, "after", time.Since(start).Round(time.Millisecond).String())
+}
+
 // refuse answers a request whose body is not read, and closes the
 // connection rather than read on.
 func refuse(w http.ResponseWriter, status int, format string, args ...any) {
@@ -239,9 +276,11 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	n := r.ContentLength
 	switch {
 	case n < 0:
+		l.turnedAway(r, start, reasonNoLength, true)
 		refuse(w, http.StatusLengthRequired, "an admission request must have a Content-Length")
 		return
 	case n >= l.maxBytes:
+		l.turnedAway(r, start, reasonOverLimit, true)
 		refuse(w, http.StatusRequestEntityTooLarge, "the admission request of %d bytes is over the limit of %d", n, l.maxBytes)
 		return
 	}
@@ -249,6 +288,7 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	weight := l.requestWeight(n)
 	if weight > in.limit {
 		if !l.capped {
+			l.turnedAway(r, start, reasonTooHeavy, true)
 			refuse(w, http.StatusRequestEntityTooLarge, "the admission request of %d bytes weighs %d MiB, over the webhook's bound of %d MiB for %s",
 				n, weight>>20, in.limit>>20, in.what)
 			return
@@ -272,27 +312,33 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	}
 	switch {
 	case errors.Is(err, errNoRoom):
-		in.deny(w, bytes.NewReader(body), !drained())
+		whole := drained()
+		l.turnedAway(r, start, reasonNoRoom, !whole)
+		in.deny(w, bytes.NewReader(body), !whole)
 		return
 	case errors.Is(err, errTooManyTokens):
 		answer := refuse
-		if drained() {
+		whole := drained()
+		if whole {
 			answer = reply
 		}
+		l.turnedAway(r, start, reasonTooManyTokens, !whole)
 		answer(w, http.StatusRequestEntityTooLarge, "the admission request of %d bytes has %d JSON tokens in its first %d bytes, more than the %d that fit the webhook's bound of %d MiB for %s at %d bytes a token",
 			n, tokens, len(body), most, in.limit>>20, in.what, l.tokenWeight)
 		return
 	case err != nil:
-		status := http.StatusBadRequest
+		status, reason := http.StatusBadRequest, reasonUnreadable
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			status = http.StatusRequestTimeout
+			status, reason = http.StatusRequestTimeout, reasonSlowBody
 		}
+		l.turnedAway(r, start, reason, true)
 		refuse(w, status, "read the admission request: %v", err)
 		return
 	}
 	if !utf8.Valid(body) {
 		// JSON is UTF-8, and the API server's encoder writes nothing else;
 		// decoding turns each invalid byte into three, past the weight.
+		l.turnedAway(r, start, reasonNotUTF8, false)
 		refuse(w, http.StatusBadRequest, "the admission request is not valid UTF-8")
 		return
 	}
@@ -303,6 +349,7 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	if escaped := escapedBytes(body); escaped > 0 {
 		need += l.escapeWeight * escaped
 		if need > in.limit && !l.capped {
+			l.turnedAway(r, start, reasonTooManyEscapes, false)
 			refuse(w, http.StatusRequestEntityTooLarge, "the admission request of %d bytes has %d bytes that are written as six (<, > and &) each time it is encoded again, which weigh %d MiB, over the webhook's bound of %d MiB for %s",
 				n, escaped, need>>20, in.limit>>20, in.what)
 			return
@@ -315,6 +362,7 @@ func (l *inflight) serve(next http.Handler, w http.ResponseWriter, r *http.Reque
 	admitted := in.acquire(r.Context(), waitUntil, client, need)
 	turn()
 	if !admitted {
+		l.turnedAway(r, start, reasonNoTurn, false)
 		in.deny(w, bytes.NewReader(body), false)
 		return
 	}

@@ -101,6 +101,7 @@ func TestInflightBound(t *testing.T) {
 	}()
 	<-entered
 
+	counted := turnedAwayCounter("validating", "NoTurnInTime")
 	start := time.Now()
 	resp := post("timeout=400ms", review(t, "second", 3<<20))
 	waited := time.Since(start)
@@ -117,6 +118,7 @@ func TestInflightBound(t *testing.T) {
 		!strings.Contains(r.Result.Message, fmt.Sprintf("the webhook is validating %d MiB of requests over 64 KiB already (its bound is 24 MiB); try again", held)) {
 		t.Errorf("denial %+v %+v", r, r.Result)
 	}
+	counted(t)
 
 	// While a heavy request waits in line, an ordinary one is let in at once.
 	waiting := make(chan struct{})

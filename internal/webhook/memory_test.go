@@ -14,6 +14,7 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/test/fixtures"
+	"github.com/persona-operator/persona-operator/test/scrape"
 	"github.com/persona-operator/persona-operator/test/suite"
 )
 
@@ -32,6 +33,7 @@ var _ = Describe("Memory against the cluster", func() {
 		Expect(err).NotTo(HaveOccurred())
 		templates := len(personas[0].Spec.SystemPrompt.Platform) + len(personas[0].Spec.SystemPrompt.Extensions)
 
+		turnedAwayBefore := turnedAway()
 		before := suite.ManagerRSS()
 		peakRSS := samplePeakRSS(20 * time.Millisecond)
 
@@ -47,6 +49,12 @@ var _ = Describe("Memory against the cluster", func() {
 		during := time.Since(start)
 		wg.Wait()
 		peak := peakRSS()
+		turned := turnedAway()
+		for reason, n := range turnedAwayBefore {
+			if turned[reason] -= n; turned[reason] == 0 {
+				delete(turned, reason)
+			}
+		}
 
 		// Each request is validated, or denied by the bound with its
 		// reason: none fails for the webhook's sake.
@@ -69,10 +77,11 @@ var _ = Describe("Memory against the cluster", func() {
 
 		AddReportEntry("webhook under load", fmt.Sprintf(
 			"%d concurrent dry-run creates of %.2f MiB (%d templates of 64 KiB): %d validated, %d denied by the bound, %d failed; "+
-				"manager RSS %.1f MiB before, peak %.1f MiB (+%.1f MiB); an ordinary create answered in %v during them, in %v after",
+				"manager RSS %.1f MiB before, peak %.1f MiB (+%.1f MiB); an ordinary create answered in %v during them, in %v after; "+
+				"turned away at the webhook's bounds, by reason: %v",
 			concurrent, float64(len(raw))/(1<<20), templates, admitted, denied, len(failed),
-			float64(before)/(1<<20), float64(peak)/(1<<20), float64(peak-before)/(1<<20), during, answered))
-		Expect(failed).To(BeEmpty())
+			float64(before)/(1<<20), float64(peak)/(1<<20), float64(peak-before)/(1<<20), during, answered, turned))
+		Expect(failed).To(BeEmpty(), "turned away at the webhook's bounds, by reason: %v", turned)
 		Expect(admitted).To(BeNumerically(">=", 1), "no maximal Persona was validated")
 		Expect(peak-before).To(BeNumerically("<=", limit), "RSS went from %d to %d bytes", before, peak)
 		Expect(answered).To(BeNumerically("<", time.Second))
@@ -103,4 +112,12 @@ func samplePeakRSS(interval time.Duration) func() int64 {
 		<-sampled
 		return max(peak, suite.ManagerRSS())
 	}
+}
+
+// turnedAway is what the manager's validating webhook has turned away at
+// its bounds so far, by reason.
+func turnedAway() map[string]float64 {
+	s, err := scrape.Get(suite.Ctx, metricsURL)
+	Expect(err).NotTo(HaveOccurred())
+	return s.SumBy("persona_webhook_requests_turned_away_total", "reason", map[string]string{"webhook": "validating"})
 }

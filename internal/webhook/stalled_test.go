@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/persona-operator/persona-operator/internal/render"
@@ -162,7 +163,9 @@ func TestUnboundedRequestsAreRefused(t *testing.T) {
 		name   string
 		length int
 		want   int
-	}{{"no length", -1, http.StatusLengthRequired}, {"over the limit", maxRequestBytes + 1, http.StatusRequestEntityTooLarge}} {
+		reason string
+	}{{"no length", -1, http.StatusLengthRequired, "NoContentLength"}, {"over the limit", maxRequestBytes + 1, http.StatusRequestEntityTooLarge, "OverSizeLimit"}} {
+		counted := turnedAwayCounter("validating", c.reason)
 		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
@@ -183,6 +186,7 @@ func TestUnboundedRequestsAreRefused(t *testing.T) {
 		if resp.StatusCode != c.want {
 			t.Errorf("%s: %s, want %d", c.name, resp.Status, c.want)
 		}
+		counted(t)
 	}
 	if l.light.held.Load() != 0 || l.heavy.held.Load() != 0 {
 		t.Errorf("holds %d and %d", l.light.held.Load(), l.heavy.held.Load())
@@ -233,6 +237,7 @@ func TestDenialWithoutRoomReadsTheRestOfTheBody(t *testing.T) {
 		return resp
 	}
 
+	counted := turnedAwayCounter("validating", "NoRoomToReceive")
 	resp := post("no-room", 1<<20)
 	var denial admissionv1.AdmissionReview
 	if err := json.NewDecoder(resp.Body).Decode(&denial); err != nil {
@@ -245,6 +250,7 @@ func TestDenialWithoutRoomReadsTheRestOfTheBody(t *testing.T) {
 	if resp.Close {
 		t.Error("the denial closes the connection, though its body was read to its end")
 	}
+	counted(t)
 	resp = post("next", 2<<10)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -320,4 +326,17 @@ func TestDrainReadsOnUntilTheRequestsTimeout(t *testing.T) {
 			t.Errorf("a rest after its deadline and the timeout was drained: %s", b)
 		}
 	})
+}
+
+// turnedAwayCounter reads persona_webhook_requests_turned_away_total of
+// webhook and reason now; the function it returns fails t unless exactly
+// one more request was counted since.
+func turnedAwayCounter(webhook, reason string) func(t *testing.T) {
+	before := testutil.ToFloat64(turnedAwayTotal.WithLabelValues(webhook, reason))
+	return func(t *testing.T) {
+		t.Helper()
+		if got := testutil.ToFloat64(turnedAwayTotal.WithLabelValues(webhook, reason)) - before; got != 1 {
+			t.Errorf("persona_webhook_requests_turned_away_total{webhook=%q,reason=%q} grew by %v, want 1", webhook, reason, got)
+		}
+	}
 }

@@ -123,13 +123,20 @@ var WriteMethods = []string{"POST", "PUT", "PATCH", "DELETE"}
 // control plane checks' dry-run creates (persona_webhook_control_plane_checks_total),
 // which store nothing.
 func (s Snapshot) Requests() map[string]float64 {
+	out := s.SumBy("rest_client_requests_total", "method", nil)
+	if checks := s.Sum("persona_webhook_control_plane_checks_total", nil); checks != 0 {
+		out["POST"] -= checks
+	}
+	return out
+}
+
+// SumBy adds the series of name whose labels match every key=value of
+// match, by the value of their label.
+func (s Snapshot) SumBy(name, label string, match map[string]string) map[string]float64 {
 	out := map[string]float64{}
 	for _, x := range s {
-		switch x.name {
-		case "rest_client_requests_total":
-			out[x.labels["method"]] += x.value
-		case "persona_webhook_control_plane_checks_total":
-			out["POST"] -= x.value
+		if x.name == name && matches(x.labels, match) {
+			out[x.labels[label]] += x.value
 		}
 	}
 	return out
