@@ -24,8 +24,10 @@ import (
 // finds its handler synced at once.
 
 // NewCache is the manager's cache constructor (ctrl.Options.NewCache):
-// controller-runtime's cache, synced without polling.
+// controller-runtime's cache, its informers' first lists in pages
+// (pagedFirstLists), synced without polling.
 func NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+	opts.NewInformer = pagedFirstLists(opts.NewInformer)
 	c, err := cache.New(cfg, opts)
 	if err != nil {
 		return nil, err

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	clientfeatures "k8s.io/client-go/features"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,8 +55,9 @@ func registerInformers(ctx context.Context, main, own, sources cache.Cache) erro
 // boolean, it decides, and ListAtStart leaves client-go's gates as they are.
 const listAtStartEnv = "KUBE_FEATURE_" + string(clientfeatures.WatchListClient)
 
-// ListAtStart makes this process's informers fill with one LIST per kind,
-// served from the API server's watch cache, instead of a streaming watch
+// ListAtStart makes this process's informers fill with lists, in pages
+// (pagedFirstLists) served from the API server's watch cache, instead of a
+// streaming watch
 // (client-go's WatchListClient, on by default): a stream decodes every
 // object as a watch event of its own, framed, in an envelope and
 // type-sniffed apart, about twice the CPU of decoding one list, and a
@@ -71,4 +76,47 @@ type watchListOff struct{ clientfeatures.Gates }
 
 func (g watchListOff) Enabled(key clientfeatures.Feature) bool {
 	return key != clientfeatures.WatchListClient && g.Gates.Enabled(key)
+}
+
+// newInformerFunc is controller-runtime's informer constructor
+// (cache.Options.NewInformer).
+type newInformerFunc = func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer
+
+// firstListPageSize is how many objects each page of an informer's first
+// list holds: twice client-go's pager's 500, for half the round trips, each
+// page of which waits for the one before it.
+const firstListPageSize = 1000
+
+// pagedFirstLists is newInformer (client-go's when nil) whose informers
+// ask for their first list at no resourceVersion rather than at "0", so
+// that the API server serves it in pages of firstListPageSize objects,
+// from its watch cache's snapshot. At "0" the watch cache ignores the
+// limit and sends the whole list at once: a starting manager then holds
+// every kind's list, its body and its decoding, beside the caches it
+// fills, and the collector lets the heap grow to twice that
+// (docs/performance.md#restarts). A list at no resourceVersion is also a
+// consistent one, never behind the API server's latest writes. The lists
+// after a watch ends resume from a resourceVersion, as before; a list with
+// no limit (the reflector's whole list, should a page have expired) stays
+// at "0".
+func pagedFirstLists(newInformer newInformerFunc) newInformerFunc {
+	if newInformer == nil {
+		newInformer = toolscache.NewSharedIndexInformer
+	}
+	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		if l, ok := lw.(*toolscache.ListWatch); ok && l.ListWithContextFunc != nil {
+			list := l.ListWithContextFunc
+			l.ListWithContextFunc = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				switch {
+				case opts.Limit <= 0:
+				case opts.ResourceVersion == "0":
+					opts.ResourceVersion, opts.Limit = "", firstListPageSize
+				case opts.Continue != "":
+					opts.Limit = firstListPageSize
+				}
+				return list(ctx, opts)
+			}
+		}
+		return newInformer(lw, obj, resync, indexers)
+	}
 }

@@ -14,9 +14,10 @@ import (
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
 )
 
-// A starting manager's caches fill with one list per kind from the API
-// server's watch cache (ListAtStart), which may lag the latest writes by a
-// moment, more on an API server that fell behind: a render from them could
+// A manager's caches follow the API server's watches, which may lag the
+// latest writes by a moment, more on an API server that fell behind, and a
+// replica that becomes the leader renders from caches it filled while
+// another one wrote: a render from them could
 // deliver content older than what the live ConfigMap holds, as a revision
 // of its own, and roll the workloads that follow it twice. So before a
 // render that differs from the live ConfigMap is delivered, every input of
