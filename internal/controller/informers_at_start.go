@@ -94,7 +94,7 @@ const firstListPageSize = 1000
 // limit and sends the whole list at once: a starting manager then holds
 // every kind's list, its body and its decoding, beside the caches it
 // fills, and the collector lets the heap grow to twice that
-// (docs/performance.md#restarts). A list at no resourceVersion is also a
+// (docs/performance.md#a-restarts-memory). A list at no resourceVersion is also a
 // consistent one, never behind the API server's latest writes. The lists
 // after a watch ends resume from a resourceVersion, as before; a list with
 // no limit (the reflector's whole list, should a page have expired) stays
