@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,11 +17,12 @@ type Limits struct {
 	// MaxHeaderBytes bounds a request's header block. The API server sends
 	// a handful of short headers with a review.
 	MaxHeaderBytes int
-	// ReadHeaderTimeout bounds the TLS handshake and the headers;
+	// ReadHeaderTimeout bounds a request's headers from its first bytes;
 	// ReadTimeout the whole request, its body included: past the longest
 	// webhook timeout the API server allows (30 s), no one waits for the
 	// answer. WriteTimeout bounds the answer, IdleTimeout a kept-alive
-	// connection between requests.
+	// connection between requests, and a new one before its first request,
+	// its TLS handshake and headers included (place.SetReadDeadline).
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// MaxConnections bounds the connections open at once. Past it a new
 	// connection takes a place held: idle, still sending, or queued for a
@@ -102,7 +104,7 @@ func Bound(ln net.Listener, l Limits) net.Listener {
 
 func bound(ln net.Listener, l Limits) *fair {
 	return &fair{Listener: ln, maxPer: l.MaxConnectionsPerAddress, maxTotal: l.MaxConnections, controlPlane: l.ControlPlane,
-		places: map[*place]struct{}{}, perAddress: map[string]int{}}
+		firstWait: l.IdleTimeout, readTimeout: l.ReadTimeout, places: map[*place]struct{}{}, perAddress: map[string]int{}}
 }
 
 // fair bounds connections per address and in total. At the total a new
@@ -114,6 +116,9 @@ type fair struct {
 	net.Listener
 	maxPer, maxTotal int
 	controlPlane     *ControlPlane
+	// firstWait is how long a connection may wait for its first request:
+	// IdleTimeout (see place.SetReadDeadline).
+	firstWait, readTimeout time.Duration
 
 	mu         sync.Mutex
 	places     map[*place]struct{}
@@ -138,6 +143,63 @@ type place struct {
 	// proven: a request on it proved it the control plane's, by a client
 	// certificate of the client CA or a token (ControlPlane, Prove).
 	proven bool
+	// firstWait is how long it may wait for its first request from when
+	// it was accepted (see SetReadDeadline), until begun says a request
+	// has begun on it; asked is the read deadline the server last asked
+	// for meanwhile, in Unix nanoseconds, and readTimeout its ReadTimeout.
+	accepted               time.Time
+	firstWait, readTimeout time.Duration
+	begun                  atomic.Bool
+	asked                  atomic.Int64
+}
+
+// SetReadDeadline sets the deadline the server asks for, but no earlier
+// than firstWait after the connection was accepted until its first request
+// has begun (begin). net/http bounds the wait for a connection's first
+// request by ReadHeaderTimeout, from its TLS handshake, where it bounds the
+// wait for each later one by IdleTimeout, and only then the headers by
+// ReadHeaderTimeout. A client's pool dials connections ahead of the requests
+// it sends (the API server's does under a burst of reviews), keeps the ones
+// it did not need, and sends a request on one later: closed by then, the
+// request is a broken pipe, not an answer. A connection waiting for its
+// first request is idle, and may wait as long as one between requests;
+// the connection bounds (fair) bound both alike.
+func (p *place) SetReadDeadline(t time.Time) error {
+	if !p.begun.Load() {
+		if t.IsZero() {
+			p.asked.Store(0)
+		} else {
+			p.asked.Store(t.UnixNano())
+			if first := p.accepted.Add(p.firstWait); t.Before(first) {
+				t = first
+			}
+		}
+	}
+	return p.Conn.SetReadDeadline(t)
+}
+
+// begin says a request has begun on p, its headers read: the deadline the
+// server asked for its first one (ReadTimeout, for the whole request)
+// holds from now on, counted from no earlier than now.
+func (p *place) begin() {
+	if p.begun.Swap(true) {
+		return
+	}
+	if asked := p.asked.Load(); asked != 0 {
+		t := time.Unix(0, asked)
+		if fromNow := time.Now().Add(p.readTimeout); t.Before(fromNow) {
+			t = fromNow
+		}
+		_ = p.Conn.SetReadDeadline(t)
+	}
+}
+
+// SetDeadline sets both deadlines, the read one as SetReadDeadline does.
+func (p *place) SetDeadline(t time.Time) error {
+	if err := p.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return p.SetReadDeadline(t)
 }
 
 // Close gives the place back, once.
@@ -174,7 +236,8 @@ func (l *fair) Accept() (net.Conn, error) {
 			}
 			l.remove(victim)
 		}
-		p := &place{Conn: c, address: address, ip: ip, since: time.Now()}
+		now := time.Now()
+		p := &place{Conn: c, address: address, ip: ip, since: now, accepted: now, firstWait: l.firstWait, readTimeout: l.readTimeout}
 		p.release = sync.OnceFunc(func() {
 			l.mu.Lock()
 			defer l.mu.Unlock()
@@ -395,6 +458,7 @@ func (l *fair) answering(h http.Handler) http.Handler {
 		l.mu.Lock()
 		p.handling++
 		p.began = time.Now()
+		p.begin()
 		p.proven = p.proven || (r.TLS != nil && len(r.TLS.VerifiedChains) > 0)
 		l.mu.Unlock()
 		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {

@@ -139,6 +139,34 @@ func TestHeadersPastTheBoundAreRefused(t *testing.T) {
 	}
 }
 
+// A client's pool dials a connection ahead, completes its TLS handshake and
+// sends its first request on it later, past ReadHeaderTimeout: the request
+// is answered, as on a connection idle between requests. A connection that
+// sends no request is closed at IdleTimeout, as an idle one is.
+func TestAFirstRequestMayComeAsLateAsOnAnIdleConnection(t *testing.T) {
+	l := DefaultLimits
+	l.ReadHeaderTimeout, l.IdleTimeout = 300*time.Millisecond, 2*time.Second
+	addr := startWebhook(t, l)
+	pooled, unused := dial(t, addr), dial(t, addr)
+	for _, c := range []*tls.Conn{pooled, unused} {
+		if err := c.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	time.Sleep(3 * l.ReadHeaderTimeout)
+	_, _ = pooled.Write([]byte("POST " + hookPath + " HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"))
+	if got := statusOf(pooled, 5*time.Second); got != "HTTP/1.1 200 OK" {
+		t.Errorf("a first request %v after the handshake: %q, want 200", 3*l.ReadHeaderTimeout, got)
+	}
+
+	start := time.Now()
+	got := statusOf(unused, 2*l.IdleTimeout)
+	if closed := time.Since(start) + 3*l.ReadHeaderTimeout; !strings.Contains(got, "EOF") || closed < l.IdleTimeout-100*time.Millisecond {
+		t.Errorf("a connection that sends no request: %q about %v after the handshake, want closed (EOF) at IdleTimeout (%v)", got, closed.Round(100*time.Millisecond), l.IdleTimeout)
+	}
+}
+
 // A request whose body trickles is cut at ReadTimeout, whatever room the
 // handlers have: its connection gives its memory and its place back.
 func TestATricklingBodyIsCutAtTheReadTimeout(t *testing.T) {
