@@ -2,8 +2,9 @@
 // makes the caches they share (caches.go: the metadata caches of the
 // operator's ConfigMaps, of the template sources and of the agent pods, the
 // cache of the snapshots,
-// each informer asked for before the manager starts, informers_at_start.go,
-// and synced without polling, caches_sync.go), registers the field indexes,
+// each informer asked for before the manager starts and its first list read
+// in pages, informers_at_start.go, and synced without polling,
+// caches_sync.go), registers the field indexes,
 // and wires the controllers of the packages below with what each reads and
 // writes through. CacheOptions, ClientOptions, NewCache and ListAtStart are
 // the manager's own options, and the defaults of Options are the flags'.

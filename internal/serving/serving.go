@@ -22,7 +22,11 @@ type Limits struct {
 	// webhook timeout the API server allows (30 s), no one waits for the
 	// answer. WriteTimeout bounds the answer, IdleTimeout a kept-alive
 	// connection between requests, and a new one before its first request,
-	// its TLS handshake and headers included (place.SetReadDeadline).
+	// its TLS handshake and headers included (place.SetReadDeadline). It is
+	// longer than the clients' own (90 s in Go's and client-go's
+	// transports), so that the client, not the server, closes an idle
+	// connection: one the server closes as a client sends on it breaks that
+	// request, and a review, a POST, is not sent again.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// MaxConnections bounds the connections open at once. Past it a new
 	// connection takes a place held: idle, still sending, or queued for a
@@ -48,7 +52,7 @@ var DefaultLimits = Limits{
 	ReadHeaderTimeout: 5 * time.Second,
 	ReadTimeout:       32 * time.Second,
 	WriteTimeout:      32 * time.Second,
-	IdleTimeout:       90 * time.Second,
+	IdleTimeout:       120 * time.Second,
 	MaxConnections:    1024,
 	// An API server under load holds one connection per review in flight.
 	MaxConnectionsPerAddress: 256,
@@ -116,8 +120,9 @@ type fair struct {
 	net.Listener
 	maxPer, maxTotal int
 	controlPlane     *ControlPlane
-	// firstWait is how long a connection may wait for its first request:
-	// IdleTimeout (see place.SetReadDeadline).
+	// firstWait is how long a connection may wait for its first request,
+	// IdleTimeout, and readTimeout how long that request may then take,
+	// ReadTimeout (see place.SetReadDeadline and place.begin).
 	firstWait, readTimeout time.Duration
 
 	mu         sync.Mutex

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
@@ -136,6 +137,20 @@ func TestHeadersPastTheBoundAreRefused(t *testing.T) {
 	}
 	if grown > 16<<20 {
 		t.Errorf("%d connections with a megabyte of headers each hold %d MiB of the heap, want at most 16 MiB", conns, grown>>20)
+	}
+}
+
+// The clients close an idle connection before the servers do: a server
+// that closes it first may do so as its client sends a review on it, which
+// is then lost rather than answered (a POST is not sent again).
+func TestIdleConnectionsAreClosedByTheirClientsFirst(t *testing.T) {
+	for name, idle := range map[string]time.Duration{
+		"Go's default transport": http.DefaultTransport.(*http.Transport).IdleConnTimeout,
+		"client-go's transport":  utilnet.SetTransportDefaults(&http.Transport{}).IdleConnTimeout,
+	} {
+		if DefaultLimits.IdleTimeout <= idle {
+			t.Errorf("the servers' idle timeout is %s, not longer than %s's %s", DefaultLimits.IdleTimeout, name, idle)
+		}
 	}
 }
 

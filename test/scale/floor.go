@@ -93,12 +93,20 @@ func (h *harness) floors(ctx context.Context, i int, turn floorTurn, rr *roundRe
 		name, what, _ := strings.Cut(f.name, ":")
 		step("round %d: %s%s:%s (%d personas, %d workers)", i, name, turn.phase, what, h.o.n, workers)
 		ph := h.r.begin(name+turn.phase, h.procs, nil)
+		// The last round's floors are profiled, as its phases are.
+		last := i == h.o.rounds
+		if last {
+			h.prof.startFloor(ctx, name+turn.phase)
+		}
 		start := time.Now()
 		if f.into.took, err = f.do(); err != nil {
 			return err
 		}
 		f.into.mid = midway(start, f.into.took)
 		h.r.end(ph, nil)
+		if last {
+			h.prof.wait()
+		}
 		step("  %s", f.into.took.Round(time.Millisecond))
 	}
 	for _, ns := range []string{floorNS, specNS} {

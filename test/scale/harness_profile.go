@@ -39,6 +39,18 @@ type profiler struct {
 // start profiles the three processes for the first p.seconds of the phase
 // named phase, in the background.
 func (p *profiler) start(ctx context.Context, phase string) {
+	p.profile(ctx, phase, true)
+}
+
+// startFloor profiles kube-apiserver and the harness for the first
+// p.seconds of the floor named phase, which runs with the manager stopped:
+// beside the phase's profiles, what the API server does for the operator
+// and not for the floor's bare client.
+func (p *profiler) startFloor(ctx context.Context, phase string) {
+	p.profile(ctx, phase, false)
+}
+
+func (p *profiler) profile(ctx context.Context, phase string, manager bool) {
 	if p == nil {
 		return
 	}
@@ -57,6 +69,9 @@ func (p *profiler) start(ctx context.Context, phase string) {
 		"kube-apiserver": fetched(hc, strings.TrimSuffix(p.apiserver.Host, "/")),
 		"manager":        fetched(http.DefaultClient, p.manager),
 		"harness":        func(path string) error { return profileHarness(ctx, path, time.Duration(p.seconds)*time.Second) },
+	}
+	if !manager {
+		delete(profiles, "manager")
 	}
 	for name, profile := range profiles {
 		p.wg.Add(1)
