@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -132,14 +135,60 @@ func (h *harness) readManager(ctx context.Context) error {
 		return err
 	}
 	h.r.final = final
-	h.r.addRenderFailures(final)
+	h.r.addManagerTotals(final)
 	return nil
 }
 
-// addRenderFailures adds the render failures of a manager's metrics, read
-// before it stops: every manager's count.
-func (r *report) addRenderFailures(s scrape.Snapshot) {
+// addManagerTotals adds the render failures and the admission requests
+// turned away of a manager's metrics, read before it stops: every
+// manager's count.
+func (r *report) addManagerTotals(s scrape.Snapshot) {
 	r.renderFailures += s.Sum("persona_render_failures_total", nil)
+	if r.turnedAway == nil {
+		r.turnedAway = map[string]float64{}
+	}
+	for by, n := range turnedAway(s) {
+		r.turnedAway[by] += n
+	}
+}
+
+// turnedAway is the admission requests the webhooks of s's manager turned
+// away at their bounds, by webhook and reason ("validating/NoTurnInTime").
+func turnedAway(s scrape.Snapshot) map[string]float64 {
+	const name = "persona_webhook_requests_turned_away_total"
+	out := map[string]float64{}
+	for webhook := range s.SumBy(name, "webhook", nil) {
+		for reason, n := range s.SumBy(name, "reason", map[string]string{"webhook": webhook}) {
+			if n > 0 {
+				out[webhook+"/"+reason] = n
+			}
+		}
+	}
+	return out
+}
+
+// turnedAwayTotal is the requests by counts, of every webhook and reason.
+func turnedAwayTotal(by map[string]float64) (total float64) {
+	for _, n := range by {
+		total += n
+	}
+	return total
+}
+
+// turnedAwayText says how many requests by counts, in all and by webhook
+// and reason.
+func turnedAwayText(by map[string]float64) string {
+	total := turnedAwayTotal(by)
+	if total == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(by)) {
+		if by[k] != 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, by[k]))
+		}
+	}
+	return fmt.Sprintf("%.0f (%s)", total, strings.Join(parts, ", "))
 }
 
 // parallel runs do(0..n-1) on at most workers goroutines and returns the

@@ -100,7 +100,7 @@ func (h *harness) restart(ctx context.Context, ns string, k int) (*restartResult
 
 	// The killed manager's failures count, as every manager's do.
 	if s, err := scrape.Get(ctx, h.metricsURL); err == nil {
-		h.r.addRenderFailures(s)
+		h.r.addManagerTotals(s)
 	}
 	if err := h.manager.Kill(); err != nil {
 		return nil, err

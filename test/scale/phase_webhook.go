@@ -44,7 +44,7 @@ func (h *harness) measureWebhookRestarted(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h.r.addRenderFailures(s)
+	h.r.addManagerTotals(s)
 	return nil
 }
 

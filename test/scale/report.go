@@ -37,9 +37,11 @@ type report struct {
 	// baselineRSS the highest of their RSS before any Persona existed.
 	peakRSS, baselineRSS int64
 	// final is the last manager's metrics; renderFailures sums every
-	// manager's failures.
+	// manager's failures, turnedAway the admission requests every
+	// manager's webhooks turned away at their bounds (by turnedAway's keys).
 	final          scrape.Snapshot
 	renderFailures float64
+	turnedAway     map[string]float64
 
 	phases []*phase
 	// restarts are the restart phase's, one per restart.

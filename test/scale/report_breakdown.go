@@ -60,6 +60,13 @@ func (ph *phase) describe(n int) string {
 			reconciles, reconciles/float64(n), strings.Join(results, ", "), rt.Sum, msF(rt.Sum/max(rt.Count, 1)), msF(rt.Quantile(0.99)),
 			100*rt.Sum/(max(workers, 1)*ph.wall.Seconds()), workers, render.Count, render.Sum, msF(queue.Sum/max(queue.Count, 1)))
 	}
+	away := turnedAway(ph.after)
+	for by, n := range turnedAway(ph.before) {
+		away[by] -= n
+	}
+	if text := turnedAwayText(away); text != "0" {
+		fmt.Fprintf(&b, "; admission requests turned away at the webhooks' bounds: %s", text)
+	}
 	if ph.throttled > 0 {
 		fmt.Fprintf(&b, "; client-go logged %d client-side throttling waits over 1 s (longest %s)", ph.throttled, ph.maxThrottleWait.Round(10*time.Millisecond))
 	}

@@ -98,6 +98,9 @@ func (r *report) figures() figuresJSON {
 		RenderP99S:     finite(render.Quantile(0.99)),
 		RenderFailures: r.renderFailures,
 
+		WebhookTurnedAway:   turnedAwayTotal(r.turnedAway),
+		WebhookTurnedAwayBy: r.turnedAway,
+
 		SteadyWindowS:        r.opts.steady.Seconds(),
 		SteadyWrites:         steadyWrites,
 		SteadyWritesByMethod: steadyByMethod,

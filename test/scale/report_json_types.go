@@ -130,6 +130,10 @@ type figuresJSON struct {
 	RenderP50S     *float64 `json:"render_p50_s"`
 	RenderP99S     *float64 `json:"render_p99_s"`
 	RenderFailures float64  `json:"render_failures"`
+	// The admission requests the webhooks of every manager turned away at
+	// their bounds, in all and by "webhook/reason".
+	WebhookTurnedAway   float64            `json:"webhook_turned_away"`
+	WebhookTurnedAwayBy map[string]float64 `json:"webhook_turned_away_by"`
 
 	// The manager's API writes while nothing changes.
 	SteadyWindowS        float64            `json:"steady_window_s"`

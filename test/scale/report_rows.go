@@ -145,6 +145,7 @@ func (r *report) managerRows() [][]string {
 		{"renders of the last round's manager, before the webhook samples: count, total time", fmt.Sprintf("%.0f, %.2f s", h.Count, h.Sum), "—", "—", "—", "—"},
 		{"render duration p50 / p99 (from buckets)", fmt.Sprintf("%s / %s", msF(h.Quantile(0.5)), msF(h.Quantile(0.99))), "—", "—", "≤ 250 ms budget", yesNo(h.Count > 0 && h.Quantile(0.99) <= 0.25)},
 		{"render failures (persona_render_failures_total), every round", fmt.Sprintf("%.0f", failures), "—", "—", "0", yesNo(failures == 0)},
+		{"admission requests the webhooks turned away at their bounds (persona_webhook_requests_turned_away_total), every manager", turnedAwayText(r.turnedAway), "—", "—", "—", "—"},
 	}
 }
 

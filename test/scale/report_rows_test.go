@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/persona-operator/persona-operator/test/scrape"
 )
 
 func TestClusterFanOutRows(t *testing.T) {
@@ -82,5 +84,36 @@ func TestCanaryInjectionRows(t *testing.T) {
 	}
 	if got := rows[at : at+2]; !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("rows = %q, want %q", got, want)
+	}
+}
+
+// Every manager's turned-away requests add up, by webhook and reason, and a
+// phase's are what its manager turned away between its two scrapes.
+func TestTurnedAwayAddsUpEveryManager(t *testing.T) {
+	parse := func(text string) scrape.Snapshot {
+		s, err := scrape.Parse(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	first := parse(`persona_webhook_requests_turned_away_total{webhook="validating",reason="NoTurnInTime"} 3
+persona_webhook_requests_turned_away_total{webhook="injecting",reason="NoRoomToReceive"} 1
+`)
+	second := parse(`persona_webhook_requests_turned_away_total{webhook="validating",reason="NoTurnInTime"} 2
+persona_webhook_requests_turned_away_total{webhook="validating",reason="OverSizeLimit"} 0
+`)
+	r := &report{}
+	r.addManagerTotals(first)
+	r.addManagerTotals(second)
+	if got, want := turnedAwayText(r.turnedAway), "6 (injecting/NoRoomToReceive 1, validating/NoTurnInTime 5)"; got != want {
+		t.Errorf("every manager's = %q, want %q", got, want)
+	}
+	ph := &phase{name: "convergence", before: second, after: first}
+	if got, want := ph.describe(10), "admission requests turned away at the webhooks' bounds: 2 (injecting/NoRoomToReceive 1, validating/NoTurnInTime 1)"; !strings.Contains(got, want) {
+		t.Errorf("the phase's description %q does not say %q", got, want)
+	}
+	if got := turnedAwayText(map[string]float64{}); got != "0" {
+		t.Errorf("none turned away = %q, want 0", got)
 	}
 }
