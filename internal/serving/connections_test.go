@@ -30,7 +30,8 @@ var attackerAddrs = []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}
 // holdSlots opens perAddr connections from each address of from to addr, sends one
 // complete request on each (tls when set), reads the answer and leaves the
 // connection idle and kept alive. It returns the connections, and renew,
-// which sends one more request on each (as an attacker does every < 120 s, the idle timeout).
+// which sends one more request on each (as an attacker does within every
+// idle timeout).
 func holdSlots(t *testing.T, addr string, useTLS bool, from []string, perAddr int, path string) (held []net.Conn, renew func() int) {
 	t.Helper()
 	var mu sync.Mutex

@@ -167,7 +167,8 @@ func turnedAway(s scrape.Snapshot) map[string]float64 {
 	return out
 }
 
-// turnedAwayTotal is the requests by counts, of every webhook and reason.
+// turnedAwayTotal is how many requests by counts in all, of every webhook
+// and reason.
 func turnedAwayTotal(by map[string]float64) (total float64) {
 	for _, n := range by {
 		total += n
