@@ -29,7 +29,6 @@ import (
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
-	"github.com/persona-operator/persona-operator/internal/controller/revisions"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/fairshare"
 	"github.com/persona-operator/persona-operator/internal/render"
@@ -84,8 +83,10 @@ type reconciler struct {
 	overruns *overruns
 	// configMaps reads the ConfigMaps templateFrom names.
 	configMaps *kube.SourceReader
-	// revisions keeps the delivered revisions' snapshots.
+	// revisions keeps the delivered revisions' snapshots; prunes finishes
+	// its prunes off the workers.
 	revisions RevisionStore
+	prunes    *backgroundPrunes
 	// halts are the RolloutHalted conditions the restarts decide, which
 	// this controller writes with the rest of the status.
 	halts *RolloutHalts
@@ -154,6 +155,7 @@ func newReconciler(c client.Client, scheme *runtime.Scheme, recorder events.Even
 	if r.gate != nil {
 		r.parked = fairshare.NewParked(r.gate, parkClasses, r.unpark)
 	}
+	r.prunes = newBackgroundPrunes(opts.Workers)
 	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns, r.halts, r.guardrailsWaiting}
 	return r
 }
@@ -265,15 +267,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return
 		}
 		r.halts.apply(&p)
-		// Pruning waits until the status names the revision kept; the
-		// pods it must not take a snapshot from are listed meanwhile.
-		var pr *revisions.Pruning
-		if err == nil {
-			pr, err = r.revisions.BeginPrune(ctx, &p)
-		}
 		patched := kube.PatchStatus(ctx, r.Client, &p, before, &p.Status, &err)
 		if err == nil {
-			err = r.revisions.FinishPrune(ctx, &p, pr, patched)
+			// Pruning waits until the status names the revision kept.
+			err = r.prune(ctx, req, &p, patched)
 		}
 	}()
 

@@ -28,7 +28,8 @@
 //     recorded_inputs.go keeps of the last one); snapshots.go has the
 //     revision store keep each delivered revision's snapshot, after the
 //     delivery and before the status, and prune those past the limit once
-//     the status names the new one. pin.go delivers a pinned revision from
+//     the status names the new one, off the workers (background_prunes.go).
+//     pin.go delivers a pinned revision from
 //     its snapshot (personas.md#pinning).
 //   - Where its status is written: status.go sets it from the outcome, and
 //     kube.PatchStatus patches it, once, in the defer of Reconcile, with

@@ -24,14 +24,19 @@ func snapshotExists(t *testing.T, c client.Client, persona string, n int64) bool
 
 // A pin set while a reconcile ran, after it read the Persona, keeps the
 // snapshot it names from that reconcile's pruning: read afresh, or as the
-// reconcile's status patch answered, which then needs no read.
+// reconcile's status patch answered, which then needs no read, or, set
+// after the patch answered, as the cache has the Persona once the pods are
+// listed.
 func TestPruneKeepsAPinSetMeanwhile(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// answered is whether the pin comes in the status patch's answer
 		// alone (the cluster's Persona has none), rather than from a read.
 		answered bool
-	}{{name: "read afresh"}, {name: "as the status patch answered", answered: true}} {
+		// afterPatch is whether the patch answered without the pin, which
+		// the cluster's Persona has.
+		afterPatch bool
+	}{{name: "read afresh"}, {name: "as the status patch answered", answered: true}, {name: "set after the status patch", afterPatch: true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, p, req := guardedSteps(t)
 			limit := int32(1)
@@ -48,9 +53,13 @@ func TestPruneKeepsAPinSetMeanwhile(t *testing.T) {
 			read := p.DeepCopy() // what the reconcile read, before the pin
 			var patched *metav1.PartialObjectMetadata
 			pin := map[string]string{v1alpha1.PinRevisionAnnotation: "2"}
-			if tc.answered {
+			switch {
+			case tc.answered:
 				patched = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, Annotations: pin}}
-			} else {
+			case tc.afterPatch:
+				patched = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
+				fallthrough
+			default:
 				pinned := p.DeepCopy()
 				pinned.Annotations = pin
 				if err := s.cluster.Update(t.Context(), pinned); err != nil {

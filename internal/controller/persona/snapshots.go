@@ -7,7 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/controller/revisions"
@@ -17,7 +19,8 @@ import (
 // Each revision the Persona controller delivers is kept as a snapshot by
 // the revision store (internal/controller/revisions), after the delivery
 // and before the status; the store prunes those past the history limit
-// once the status names the new one (Reconcile's defer).
+// once the status names the new one (Reconcile's defer), in the background
+// (background_prunes.go).
 
 // RevisionStore keeps the revisions' snapshots (revisions.Store).
 type RevisionStore interface {
@@ -25,13 +28,34 @@ type RevisionStore interface {
 	Snapshots(ctx context.Context, p *v1alpha1.Persona) ([]revisions.Snapshot, error)
 	// Keep makes sure revision rev of p has its snapshot.
 	Keep(ctx context.Context, p *v1alpha1.Persona, rev v1alpha1.RevisionHistoryEntry, c revisions.Content) (*revisions.Failure, error)
-	// BeginPrune and FinishPrune prune p's snapshots past its limit,
-	// around the status patch.
+	// BeginPrune finds p's snapshots past its limit from the caches, and
+	// FinishPrune deletes them but those p's pods name, listed afresh.
 	BeginPrune(ctx context.Context, p *v1alpha1.Persona) (*revisions.Pruning, error)
 	FinishPrune(ctx context.Context, p *v1alpha1.Persona, pr *revisions.Pruning, patched *metav1.PartialObjectMetadata) error
 	// TakePruned reports whether the snapshot key was deleted by a prune
 	// not yet watched, and forgets it.
 	TakePruned(key client.ObjectKey) bool
+}
+
+// prune prunes p's snapshots past its limit once its status is patched
+// (patched: p's metadata as the patch answered, nil when it patched
+// nothing). The snapshots are found at once; deleting them waits for a
+// fresh list of p's pods, which the reconcile does not wait for. A prune
+// that fails queues p again, rate-limited, as a failed reconcile would be,
+// and the next reconcile prunes again.
+func (r *reconciler) prune(ctx context.Context, req ctrl.Request, p *v1alpha1.Persona, patched *metav1.PartialObjectMetadata) error {
+	pr, err := r.revisions.BeginPrune(ctx, p)
+	if err != nil || pr == nil {
+		return err
+	}
+	r.prunes.start(ctx, req.NamespacedName, func(ctx context.Context) error { return r.revisions.FinishPrune(ctx, p, pr, patched) },
+		func(err error) {
+			ctrl.LoggerFrom(ctx).Error(err, "prune the snapshots past the history limit")
+			if q := r.queue.Load(); q != nil {
+				(*q).AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, req)
+			}
+		})
+	return nil
 }
 
 // keepSnapshot makes sure the revision attempt delivered has its snapshot,

@@ -16,28 +16,19 @@ import (
 
 // Pruning deletes a Persona's snapshots past spec.revisionHistoryLimit,
 // oldest first, besides those keptRevisions keeps. It runs only once the
-// status names the current revision: a reconcile begins it before its
-// status patch (BeginPrune), so that the pods are listed while the status
-// is patched, and finishes it after (FinishPrune).
+// status names the current revision: a reconcile begins it after its
+// status patch (BeginPrune), from the caches, and finishes it (FinishPrune)
+// with the Persona's pods listed afresh, which the Persona controller does
+// in the background.
 
-// Pruning is a prune begun: the snapshots past the limit, and the list of
-// the pods that may name some of them, under way.
+// Pruning is a prune begun: the snapshots past the limit.
 type Pruning struct {
 	older []Snapshot
 	over  int
-	pods  chan podRevisions
 }
 
-type podRevisions struct {
-	inUse map[int64]bool
-	err   error
-}
-
-// BeginPrune finds the snapshots past p's limit from p's status as it is to
-// be patched and, when there are, lists p's pods afresh in the background:
-// a snapshot an injected pod names is kept (NamedByPods), and one
-// admitted an instant ago, which the cache may not hold yet, counts too.
-// nil when nothing is past the limit.
+// BeginPrune finds the snapshots past p's limit from p's status as patched
+// and the caches; nil when nothing is past the limit.
 func (s *Store) BeginPrune(ctx context.Context, p *v1alpha1.Persona) (*Pruning, error) {
 	// p's snapshots are of revisions 1 to the latest at most: while those
 	// are within the limit, there is nothing to list.
@@ -57,31 +48,33 @@ func (s *Store) BeginPrune(ctx context.Context, p *v1alpha1.Persona) (*Pruning, 
 	if over <= 0 {
 		return nil, nil
 	}
-	pr := &Pruning{older: older, over: over, pods: make(chan podRevisions, 1)}
-	namespace, name := p.Namespace, p.Name // the pods' list reads no more of p
-	go func() {
-		inUse, err := revisionsInUse(ctx, s.freshPods, namespace, name)
-		pr.pods <- podRevisions{inUse: inUse, err: err}
-	}()
-	return pr, nil
+	return &Pruning{older: older, over: over}, nil
 }
 
 // FinishPrune deletes what pr found past the limit, less the snapshots
-// the pods name and the one a pin set meanwhile names.
+// p's pods name, listed afresh from the API server (NamedByPods reads the
+// cache, which may not hold a pod admitted an instant ago), and the one a
+// pin set meanwhile names.
 func (s *Store) FinishPrune(ctx context.Context, p *v1alpha1.Persona, pr *Pruning, patched *metav1.PartialObjectMetadata) error {
 	if pr == nil {
 		return nil
 	}
-	pods := <-pr.pods
-	if pods.err != nil {
-		return pods.err
+	inUse, err := revisionsInUse(ctx, s.freshPods, p.Namespace, p.Name)
+	if err != nil {
+		return err
 	}
 	// p was read at the start of the reconcile: a pin set since may name one of these.
 	pinned, err := s.pinNow(ctx, p, patched)
 	if err != nil {
 		return err
 	}
-	older := slices.DeleteFunc(pr.older, func(snap Snapshot) bool { return pods.inUse[snap.Number] || snap.Number == pinned })
+	cachedPin, err := s.cachedPin(ctx, p)
+	if err != nil {
+		return err
+	}
+	older := slices.DeleteFunc(pr.older, func(snap Snapshot) bool {
+		return inUse[snap.Number] || snap.Number == pinned || snap.Number == cachedPin
+	})
 	over := len(older) - p.Spec.HistoryLimit()
 	for _, snap := range older[:max(over, 0)] {
 		if err := s.deleteSnapshot(ctx, snap.Meta); err != nil {
@@ -93,8 +86,8 @@ func (s *Store) FinishPrune(ctx context.Context, p *v1alpha1.Persona, pr *Prunin
 
 // pinNow is the revision p's pin annotation names as the API server has
 // it now, 0 when none (or p is gone): as this reconcile's status patch
-// answered (patched), a moment before the deletes, else read. Either leaves a pin set in the last milliseconds
-// before a delete to find its snapshot gone (RevisionNotFound).
+// answered (patched), before the pods' list, else read. The list takes up
+// to about 100 ms; cachedPin reads the annotation again after it.
 func (s *Store) pinNow(ctx context.Context, p *v1alpha1.Persona, patched *metav1.PartialObjectMetadata) (int64, error) {
 	if patched != nil {
 		n, _, _ := v1alpha1.PinnedRevisionOf(patched.Annotations)
@@ -108,6 +101,22 @@ func (s *Store) pinNow(ctx context.Context, p *v1alpha1.Persona, patched *metav1
 		return 0, fmt.Errorf("read the pin of persona %s: %w", p.Name, err)
 	}
 	n, _, _ := v1alpha1.PinnedRevisionOf(now.Annotations)
+	return n, nil
+}
+
+// cachedPin is the revision p's pin annotation names in the manager's
+// cache, 0 when none: read just before the deletes, it holds a pin set
+// since the status patch but in the last moments, which the cache has not
+// seen yet; such a pin finds its snapshot gone (RevisionNotFound).
+func (s *Store) cachedPin(ctx context.Context, p *v1alpha1.Persona) (int64, error) {
+	var cached v1alpha1.Persona
+	switch err := s.client.Get(ctx, client.ObjectKeyFromObject(p), &cached, client.UnsafeDisableDeepCopy); {
+	case apierrors.IsNotFound(err):
+		return 0, nil // gone: its snapshots go with it
+	case err != nil:
+		return 0, fmt.Errorf("read the pin of persona %s from the cache: %w", p.Name, err)
+	}
+	n, _, _ := v1alpha1.PinnedRevisionOf(cached.Annotations)
 	return n, nil
 }
 

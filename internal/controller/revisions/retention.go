@@ -134,7 +134,7 @@ func (s *Store) evictable(ctx context.Context, m *delivery.SnapshotMeta, persona
 
 // NamedByPods is the Keeper of the injected pods: the
 // revisions p's pods name, as the cache of the agent pods has them.
-// Pruning asks the API server as well (BeginPrune), for a pod admitted an
+// Pruning asks the API server as well (FinishPrune), for a pod admitted an
 // instant ago.
 func NamedByPods(pods client.Reader) Keeper {
 	return func(ctx context.Context, p *v1alpha1.Persona) ([]int64, error) {
