@@ -140,6 +140,7 @@ func newReconciler(c client.Client, scheme *runtime.Scheme, recorder events.Even
 		renderConfigMap:         render.Default().ConfigMapBy,
 		guardrailsWaiting:       newGuardrailsWaiting(),
 		revisions:               opts.Revisions,
+		prunes:                  newBackgroundPrunes(opts.Workers),
 		halts:                   opts.Halts,
 		writes:                  newOwnWrites(),
 		configMapMetadata:       ownConfigMaps,
@@ -155,7 +156,6 @@ func newReconciler(c client.Client, scheme *runtime.Scheme, recorder events.Even
 	if r.gate != nil {
 		r.parked = fairshare.NewParked(r.gate, parkClasses, r.unpark)
 	}
-	r.prunes = newBackgroundPrunes(opts.Workers)
 	r.stores = []personaStore{r.writes, r.deferred, r.waiting, r.overruns, r.halts, r.guardrailsWaiting}
 	return r
 }
