@@ -6,7 +6,13 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+	"github.com/persona-operator/persona-operator/internal/controller/revisions"
 )
 
 // blockingPrune is a prune that has begun once began is closed and ends,
@@ -135,4 +141,44 @@ func TestPrunesAreBounded(t *testing.T) {
 	close(running[1].release)
 	close(third.release)
 	b.wait()
+}
+
+// failingPrunes is a revision store whose prunes find a snapshot past the
+// limit and fail to delete it.
+type failingPrunes struct {
+	RevisionStore
+	err error
+}
+
+func (s failingPrunes) BeginPrune(context.Context, *v1alpha1.Persona) (*revisions.Pruning, error) {
+	return &revisions.Pruning{}, nil
+}
+
+func (s failingPrunes) FinishPrune(context.Context, *v1alpha1.Persona, *revisions.Pruning, *metav1.PartialObjectMetadata) error {
+	return s.err
+}
+
+// A prune that fails in the background queues its Persona again, as a
+// failed reconcile would be, so that the next reconcile prunes again.
+func TestAFailedPruneQueuesItsPersonaAgain(t *testing.T) {
+	q := priorityqueue.New[reconcile.Request]("prunes")
+	defer q.ShutDown()
+	r := &reconciler{revisions: failingPrunes{err: errors.New("the API server is away")}, prunes: newBackgroundPrunes(1)}
+	r.queue.Store(&q)
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}}
+	p := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+	if err := r.prune(t.Context(), req, p, nil); err != nil {
+		t.Fatalf("the reconcile's prune: %v, want none (it fails in the background)", err)
+	}
+	r.prunes.wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for q.Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the Persona whose prune failed was not queued again")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got, _ := q.Get(); got != req {
+		t.Errorf("queued %v, want %v", got, req)
+	}
 }
