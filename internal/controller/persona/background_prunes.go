@@ -23,8 +23,6 @@ import (
 // all taken waits for one.
 type backgroundPrunes struct {
 	slots chan struct{}
-	// timeout bounds a prune, which runs past its reconcile.
-	timeout time.Duration
 
 	mu sync.Mutex
 	// last is the prune of each Persona begun last, closed when it ends.
@@ -37,7 +35,7 @@ type backgroundPrunes struct {
 const pruneTimeout = time.Minute
 
 func newBackgroundPrunes(limit int) *backgroundPrunes {
-	return &backgroundPrunes{slots: make(chan struct{}, max(limit, 1)), timeout: pruneTimeout, last: map[types.NamespacedName]chan struct{}{}}
+	return &backgroundPrunes{slots: make(chan struct{}, max(limit, 1)), last: map[types.NamespacedName]chan struct{}{}}
 }
 
 // start runs prune for persona in the background once its prune before
@@ -58,7 +56,7 @@ func (b *backgroundPrunes) start(ctx context.Context, persona types.NamespacedNa
 		if before != nil {
 			<-before
 		}
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.timeout)
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pruneTimeout)
 		defer cancel()
 		if err := prune(pctx); err != nil {
 			failed(err)

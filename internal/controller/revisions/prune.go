@@ -64,16 +64,12 @@ func (s *Store) FinishPrune(ctx context.Context, p *v1alpha1.Persona, pr *Prunin
 		return err
 	}
 	// p was read at the start of the reconcile: a pin set since may name one of these.
-	pinned, err := s.pinNow(ctx, p, patched)
-	if err != nil {
-		return err
-	}
-	cachedPin, err := s.cachedPin(ctx, p)
+	pinned, err := s.pinsNow(ctx, p, patched)
 	if err != nil {
 		return err
 	}
 	older := slices.DeleteFunc(pr.older, func(snap Snapshot) bool {
-		return inUse[snap.Number] || snap.Number == pinned || snap.Number == cachedPin
+		return inUse[snap.Number] || slices.Contains(pinned, snap.Number)
 	})
 	over := len(older) - p.Spec.HistoryLimit()
 	for _, snap := range older[:max(over, 0)] {
@@ -84,40 +80,35 @@ func (s *Store) FinishPrune(ctx context.Context, p *v1alpha1.Persona, pr *Prunin
 	return nil
 }
 
-// pinNow is the revision p's pin annotation names as the API server has
-// it now, 0 when none (or p is gone): as this reconcile's status patch
-// answered (patched), before the pods' list, else read. The list takes up
-// to about 100 ms; cachedPin reads the annotation again after it.
-func (s *Store) pinNow(ctx context.Context, p *v1alpha1.Persona, patched *metav1.PartialObjectMetadata) (int64, error) {
-	if patched != nil {
-		n, _, _ := v1alpha1.PinnedRevisionOf(patched.Annotations)
-		return n, nil
+// pinsNow are the revisions p's pin annotation names now (0 when none, or
+// p is gone). When this reconcile patched nothing, they are read from the
+// API server, after the pods' list. Otherwise they are the status patch's
+// answer, from before the list (up to about 100 ms), and the manager's
+// cache after it, which holds a pin set while the list waited but one set
+// in the last moments; such a pin finds its snapshot gone (RevisionNotFound).
+func (s *Store) pinsNow(ctx context.Context, p *v1alpha1.Persona, patched *metav1.PartialObjectMetadata) ([]int64, error) {
+	key := client.ObjectKeyFromObject(p)
+	if patched == nil {
+		now, err := kube.LiveMetadata(ctx, s.apiReader, v1alpha1.GroupVersion.WithKind(v1alpha1.PersonaKind), key)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("read the pin of persona %s: %w", p.Name, err)
+		}
+		n, _, _ := v1alpha1.PinnedRevisionOf(now.Annotations)
+		return []int64{n}, nil
 	}
-	now, err := kube.LiveMetadata(ctx, s.apiReader, v1alpha1.GroupVersion.WithKind(v1alpha1.PersonaKind), client.ObjectKeyFromObject(p))
-	switch {
-	case apierrors.IsNotFound(err):
-		return 0, nil
-	case err != nil:
-		return 0, fmt.Errorf("read the pin of persona %s: %w", p.Name, err)
-	}
-	n, _, _ := v1alpha1.PinnedRevisionOf(now.Annotations)
-	return n, nil
-}
-
-// cachedPin is the revision p's pin annotation names in the manager's
-// cache, 0 when none: read just before the deletes, it holds a pin set
-// since the status patch but in the last moments, which the cache has not
-// seen yet; such a pin finds its snapshot gone (RevisionNotFound).
-func (s *Store) cachedPin(ctx context.Context, p *v1alpha1.Persona) (int64, error) {
+	answered, _, _ := v1alpha1.PinnedRevisionOf(patched.Annotations)
 	var cached v1alpha1.Persona
-	switch err := s.client.Get(ctx, client.ObjectKeyFromObject(p), &cached, client.UnsafeDisableDeepCopy); {
+	switch err := s.client.Get(ctx, key, &cached, client.UnsafeDisableDeepCopy); {
 	case apierrors.IsNotFound(err):
-		return 0, nil // gone: its snapshots go with it
+		return []int64{answered}, nil
 	case err != nil:
-		return 0, fmt.Errorf("read the pin of persona %s from the cache: %w", p.Name, err)
+		return nil, fmt.Errorf("read the pin of persona %s from the cache: %w", p.Name, err)
 	}
 	n, _, _ := v1alpha1.PinnedRevisionOf(cached.Annotations)
-	return n, nil
+	return []int64{answered, n}, nil
 }
 
 // deleteSnapshot deletes the snapshot m, noting that the controller did:
