@@ -6,7 +6,8 @@
 // cache of the snapshots, kube.SnapshotCache, evicting the oldest no
 // Persona keeps), and prunes a Persona's
 // snapshots past its spec.revisionHistoryLimit once its status names the
-// new revision. Retention decides which snapshots stay whatever the limit
+// new revision, less those its pods name from a fresh list that the
+// namespace's waiting prunes share (fresh_pods.go). Retention decides which snapshots stay whatever the limit
 // and the cap say: the current, latest and pinned revisions, and those the
 // Keepers name (the revisions injected pods name).
 //

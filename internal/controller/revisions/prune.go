@@ -52,14 +52,15 @@ func (s *Store) BeginPrune(ctx context.Context, p *v1alpha1.Persona) (*Pruning, 
 }
 
 // FinishPrune deletes what pr found past the limit, less the snapshots
-// p's pods name, listed afresh from the API server (NamedByPods reads the
+// p's pods name, listed afresh from the API server with the pods of the
+// namespace's other prunes waiting (freshPodLists; NamedByPods reads the
 // cache, which may not hold a pod admitted an instant ago), and the one a
 // pin set meanwhile names.
 func (s *Store) FinishPrune(ctx context.Context, p *v1alpha1.Persona, pr *Pruning, patched *metav1.PartialObjectMetadata) error {
 	if pr == nil {
 		return nil
 	}
-	inUse, err := revisionsInUse(ctx, s.freshPods, p.Namespace, p.Name)
+	inUse, err := s.freshPods.revisionsInUse(ctx, p.Namespace, p.Name)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -138,29 +140,39 @@ func (s *Store) evictable(ctx context.Context, m *delivery.SnapshotMeta, persona
 // instant ago.
 func NamedByPods(pods client.Reader) Keeper {
 	return func(ctx context.Context, p *v1alpha1.Persona) ([]int64, error) {
-		inUse, err := revisionsInUse(ctx, pods, p.Namespace, p.Name)
+		inUse, err := listRevisionsInUse(ctx, pods, p.Namespace, []string{p.Name})
 		if err != nil {
 			return nil, err
 		}
-		out := make([]int64, 0, len(inUse))
-		for n := range inUse {
+		out := make([]int64, 0, len(inUse[p.Name]))
+		for n := range inUse[p.Name] {
 			out = append(out, n)
 		}
 		return out, nil
 	}
 }
 
-// revisionsInUse are the revisions the pods of p name, as from reads:
-// the cache of the agent pods, or the API server for a fresh list.
-func revisionsInUse(ctx context.Context, api client.Reader, namespace, persona string) (map[int64]bool, error) {
-	pods := kube.PodMetadataList()
-	if err := api.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{delivery.PersonaLabel: persona}); err != nil {
-		return nil, fmt.Errorf("list the pods of persona %s: %w", persona, err)
+// listRevisionsInUse are the revisions the pods of each of personas
+// name, as a read of namespace's pods has them: the cache of the agent
+// pods, or the API server for a fresh list.
+func listRevisionsInUse(ctx context.Context, pods client.Reader, namespace string, personas []string) (map[string]map[int64]bool, error) {
+	of, err := labels.NewRequirement(delivery.PersonaLabel, selection.In, personas)
+	if err != nil {
+		return nil, fmt.Errorf("select the pods of personas %v: %w", personas, err)
 	}
-	out := map[int64]bool{}
-	for _, pod := range pods.Items {
+	list := kube.PodMetadataList()
+	if err := pods.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*of)}); err != nil {
+		return nil, fmt.Errorf("list the pods of personas %v: %w", personas, err)
+	}
+	out := make(map[string]map[int64]bool, len(personas))
+	for _, persona := range personas {
+		out[persona] = map[int64]bool{}
+	}
+	for _, pod := range list.Items {
 		if n, ok := delivery.PodRevision(pod.Labels); ok {
-			out[n] = true
+			if inUse := out[pod.Labels[delivery.PersonaLabel]]; inUse != nil {
+				inUse[n] = true
+			}
 		}
 	}
 	return out, nil

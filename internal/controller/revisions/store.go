@@ -33,11 +33,12 @@ const DefaultBytesPerNamespace = 64 << 20
 // reconciles: every method is safe for concurrent use.
 type Store struct {
 	// client reads the Personas from the manager's cache and deletes
-	// snapshots; apiReader reads from the API server, and freshPods the
-	// pods' metadata; snapshots reads what the cache of the snapshots holds.
+	// snapshots; apiReader reads from the API server, and freshPods lists
+	// the pods' metadata from it; snapshots reads what the cache of the
+	// snapshots holds.
 	client    client.Client
 	apiReader client.Reader
-	freshPods client.Reader
+	freshPods *freshPodLists
 	snapshots kube.SnapshotReader
 	writer    kube.ConfigMapWrites
 	scheme    *runtime.Scheme
@@ -80,11 +81,12 @@ type Config struct {
 // New is a Store that knows of no snapshot yet: a namespace's are counted
 // when it is first written to.
 func New(cfg Config) *Store {
-	s := &Store{client: cfg.Client, apiReader: cfg.APIReader, freshPods: cfg.FreshPods, snapshots: cfg.Snapshots, writer: cfg.Writer, scheme: cfg.Scheme,
-		bytesPerNamespace: cfg.BytesPerNamespace, keepers: cfg.Keepers, pruned: newPrunedSnapshots()}
-	if s.freshPods == nil {
-		s.freshPods = cfg.APIReader
+	pods := cfg.FreshPods
+	if pods == nil {
+		pods = cfg.APIReader
 	}
+	s := &Store{client: cfg.Client, apiReader: cfg.APIReader, freshPods: newFreshPodLists(pods), snapshots: cfg.Snapshots, writer: cfg.Writer, scheme: cfg.Scheme,
+		bytesPerNamespace: cfg.BytesPerNamespace, keepers: cfg.Keepers, pruned: newPrunedSnapshots()}
 	s.bytes = newSnapshotBytes(s.namespaceSnapshots, s.readSnapshots)
 	return s
 }
