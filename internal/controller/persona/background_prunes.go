@@ -19,8 +19,8 @@ import (
 // and 97–98 % without the list.
 //
 // A Persona's prunes run one at a time, in the order their reconciles
-// began them; at most limit run at once, and a reconcile that finds them
-// all taken waits for one.
+// began them; at most limit run at once (prunesPerWorker for each
+// worker), and a reconcile that finds them all taken waits for one.
 type backgroundPrunes struct {
 	slots chan struct{}
 
@@ -33,6 +33,14 @@ type backgroundPrunes struct {
 // pruneTimeout bounds a prune in the background: its reconcile's context
 // ends with the reconcile.
 const pruneTimeout = time.Minute
+
+// prunesPerWorker is how many prunes may run for each worker. A prune
+// mostly waits for its namespace's shared list of pods (up to two lists'
+// time, about 100 ms each), longer than a reconcile of a fan-out takes
+// (about 80 ms at N = 2,000): with one place per worker, the workers
+// waited for places and left the cores a sixth idle. What the waiting
+// prunes ask of the API server is one list per namespace at a time.
+const prunesPerWorker = 4
 
 func newBackgroundPrunes(limit int) *backgroundPrunes {
 	return &backgroundPrunes{slots: make(chan struct{}, max(limit, 1)), last: map[types.NamespacedName]chan struct{}{}}

@@ -140,7 +140,7 @@ func newReconciler(c client.Client, scheme *runtime.Scheme, recorder events.Even
 		renderConfigMap:         render.Default().ConfigMapBy,
 		guardrailsWaiting:       newGuardrailsWaiting(),
 		revisions:               opts.Revisions,
-		prunes:                  newBackgroundPrunes(opts.Workers),
+		prunes:                  newBackgroundPrunes(prunesPerWorker * opts.Workers),
 		halts:                   opts.Halts,
 		writes:                  newOwnWrites(),
 		configMapMetadata:       ownConfigMaps,
