@@ -7,9 +7,10 @@
 // Persona keeps), and prunes a Persona's
 // snapshots past its spec.revisionHistoryLimit once its status names the
 // new revision, less those its pods name from a fresh list that the
-// namespace's waiting prunes share (fresh_pods.go). Retention decides which snapshots stay whatever the limit
-// and the cap say: the current, latest and pinned revisions, and those the
-// Keepers name (the revisions injected pods name).
+// namespace's waiting prunes share (fresh_pods.go). Retention decides
+// which snapshots stay whatever the limit and the cap say: the current,
+// latest and pinned revisions, and those the Keepers name (the revisions
+// injected pods name).
 //
 // How revisions are numbered, and what a pin delivers, are the Persona
 // controller's (internal/controller/persona), which calls the Store. It may
