@@ -27,5 +27,8 @@
 //     webhook), the watches that time them, what each phase cost, and
 //     roundResult, what a round measured;
 //   - report*.go: the figures over the rounds (medians, ratios to the
-//     floors, targets) as the Markdown tables and as the -json output.
+//     floors, targets) as the Markdown tables and as the -json output;
+//   - *_bench_test.go: what single requests the controller makes cost the
+//     API server (a status patch by its history's length, a prune's
+//     fresh list of pods), with go test -bench and the envtest binaries.
 package main
