@@ -3,20 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/persona-operator/persona-operator/internal/controller/kube"
+	"github.com/persona-operator/persona-operator/internal/controller/revisions"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 )
 
@@ -31,20 +27,7 @@ import (
 //
 //	KUBEBUILDER_ASSETS=$(hack/envtest-binaries.sh) go test -run '^$' -bench FreshPodLists -benchtime 2000x -count 3 ./test/scale
 func BenchmarkFreshPodLists(b *testing.B) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		b.Skip("needs KUBEBUILDER_ASSETS (hack/envtest-binaries.sh)")
-	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = env.Stop() })
-	procs := findChildren()
-	if procs.apiserver == 0 || procs.etcd == 0 {
-		b.Fatal("no kube-apiserver or etcd child found")
-	}
-	cfg.QPS, cfg.Burst = -1, -1
+	cfg, procs := benchControlPlane(b)
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -84,12 +67,12 @@ func BenchmarkFreshPodLists(b *testing.B) {
 					for i := first - shared; i < first; i++ {
 						names = append(names, name(i))
 					}
-					of, err := labels.NewRequirement(delivery.PersonaLabel, selection.In, names)
+					selector, err := revisions.PodsOf(names)
 					if err != nil {
 						b.Error(err)
 						return
 					}
-					if err := pods.List(ctx, kube.PodMetadataList(), client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*of)}); err != nil {
+					if err := pods.List(ctx, kube.PodMetadataList(), client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
 						b.Error(err)
 						return
 					}

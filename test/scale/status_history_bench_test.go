@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -18,7 +16,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 )
@@ -32,22 +29,7 @@ import (
 //
 //	KUBEBUILDER_ASSETS=$(hack/envtest-binaries.sh) go test -run '^$' -bench StatusPatchByHistory -benchtime 2000x -count 3 ./test/scale
 func BenchmarkStatusPatchByHistory(b *testing.B) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		b.Skip("needs KUBEBUILDER_ASSETS (hack/envtest-binaries.sh)")
-	}
-	// envtest itself rather than controlplane.Start, which registers the
-	// webhooks: nobody serves them here, and the floors patch without them.
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = env.Stop() })
-	procs := findChildren()
-	if procs.apiserver == 0 {
-		b.Fatal("no kube-apiserver child found")
-	}
-	cfg.QPS, cfg.Burst = -1, -1
+	cfg, procs := benchControlPlane(b)
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)

@@ -9,9 +9,10 @@ import (
 )
 
 // backgroundPrunes finish the prunes that reconciles begin, off the
-// workers. A prune lists the Persona's pods afresh before it deletes a
-// snapshot (revisions.Store.FinishPrune), and the API server answers that
-// list once its cache of pods is as new as etcd: in a namespace whose pods
+// workers. A prune waits for a list of its Persona's pods made afresh
+// before it deletes a snapshot (revisions.Store.FinishPrune; the prunes of
+// a namespace share one), and the API server answers that list once its
+// cache of pods is as new as etcd: in a namespace whose pods
 // do not change, that takes a progress notification from etcd, which the
 // API server asks for every 100 ms while a read waits. A worker that
 // waited for it held none of its requests in flight meanwhile: in a

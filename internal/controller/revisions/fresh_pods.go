@@ -2,6 +2,7 @@ package revisions
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -15,7 +16,7 @@ import (
 // answers once its cache of pods is as new as etcd. With one list per
 // Persona, a fan-out at N = 2,000 made 2,000 of them, each about 0.5 ms of
 // the API server's CPU and 0.1 ms of etcd's; shared, its prunes make
-// about 250, and a Persona's share of one costs a seventh of that
+// about 250, and a Persona's share of one costs about an eighth of that
 // (BenchmarkFreshPodLists in test/scale).
 //
 // A prune joins the next list of its namespace, which starts once the one
@@ -36,7 +37,9 @@ type freshPodLists struct {
 
 // podList is one list of a namespace's pods: the Personas it selects,
 // and once done is closed, the revisions each one's pods name, or err.
+// It runs with the values of the context of the prune that began it.
 type podList struct {
+	ctx      context.Context
 	personas []string
 	done     chan struct{}
 	inUse    map[string]map[int64]bool
@@ -57,14 +60,14 @@ func (f *freshPodLists) revisionsInUse(ctx context.Context, namespace, persona s
 	f.mu.Lock()
 	l := f.next[namespace]
 	if l == nil {
-		l = &podList{done: make(chan struct{})}
+		l = &podList{ctx: ctx, done: make(chan struct{})}
 		f.next[namespace] = l
 	}
 	if !slices.Contains(l.personas, persona) {
 		l.personas = append(l.personas, persona)
 	}
 	if !f.inFlight[namespace] {
-		f.startLocked(ctx, namespace)
+		f.startLocked(namespace)
 	}
 	f.mu.Unlock()
 	select {
@@ -73,25 +76,27 @@ func (f *freshPodLists) revisionsInUse(ctx context.Context, namespace, persona s
 		return nil, ctx.Err()
 	}
 	if l.err != nil {
-		return nil, l.err
+		return nil, fmt.Errorf("the fresh list of the pods of persona %s: %w", persona, l.err)
 	}
 	return l.inUse[persona], nil
 }
 
-// startLocked runs namespace's next list; f.mu is held. ctx's values
-// carry over, its end does not.
-func (f *freshPodLists) startLocked(ctx context.Context, namespace string) {
+// startLocked runs namespace's next list; f.mu is held. The list's
+// context has the values of the one it began with, not its end: it serves
+// every prune that joined. It is not waited for at shutdown, and ends
+// within freshPodListTimeout.
+func (f *freshPodLists) startLocked(namespace string) {
 	l := f.next[namespace]
 	delete(f.next, namespace)
 	f.inFlight[namespace] = true
 	go func() {
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), freshPodListTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), freshPodListTimeout)
 		defer cancel()
-		l.inUse, l.err = listRevisionsInUse(lctx, f.pods, namespace, l.personas)
+		l.inUse, l.err = listRevisionsInUse(ctx, f.pods, namespace, l.personas)
 		f.mu.Lock()
 		delete(f.inFlight, namespace)
 		if f.next[namespace] != nil {
-			f.startLocked(ctx, namespace)
+			f.startLocked(namespace)
 		}
 		f.mu.Unlock()
 		close(l.done)

@@ -34,10 +34,15 @@ func (h *heldLists) Get(context.Context, client.ObjectKey, client.Object, ...cli
 
 func (h *heldLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	o := (&client.ListOptions{}).ApplyOptions(opts)
-	l := heldList{namespace: o.Namespace, selector: o.LabelSelector, answer: make(chan error)}
+	l := heldList{namespace: o.Namespace, selector: o.LabelSelector, answer: make(chan error, 1)}
 	h.started <- l
-	if err := <-l.answer; err != nil {
-		return err
+	select {
+	case err := <-l.answer:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	out := list.(*metav1.PartialObjectMetadataList)
 	for _, podLabels := range h.pods[o.Namespace] {
@@ -207,6 +212,52 @@ func TestAFailedFreshPodListFailsItsPrunes(t *testing.T) {
 	third.answer <- nil
 	if a := answered(t, gotC); a.err != nil || !reflect.DeepEqual(a.inUse, map[int64]bool{7: true}) {
 		t.Errorf("c: %v %v, want revision 7", a.inUse, a.err)
+	}
+	settled(t, f)
+}
+
+// A list runs to its end when the prune that began it stops waiting: it
+// serves the others that joined it.
+func TestAFreshPodListOutlivesThePruneThatBeganIt(t *testing.T) {
+	h := &heldLists{started: make(chan heldList), pods: map[string][]map[string]string{"team-a": {podOf("b", "8")}}}
+	f := newFreshPodLists(h)
+	ctx := context.Background()
+
+	gotX := ask(f, ctx, "team-a", "x")
+	first := h.next(t)
+	began, cancel := context.WithCancel(ctx)
+	gotA := ask(f, began, "team-a", "a")
+	joined(t, f, "team-a", "a")
+	gotB := ask(f, ctx, "team-a", "b")
+	joined(t, f, "team-a", "a", "b")
+	cancel()
+	if a := answered(t, gotA); !errors.Is(a.err, context.Canceled) {
+		t.Errorf("a, whose context ended: %v %v, want context.Canceled", a.inUse, a.err)
+	}
+	first.answer <- nil
+	if a := answered(t, gotX); a.err != nil {
+		t.Errorf("x: %v", a.err)
+	}
+	second := h.next(t) // begun by a
+	second.answer <- nil
+	if a := answered(t, gotB); a.err != nil || !reflect.DeepEqual(a.inUse, map[int64]bool{8: true}) {
+		t.Errorf("b, sharing the list a began: %v %v, want revision 8", a.inUse, a.err)
+	}
+	settled(t, f)
+}
+
+// A Persona name that is no label value labels no pod: it is left out of
+// a list, and fails none of the others'; a list of such names alone is
+// not made.
+func TestAFreshPodListLeavesOutNamesNoPodCarries(t *testing.T) {
+	selector, err := PodsOf([]string{"ab-", "reviewer"})
+	if want := "prompts.persona-operator.dev/persona in (reviewer)"; err != nil || selector == nil || selector.String() != want {
+		t.Errorf("PodsOf(ab-, reviewer) = %v, %v; want %q", selector, err, want)
+	}
+	f := newFreshPodLists(&heldLists{started: make(chan heldList)}) // a list would wait forever
+	inUse, err := f.revisionsInUse(context.Background(), "team-a", "ab-")
+	if err != nil || len(inUse) != 0 {
+		t.Errorf("revisions in use of ab-: %v %v, want none and no list", inUse, err)
 	}
 	settled(t, f)
 }

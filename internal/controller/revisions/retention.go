@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
@@ -156,17 +157,20 @@ func NamedByPods(pods client.Reader) Keeper {
 // name, as a read of namespace's pods has them: the cache of the agent
 // pods, or the API server for a fresh list.
 func listRevisionsInUse(ctx context.Context, pods client.Reader, namespace string, personas []string) (map[string]map[int64]bool, error) {
-	of, err := labels.NewRequirement(delivery.PersonaLabel, selection.In, personas)
-	if err != nil {
-		return nil, fmt.Errorf("select the pods of personas %v: %w", personas, err)
-	}
-	list := kube.PodMetadataList()
-	if err := pods.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*of)}); err != nil {
-		return nil, fmt.Errorf("list the pods of personas %v: %w", personas, err)
-	}
 	out := make(map[string]map[int64]bool, len(personas))
 	for _, persona := range personas {
 		out[persona] = map[int64]bool{}
+	}
+	selector, err := PodsOf(personas)
+	switch {
+	case err != nil:
+		return nil, err
+	case selector == nil:
+		return out, nil
+	}
+	list := kube.PodMetadataList()
+	if err := pods.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, fmt.Errorf("list the pods of %d personas: %w", len(personas), err)
 	}
 	for _, pod := range list.Items {
 		if n, ok := delivery.PodRevision(pod.Labels); ok {
@@ -176,4 +180,21 @@ func listRevisionsInUse(ctx context.Context, pods client.Reader, namespace strin
 		}
 	}
 	return out, nil
+}
+
+// PodsOf selects the pods of personas; nil when no pod can be of any. A
+// name that is no label value labels no pod: it is left out, so that it
+// cannot fail a list shared with others.
+func PodsOf(personas []string) (labels.Selector, error) {
+	labelled := slices.DeleteFunc(slices.Clone(personas), func(name string) bool {
+		return len(validation.IsValidLabelValue(name)) > 0
+	})
+	if len(labelled) == 0 {
+		return nil, nil
+	}
+	of, err := labels.NewRequirement(delivery.PersonaLabel, selection.In, labelled)
+	if err != nil {
+		return nil, fmt.Errorf("select the pods of %d personas: %w", len(labelled), err)
+	}
+	return labels.NewSelector().Add(*of), nil
 }
