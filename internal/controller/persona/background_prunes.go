@@ -12,9 +12,9 @@ import (
 // workers. A prune waits for a list of its Persona's pods made afresh
 // before it deletes a snapshot (revisions.Store.FinishPrune; the prunes of
 // a namespace share one), and the API server answers that list once its
-// cache of pods is as new as etcd: in a namespace whose pods
-// do not change, that takes a progress notification from etcd, which the
-// API server asks for every 100 ms while a read waits. A worker that
+// cache of pods is as new as etcd: in a namespace whose pods do not
+// change, that takes a progress notification from etcd, which the API
+// server asks for every 100 ms while a read waits. A worker that
 // waited for it held none of its requests in flight meanwhile: in a
 // fan-out at N = 2,000 the two cores were 88–97 % busy (its floor 99 %),
 // and 97–98 % without the list.

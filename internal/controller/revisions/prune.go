@@ -85,9 +85,9 @@ func (s *Store) FinishPrune(ctx context.Context, p *v1alpha1.Persona, pr *Prunin
 // p is gone). When this reconcile patched nothing, they are read from the
 // API server, after the pods' list. Otherwise they are the status patch's
 // answer, from before the list (a prune waits for up to two, about 100 ms
-// each), and the manager's
-// cache after it, which holds a pin set while the list waited but one set
-// in the last moments; such a pin finds its snapshot gone (RevisionNotFound).
+// each), and the manager's cache after it, which holds a pin set while
+// the list waited but one set in the last moments; such a pin finds its
+// snapshot gone (RevisionNotFound).
 func (s *Store) pinsNow(ctx context.Context, p *v1alpha1.Persona, patched *metav1.PartialObjectMetadata) ([]int64, error) {
 	key := client.ObjectKeyFromObject(p)
 	if patched == nil {
