@@ -120,7 +120,7 @@ scale: ## Measure convergence, fan-out, steady-state writes, webhook latency and
 	assets="$$(hack/envtest-binaries.sh)" && KUBEBUILDER_ASSETS="$$assets" go run ./test/scale $(SCALE_FLAGS)
 
 .PHONY: scale-curve
-scale-curve: ## Measure at N=500, 2000 and 8000, 3 rounds each, and how time and memory per Persona grow with N (about 2 hours; SCALE_FLAGS adds to it, e.g. -rounds 1: 45 minutes).
+scale-curve: ## Measure at N=500, 2000 and 8000, 3 rounds each, and how time and memory per Persona grow with N (about 2 hours 30 minutes; SCALE_FLAGS adds to it, e.g. -rounds 1: 45 minutes).
 	$(MAKE) --no-print-directory scale SCALE_FLAGS='-curve 500,2000,8000 -steady 20s $(SCALE_FLAGS)'
 
 .PHONY: bench
