@@ -21,7 +21,9 @@
 //     phases wait for and the floors write;
 //   - floor*.go: the floors, what a bare client writes with the manager
 //     stopped, and their brackets (measured before the phases and after
-//     them, interpolated to each phase's moment);
+//     them, interpolated to each phase's moment); and the bare fan-out
+//     floor measured beside each fan-out, seconds before and after it,
+//     with the manager up and idle (floor_adjacent.go);
 //   - phase*.go: the round and its phases with the manager running
 //     (convergence, the fan-outs, the steady state, the restarts, the
 //     webhook), the watches that time them, what each phase cost, and

@@ -41,6 +41,16 @@ func (b bracket) at(t time.Time) time.Duration {
 // costs the API server more the longer it is (BenchmarkStatusPatchByHistory).
 type roundFloors struct {
 	convergence, convergenceSpec, fanOut, fanOutSpec, fanOutSpecLong bracket
+	// adjacent are the bare fan-out floors measured beside the fan-outs
+	// (floor_adjacent.go): the k-th before fan-out k, after fan-out k-1.
+	adjacent [fanOutsPerRound + 1]timed
+}
+
+// adjacentFloorFor is the accessor of the bare fan-out floor beside fan-out
+// k, interpolated to the middle of an operator measure between the floors
+// measured just before it and just after it.
+func adjacentFloorFor(k int, start func(*roundResult) time.Time, took func(*roundResult) time.Duration) func(*roundResult) time.Duration {
+	return floorAt(func(f *roundFloors) bracket { return bracket{before: f.adjacent[k], after: f.adjacent[k+1]} }, start, took)
 }
 
 // The histories the spec floors' status patches carry: the measured

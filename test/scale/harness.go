@@ -36,6 +36,8 @@ type harness struct {
 	// pprofURL is the base of the manager's pprof endpoints.
 	pprofURL string
 	prof     *profiler
+	// adjacent takes the round's fan-out floors beside its fan-outs.
+	adjacent *adjacentFloors
 }
 
 // newHarness finds the control plane's processes, whose CPU time the

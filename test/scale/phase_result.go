@@ -63,6 +63,11 @@ var (
 	clusterFanOutSpecFloorOf = specFloorFor(historyOf(clusterFanOutIndex), clusterFanOutStartOf, clusterFanOutStatusesOf)
 	parentFanOutFloorOf      = floorAt(fanOutBracket, parentFanOutStartOf, parentFanOutOf)
 	parentFanOutSpecFloorOf  = specFloorFor(historyOf(parentFanOutIndex), parentFanOutStartOf, parentFanOutStatusesOf)
+	// The bare fan-out floor beside each fan-out, at the middle of its
+	// ConfigMaps' time.
+	fanOutAdjacentFloorOf        = adjacentFloorFor(layerFanOutIndex, fanOutStartOf, fanOutOf)
+	clusterFanOutAdjacentFloorOf = adjacentFloorFor(clusterFanOutIndex, clusterFanOutStartOf, clusterFanOutOf)
+	parentFanOutAdjacentFloorOf  = adjacentFloorFor(parentFanOutIndex, parentFanOutStartOf, parentFanOutOf)
 	// The floor with each status patch at the middle of a fan-out's
 	// ConfigMaps, for their time against it.
 	fanOutSpecFloorAtConfigMapsOf        = specFloorFor(historyOf(layerFanOutIndex), fanOutStartOf, fanOutOf)
@@ -106,9 +111,10 @@ type fanOutMeasure struct {
 	configMaps, statuses func(*roundResult) time.Duration
 	timeout              func(*roundResult) string
 	// floor is the bare floor at the middle of the ConfigMaps' time,
-	// specFloor the floor with each status patch at the middle of the
-	// statuses' time, specFloorAtConfigMaps that one at the ConfigMaps'.
-	floor, specFloor, specFloorAtConfigMaps func(*roundResult) time.Duration
+	// adjacentFloor the one measured beside the fan-out, specFloor the
+	// floor with each status patch at the middle of the statuses' time,
+	// specFloorAtConfigMaps that one at the ConfigMaps'.
+	floor, adjacentFloor, specFloor, specFloorAtConfigMaps func(*roundResult) time.Duration
 }
 
 // fanOutMeasureOf is the measure of the fan-out result get picks, fan-out
@@ -122,6 +128,7 @@ func fanOutMeasureOf(k int, get func(*roundResult) *fanOutResult) fanOutMeasure 
 		statuses:              statuses,
 		timeout:               func(rr *roundResult) string { return get(rr).timeout },
 		floor:                 floorAt(fanOutBracket, start, configMaps),
+		adjacentFloor:         adjacentFloorFor(k, start, configMaps),
 		specFloor:             specFloorFor(historyOf(k), start, statuses),
 		specFloorAtConfigMaps: specFloorFor(historyOf(k), start, configMaps),
 	}

@@ -90,6 +90,12 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 		return nil, err
 	}
 
+	adjacent, err := h.newAdjacentFloors(ctx, i, &rr.floors)
+	if err != nil {
+		return nil, err
+	}
+	h.adjacent = adjacent
+
 	step("round %d: starting the manager %s", i, strings.Join(h.r.managerFlags, " "))
 	if err := h.startManager(ctx, 3*time.Second); err != nil {
 		return nil, err
@@ -141,6 +147,9 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	}
 
 	if rr.convergenceTimeout == "" {
+		if err := adjacent.measure(ctx); err != nil {
+			return nil, err
+		}
 		step("round %d: fan-out: edit PromptLayer %s until all %d ConfigMaps, then all statuses, have the hash rendered offline", i, sharedLayer, h.o.n)
 		if rr.fanOutStart, rr.fanOut, rr.fanOutStatuses, rr.fanOutTimeout, err = h.fanOutPhase(ctx, "fan-out", world, editLayer(h.c, world, 2), layerHashes, last); err != nil {
 			return nil, err
@@ -160,6 +169,11 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	}
 	// Deleting the PromptPlatform brings back the parent's fan-out's renders.
 	if err := h.platformPhases(ctx, i, world, rr, platformCreatedHashes, platformEditedHashes, parentHashes, last); err != nil {
+		return nil, err
+	}
+	// What follows measures the cluster as the fan-outs left it.
+	h.adjacent = nil
+	if err := adjacent.remove(ctx); err != nil {
 		return nil, err
 	}
 
@@ -203,7 +217,8 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 
 // fanOutPhase measures the fan-out of edit as the phase name, then waits
 // for the manager to settle, so that the phase's writes include what
-// trailed it. A timeout is not an error: it is returned, to be reported.
+// trailed it, then takes the adjacent floor after it. A timeout is not an
+// error: it is returned, to be reported.
 func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit func(context.Context) error, want map[string]string, last bool) (start time.Time, configMaps, statuses time.Duration, timedOut string, err error) {
 	ph, err := h.r.beginManaged(name, h.procs, h.metricsURL)
 	if err != nil {
@@ -230,7 +245,10 @@ func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit f
 		return start, 0, 0, "", err
 	}
 	step("waiting until the manager has written nothing for %s", settleQuiet)
-	return start, configMaps, statuses, timedOut, h.r.settleManaged(ctx, ph, h.metricsURL, settleQuiet)
+	if err := h.r.settleManaged(ctx, ph, h.metricsURL, settleQuiet); err != nil {
+		return start, 0, 0, "", err
+	}
+	return start, configMaps, statuses, timedOut, h.adjacent.measure(ctx)
 }
 
 // deleteAll deletes every Persona, PromptLayer, ConfigMap and Event of ns:

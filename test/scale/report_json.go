@@ -56,16 +56,20 @@ func (r *report) figures() figuresJSON {
 		LoadAverageAfter:  r.loadAfter,
 		ElapsedS:          r.elapsed.Seconds(),
 
-		ConvergenceFloorS:         median(mapRounds(rs, convergenceFloorOf)).Seconds(),
-		ConvergenceEventsFloorS:   median(mapRounds(rs, convergenceSpecFloorOf)).Seconds(),
-		FanOutFloorS:              median(mapRounds(rs, fanOutFloorOf)).Seconds(),
-		FanOutStatusFloorS:        median(mapRounds(rs, fanOutSpecFloorOf)).Seconds(),
-		ClusterFanOutFloorS:       median(mapRounds(rs, clusterFanOutFloorOf)).Seconds(),
-		ParentFanOutFloorS:        median(mapRounds(rs, parentFanOutFloorOf)).Seconds(),
-		ClusterFanOutStatusFloorS: median(mapRounds(rs, clusterFanOutSpecFloorOf)).Seconds(),
-		ParentFanOutStatusFloorS:  median(mapRounds(rs, parentFanOutSpecFloorOf)).Seconds(),
-		FloorsBefore:              floorsJSONOf(rs, func(b bracket) time.Duration { return b.before.took }),
-		FloorsAfter:               floorsJSONOf(rs, func(b bracket) time.Duration { return b.after.took }),
+		ConvergenceFloorS:           median(mapRounds(rs, convergenceFloorOf)).Seconds(),
+		ConvergenceEventsFloorS:     median(mapRounds(rs, convergenceSpecFloorOf)).Seconds(),
+		FanOutFloorS:                median(mapRounds(rs, fanOutFloorOf)).Seconds(),
+		FanOutStatusFloorS:          median(mapRounds(rs, fanOutSpecFloorOf)).Seconds(),
+		ClusterFanOutFloorS:         median(mapRounds(rs, clusterFanOutFloorOf)).Seconds(),
+		ParentFanOutFloorS:          median(mapRounds(rs, parentFanOutFloorOf)).Seconds(),
+		ClusterFanOutStatusFloorS:   median(mapRounds(rs, clusterFanOutSpecFloorOf)).Seconds(),
+		ParentFanOutStatusFloorS:    median(mapRounds(rs, parentFanOutSpecFloorOf)).Seconds(),
+		FloorsBefore:                floorsJSONOf(rs, func(b bracket) time.Duration { return b.before.took }),
+		FloorsAfter:                 floorsJSONOf(rs, func(b bracket) time.Duration { return b.after.took }),
+		AdjacentFloorsS:             adjacentFloorsOf(rs),
+		FanOutAdjacentFloorS:        median(mapRounds(rs, fanOutAdjacentFloorOf)).Seconds(),
+		ClusterFanOutAdjacentFloorS: median(mapRounds(rs, clusterFanOutAdjacentFloorOf)).Seconds(),
+		ParentFanOutAdjacentFloorS:  median(mapRounds(rs, parentFanOutAdjacentFloorOf)).Seconds(),
 
 		ConvergenceS:         operatorSeconds(rs, convergenceOf, convergenceTimeoutOf),
 		ConvergenceCreatesS:  operatorSeconds(rs, convergenceCreatesOf, convergenceTimeoutOf),
@@ -87,6 +91,9 @@ func (r *report) figures() figuresJSON {
 		ClusterFanOutStatusRatio:        operatorRatio(rs, clusterFanOutStatusesOf, clusterFanOutSpecFloorOf, clusterFanOutTimeoutOf),
 		ParentFanOutRatio:               operatorRatio(rs, parentFanOutOf, parentFanOutFloorOf, parentFanOutTimeoutOf),
 		ParentFanOutStatusRatio:         operatorRatio(rs, parentFanOutStatusesOf, parentFanOutSpecFloorOf, parentFanOutTimeoutOf),
+		FanOutAdjacentRatio:             operatorRatio(rs, fanOutOf, fanOutAdjacentFloorOf, fanOutTimeoutOf),
+		ClusterFanOutAdjacentRatio:      operatorRatio(rs, clusterFanOutOf, clusterFanOutAdjacentFloorOf, clusterFanOutTimeoutOf),
+		ParentFanOutAdjacentRatio:       operatorRatio(rs, parentFanOutOf, parentFanOutAdjacentFloorOf, parentFanOutTimeoutOf),
 
 		PeakRSSBytes:       r.peakRSS,
 		BaselineRSSBytes:   r.baselineRSS,
@@ -155,6 +162,26 @@ func floorsJSONOf(rounds []*roundResult, of func(bracket) time.Duration) floorsJ
 	}
 }
 
+// adjacentFloorsOf is the medians of the adjacent floors over the rounds
+// that measured them, in the order they were measured: as many as the
+// round that measured most took.
+func adjacentFloorsOf(rounds []*roundResult) []float64 {
+	out := []float64{}
+	for k := range fanOutsPerRound + 1 {
+		var measured []time.Duration
+		for _, rr := range rounds {
+			if d := rr.floors.adjacent[k].took; d > 0 {
+				measured = append(measured, d)
+			}
+		}
+		if len(measured) == 0 {
+			break
+		}
+		out = append(out, median(measured).Seconds())
+	}
+	return out
+}
+
 // operatorSeconds is the median of an operator time over the rounds, or
 // nil when a round timed out or did not run the measure.
 func operatorSeconds(rounds []*roundResult, operator func(*roundResult) time.Duration, timeout func(*roundResult) string) *float64 {
@@ -214,20 +241,25 @@ func timeouts(rounds []*roundResult) []string {
 // those of the ClusterPromptLayer's.
 func (f *figuresJSON) setPlatformFigures(rs []*roundResult) {
 	for _, p := range []struct {
-		m                                 fanOutMeasure
-		floor, statusFloor                *float64
-		configMaps, statuses              **float64
-		ratio, vsStatusFloor, statusRatio **float64
+		m                                                fanOutMeasure
+		floor, adjacentFloor, statusFloor                *float64
+		configMaps, statuses                             **float64
+		ratio, adjacentRatio, vsStatusFloor, statusRatio **float64
 	}{
-		{platformCreateFanOut, &f.PlatformCreateFanOutFloorS, &f.PlatformCreateFanOutStatusFloorS, &f.PlatformCreateFanOutS, &f.PlatformCreateFanOutStatusS,
-			&f.PlatformCreateFanOutRatio, &f.PlatformCreateFanOutVsStatusFloorRatio, &f.PlatformCreateFanOutStatusRatio},
-		{platformEditFanOut, &f.PlatformFanOutFloorS, &f.PlatformFanOutStatusFloorS, &f.PlatformFanOutS, &f.PlatformFanOutStatusS,
-			&f.PlatformFanOutRatio, &f.PlatformFanOutVsStatusFloorRatio, &f.PlatformFanOutStatusRatio},
-		{platformDeleteFanOut, &f.PlatformDeleteFanOutFloorS, &f.PlatformDeleteFanOutStatusFloorS, &f.PlatformDeleteFanOutS, &f.PlatformDeleteFanOutStatusS,
-			&f.PlatformDeleteFanOutRatio, &f.PlatformDeleteFanOutVsStatusFloorRatio, &f.PlatformDeleteFanOutStatusRatio},
+		{platformCreateFanOut, &f.PlatformCreateFanOutFloorS, &f.PlatformCreateFanOutAdjacentFloorS, &f.PlatformCreateFanOutStatusFloorS,
+			&f.PlatformCreateFanOutS, &f.PlatformCreateFanOutStatusS,
+			&f.PlatformCreateFanOutRatio, &f.PlatformCreateFanOutAdjacentRatio, &f.PlatformCreateFanOutVsStatusFloorRatio, &f.PlatformCreateFanOutStatusRatio},
+		{platformEditFanOut, &f.PlatformFanOutFloorS, &f.PlatformFanOutAdjacentFloorS, &f.PlatformFanOutStatusFloorS,
+			&f.PlatformFanOutS, &f.PlatformFanOutStatusS,
+			&f.PlatformFanOutRatio, &f.PlatformFanOutAdjacentRatio, &f.PlatformFanOutVsStatusFloorRatio, &f.PlatformFanOutStatusRatio},
+		{platformDeleteFanOut, &f.PlatformDeleteFanOutFloorS, &f.PlatformDeleteFanOutAdjacentFloorS, &f.PlatformDeleteFanOutStatusFloorS,
+			&f.PlatformDeleteFanOutS, &f.PlatformDeleteFanOutStatusS,
+			&f.PlatformDeleteFanOutRatio, &f.PlatformDeleteFanOutAdjacentRatio, &f.PlatformDeleteFanOutVsStatusFloorRatio, &f.PlatformDeleteFanOutStatusRatio},
 	} {
 		m := p.m
 		*p.floor = median(mapRounds(rs, m.floor)).Seconds()
+		*p.adjacentFloor = median(mapRounds(rs, m.adjacentFloor)).Seconds()
+		*p.adjacentRatio = operatorRatio(rs, m.configMaps, m.adjacentFloor, m.timeout)
 		*p.statusFloor = median(mapRounds(rs, m.specFloor)).Seconds()
 		*p.configMaps = operatorSeconds(rs, m.configMaps, m.timeout)
 		*p.statuses = operatorSeconds(rs, m.statuses, m.timeout)

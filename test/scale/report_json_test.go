@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,8 +95,62 @@ func TestFanOutsStandBesideTheirOwnFloors(t *testing.T) {
 		t.Errorf("the PromptPlatform's create did not run: platform_create_fanout_s = %s, ratio %s; want null", show(f.PlatformCreateFanOutS), show(f.PlatformCreateFanOutRatio))
 	}
 	row := r.roundRows()[1]
-	if row[3] != "2.00 → 4.00 s" || row[len(row)-3] != "1.71×" || row[len(row)-1] != "1.04×" {
-		t.Errorf("the round's row: fan-out floor %q, parent ratio %q, PromptPlatform ratio %q; want 2.00 → 4.00 s, 1.71× and 1.04×", row[3], row[len(row)-3], row[len(row)-1])
+	if row[3] != "2.00 → 4.00 s" || row[len(row)-4] != "1.71×" || row[len(row)-2] != "1.04×" || row[len(row)-1] != "—" {
+		t.Errorf("the round's row: fan-out floor %q, parent ratio %q, PromptPlatform ratio %q, floors beside the fan-outs %q; want 2.00 → 4.00 s, 1.71×, 1.04× and —",
+			row[3], row[len(row)-4], row[len(row)-2], row[len(row)-1])
+	}
+	if f.FanOutAdjacentRatio != nil || f.FanOutAdjacentFloorS != 0 || len(f.AdjacentFloorsS) != 0 {
+		t.Errorf("no floor was measured beside the fan-outs: fanout_adjacent_ratio %s, fanout_adjacent_floor_s %v, adjacent_floors_s %v; want null, 0 and []",
+			show(f.FanOutAdjacentRatio), f.FanOutAdjacentFloorS, f.AdjacentFloorsS)
+	}
+}
+
+// Each fan-out also stands beside the bare floors measured just before it
+// and just after it, interpolated to its middle: not the neighbours of
+// another fan-out.
+func TestFanOutsStandBesideTheirAdjacentFloors(t *testing.T) {
+	s := time.Second
+	t0 := time.Date(2025, 1, 2, 3, 0, 0, 0, time.UTC)
+	r := testReport(10)
+	r.rounds = r.rounds[:1]
+	rr := r.rounds[0]
+	// Adjacent floor k measured at t0 + 20k s, taking 2 + k s: 2 s before
+	// the PromptLayer fan-out, 3 s after it (before the ClusterPromptLayer's),
+	// 4 s after that, and so on to 8 s after the PromptPlatform's delete.
+	for k := range rr.floors.adjacent {
+		rr.floors.adjacent[k] = timed{took: time.Duration(2+k) * s, mid: t0.Add(time.Duration(20*k) * s)}
+	}
+	// The PromptLayer fan-out's ConfigMaps took 4 s from t0+3 s: middle at
+	// 5 s, a quarter of the way from 2 s to 3 s, floor 2.25 s. The
+	// ClusterPromptLayer's took 6 s from t0+27 s: middle at 30 s, half way
+	// from 3 s to 4 s, floor 3.5 s. The PromptPlatform's delete, the sixth,
+	// took 9 s from t0+100 s: middle at 104.5 s, 4.5 s of the 20 s from
+	// its floor before (7 s at t0+100 s) to its floor after (8 s at
+	// t0+120 s), floor 7.225 s.
+	rr.fanOutStart, rr.fanOut = t0.Add(3*s), 4*s
+	rr.clusterFanOutStart, rr.clusterFanOut = t0.Add(27*s), 6*s
+	rr.platformDelete = fanOutResult{start: t0.Add(100 * s), configMaps: 9 * s, statuses: 10 * s}
+	f := r.figures()
+	for name, c := range map[string]struct {
+		got  *float64
+		want float64
+	}{
+		"fanout_adjacent_floor_s":                 {&f.FanOutAdjacentFloorS, 2.25},
+		"fanout_adjacent_ratio":                   {f.FanOutAdjacentRatio, 4 / 2.25},
+		"cluster_fanout_adjacent_floor_s":         {&f.ClusterFanOutAdjacentFloorS, 3.5},
+		"cluster_fanout_adjacent_ratio":           {f.ClusterFanOutAdjacentRatio, 6 / 3.5},
+		"platform_delete_fanout_adjacent_floor_s": {&f.PlatformDeleteFanOutAdjacentFloorS, 7.225},
+		"platform_delete_fanout_adjacent_ratio":   {f.PlatformDeleteFanOutAdjacentRatio, 9 / 7.225},
+	} {
+		if c.got == nil || math.Abs(*c.got-c.want) > 1e-9 {
+			t.Errorf("%s = %s, want %v", name, show(c.got), c.want)
+		}
+	}
+	if want := []float64{2, 3, 4, 5, 6, 7, 8}; !slices.Equal(f.AdjacentFloorsS, want) {
+		t.Errorf("adjacent_floors_s = %v, want %v", f.AdjacentFloorsS, want)
+	}
+	if row := r.roundRows()[1]; row[len(row)-1] != "2.00, 3.00, 4.00, 5.00, 6.00, 7.00, 8.00" {
+		t.Errorf("the round's floors beside the fan-outs: %q", row[len(row)-1])
 	}
 }
 

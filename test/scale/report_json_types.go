@@ -67,6 +67,17 @@ type figuresJSON struct {
 	// over the rounds that measured them; after is zero when none did.
 	FloorsBefore floorsJSON `json:"floors_before"`
 	FloorsAfter  floorsJSON `json:"floors_after"`
+	// The bare fan-out floors measured beside the fan-outs, with the
+	// manager up and idle, medians over the rounds: the first before the
+	// first fan-out, then one after each. Each fan-out's *_adjacent_floor_s
+	// is interpolated between the one before it and the one after it.
+	AdjacentFloorsS                    []float64 `json:"adjacent_floors_s"`
+	FanOutAdjacentFloorS               float64   `json:"fanout_adjacent_floor_s"`
+	ClusterFanOutAdjacentFloorS        float64   `json:"cluster_fanout_adjacent_floor_s"`
+	ParentFanOutAdjacentFloorS         float64   `json:"parent_fanout_adjacent_floor_s"`
+	PlatformCreateFanOutAdjacentFloorS float64   `json:"platform_create_fanout_adjacent_floor_s"`
+	PlatformFanOutAdjacentFloorS       float64   `json:"platform_fanout_adjacent_floor_s"`
+	PlatformDeleteFanOutAdjacentFloorS float64   `json:"platform_delete_fanout_adjacent_floor_s"`
 
 	// The operator's times: fan-outs until every ConfigMap has its new
 	// hash, and, "status", until every Persona's status has it too.
@@ -100,6 +111,14 @@ type figuresJSON struct {
 	ClusterFanOutStatusRatio        *float64 `json:"cluster_fanout_status_ratio"`
 	ParentFanOutRatio               *float64 `json:"parent_fanout_ratio"` // over parent_fanout_floor_s: the same writes as fan-out's
 	ParentFanOutStatusRatio         *float64 `json:"parent_fanout_status_ratio"`
+	// Each fan-out's ConfigMaps over the bare floor measured beside it
+	// (*_adjacent_floor_s).
+	FanOutAdjacentRatio               *float64 `json:"fanout_adjacent_ratio"`
+	ClusterFanOutAdjacentRatio        *float64 `json:"cluster_fanout_adjacent_ratio"`
+	ParentFanOutAdjacentRatio         *float64 `json:"parent_fanout_adjacent_ratio"`
+	PlatformCreateFanOutAdjacentRatio *float64 `json:"platform_create_fanout_adjacent_ratio"`
+	PlatformFanOutAdjacentRatio       *float64 `json:"platform_fanout_adjacent_ratio"`
+	PlatformDeleteFanOutAdjacentRatio *float64 `json:"platform_delete_fanout_adjacent_ratio"`
 	// Each over its own floors, as cluster_fanout's.
 	PlatformCreateFanOutRatio              *float64 `json:"platform_create_fanout_ratio"`
 	PlatformCreateFanOutVsStatusFloorRatio *float64 `json:"platform_create_fanout_vs_status_floor_ratio"`

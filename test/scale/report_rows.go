@@ -33,17 +33,17 @@ func (r *report) timeRows() [][]string {
 	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.convergenceTimeout != "" }) {
 		return append(rows, []string{"fan-out", "not run (convergence timed out)", "", "", "", ""})
 	}
-	rows = append(rows, r.fanOutRows("PromptLayer", fanOutOf, fanOutStatusesOf, fanOutFloorOf, fanOutSpecFloorOf, fanOutTimeoutOf)...)
+	rows = append(rows, r.fanOutRows("PromptLayer", fanOutOf, fanOutStatusesOf, fanOutFloorOf, fanOutAdjacentFloorOf, fanOutSpecFloorOf, fanOutTimeoutOf)...)
 	rows = append(rows, leastRow("least any operator can reach: the floor with each status patch against the bare floor", r.rounds))
 	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.fanOutTimeout != "" }) {
 		return append(rows, []string{"ClusterPromptLayer fan-out", "not run (the PromptLayer fan-out timed out)", "", "", "", ""})
 	}
 	// The same floors as the PromptLayer's (the same writes), at its own moment.
-	rows = append(rows, r.fanOutRows("ClusterPromptLayer", clusterFanOutOf, clusterFanOutStatusesOf, clusterFanOutFloorOf, clusterFanOutSpecFloorOf, clusterFanOutTimeoutOf)...)
+	rows = append(rows, r.fanOutRows("ClusterPromptLayer", clusterFanOutOf, clusterFanOutStatusesOf, clusterFanOutFloorOf, clusterFanOutAdjacentFloorOf, clusterFanOutSpecFloorOf, clusterFanOutTimeoutOf)...)
 	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.clusterFanOutTimeout != "" }) {
 		return append(rows, []string{"Persona parent fan-out", "not run (the ClusterPromptLayer fan-out timed out)", "", "", "", ""})
 	}
-	rows = append(rows, r.fanOutRows("Persona parent", parentFanOutOf, parentFanOutStatusesOf, parentFanOutFloorOf, parentFanOutSpecFloorOf, parentFanOutTimeoutOf)...)
+	rows = append(rows, r.fanOutRows("Persona parent", parentFanOutOf, parentFanOutStatusesOf, parentFanOutFloorOf, parentFanOutAdjacentFloorOf, parentFanOutSpecFloorOf, parentFanOutTimeoutOf)...)
 	// The PromptPlatform's, in the order they run, each after the one before.
 	notRunAfter := "the Persona parent fan-out"
 	ranBefore := parentFanOutTimeoutOf
@@ -58,24 +58,26 @@ func (r *report) timeRows() [][]string {
 		if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return ranBefore(rr) != "" }) {
 			return append(rows, []string{p.name, fmt.Sprintf("not run (%s timed out)", notRunAfter), "", "", "", ""})
 		}
-		rows = append(rows, r.fanOutRowsOf(p.action, p.m.configMaps, p.m.statuses, p.m.floor, p.m.specFloor, p.m.timeout)...)
+		rows = append(rows, r.fanOutRowsOf(p.action, p.m.configMaps, p.m.statuses, p.m.floor, p.m.adjacentFloor, p.m.specFloor, p.m.timeout)...)
 		notRunAfter, ranBefore = "the "+p.name, p.m.timeout
 	}
 	return rows
 }
 
 // fanOutRows are the fan-out of an edit of one object of kind: until every
-// ConfigMap has its new content, against the bare updates, and until every
-// status is current too, against the floor with each status patch.
-func (r *report) fanOutRows(kind string, configMaps, statuses, floor, specFloor func(*roundResult) time.Duration, timeout func(*roundResult) string) [][]string {
-	return r.fanOutRowsOf("edit 1 "+kind, configMaps, statuses, floor, specFloor, timeout)
+// ConfigMap has its new content, against the bare updates of the brackets
+// and against those measured beside it, and until every status is current
+// too, against the floor with each status patch.
+func (r *report) fanOutRows(kind string, configMaps, statuses, floor, adjacentFloor, specFloor func(*roundResult) time.Duration, timeout func(*roundResult) string) [][]string {
+	return r.fanOutRowsOf("edit 1 "+kind, configMaps, statuses, floor, adjacentFloor, specFloor, timeout)
 }
 
 // fanOutRowsOf are fanOutRows of a fan-out that action starts.
-func (r *report) fanOutRowsOf(action string, configMaps, statuses, floor, specFloor func(*roundResult) time.Duration, timeout func(*roundResult) string) [][]string {
+func (r *report) fanOutRowsOf(action string, configMaps, statuses, floor, adjacentFloor, specFloor func(*roundResult) time.Duration, timeout func(*roundResult) string) [][]string {
 	n := r.opts.n
 	return [][]string{
 		ratioRow(fmt.Sprintf("fan-out: %s → %d ConfigMaps updated", action, n), r.rounds, configMaps, floor, timeout, deliveryTarget),
+		ratioRow("  … against the bare updates measured beside it, the manager up and idle", r.rounds, configMaps, adjacentFloor, timeout, deliveryTarget),
 		ratioRow("  … until every status is current, against the floor with each status patch", r.rounds, statuses, specFloor, timeout, fanOutWritesTarget(n)),
 	}
 }
@@ -153,7 +155,8 @@ func (r *report) managerRows() [][]string {
 // phases, and its times, each ratio against its floors interpolated to it.
 func (r *report) roundRows() [][]string {
 	rows := [][]string{{"round", "convergence floor", "… with Events", "fan-out floor", "… with status", fmt.Sprintf("… with %d revisions", longestFloorHistory), "convergence", "ratio", "fan-out", "ratio",
-		"statuses current", "ratio", "ClusterPromptLayer fan-out", "ratio", "parent fan-out", "ratio", "PromptPlatform fan-out", "ratio"}}
+		"statuses current", "ratio", "ClusterPromptLayer fan-out", "ratio", "parent fan-out", "ratio", "PromptPlatform fan-out", "ratio",
+		"fan-out floors beside the fan-outs"}}
 	ratio := func(rr *roundResult, op, floor func(*roundResult) time.Duration) string {
 		if op(rr) <= 0 || floor(rr) <= 0 {
 			return "—"
@@ -168,9 +171,25 @@ func (r *report) roundRows() [][]string {
 			secs(rr.fanOutStatuses), ratio(rr, fanOutStatusesOf, fanOutSpecFloorOf),
 			secs(rr.clusterFanOut), ratio(rr, clusterFanOutOf, clusterFanOutFloorOf),
 			secs(rr.parentFanOut), ratio(rr, parentFanOutOf, parentFanOutFloorOf),
-			secs(rr.platformEdit.configMaps), ratio(rr, platformEditFanOut.configMaps, platformEditFanOut.floor)})
+			secs(rr.platformEdit.configMaps), ratio(rr, platformEditFanOut.configMaps, platformEditFanOut.floor),
+			adjacentText(f.adjacent[:])})
 	}
 	return rows
+}
+
+// adjacentText is a round's adjacent floors in the order measured, in
+// seconds; — when it measured none.
+func adjacentText(floors []timed) string {
+	var out []string
+	for _, t := range floors {
+		if t.took > 0 {
+			out = append(out, fmt.Sprintf("%.2f", t.took.Seconds()))
+		}
+	}
+	if len(out) == 0 {
+		return "—"
+	}
+	return strings.Join(out, ", ")
 }
 
 func isWrite(method string) bool {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/persona-operator/persona-operator/test/scrape"
 )
@@ -13,14 +14,20 @@ func TestClusterFanOutRows(t *testing.T) {
 		{fanOut: 4e9, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(3e9)}, clusterFanOut: 5e9, clusterFanOutStatuses: 9e9},
 		{fanOut: 4e9, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(4e9)}, clusterFanOut: 6e9, clusterFanOutStatuses: 5e9},
 	}}
+	// The ClusterPromptLayer's fan-out is the second: the floor beside it
+	// is the second adjacent one, 5 s and 3 s, the third not measured.
+	r.rounds[0].floors.adjacent[clusterFanOutIndex].took = 5e9
+	r.rounds[1].floors.adjacent[clusterFanOutIndex].took = 3e9
 	rows := r.timeRows()
 	at := slices.IndexFunc(rows, func(row []string) bool { return strings.Contains(row[0], "edit 1 ClusterPromptLayer") })
-	if at < 0 || at+2 > len(rows) {
+	if at < 0 || at+3 > len(rows) {
 		t.Fatalf("no ClusterPromptLayer rows in %q", rows)
 	}
-	got := rows[at : at+2]
+	got := rows[at : at+3]
 	want := [][]string{
 		{"fan-out: edit 1 ClusterPromptLayer → 10 ConfigMaps updated", "5.50 s", "2.00 s", "2.75× (2.50–3.00)", "≤ 1.5×", "**no**"},
+		// 5 s over 5 s and 6 s over 3 s: ratios 1.00 and 2.00.
+		{"  … against the bare updates measured beside it, the manager up and idle", "5.50 s", "4.00 s", "1.50× (1.00–2.00)", "≤ 1.5×", "yes"},
 		// Statuses 9 s over 3 s and 5 s over 4 s: ratios 3.00 and 1.25.
 		{"  … until every status is current, against the floor with each status patch", "7.00 s", "3.50 s", "2.12× (1.25–3.00)", "≤ 1.3×", "**no**"},
 	}
@@ -32,8 +39,8 @@ func TestClusterFanOutRows(t *testing.T) {
 	if last := rows[len(rows)-1]; !strings.HasPrefix(last[1], "not run") {
 		t.Errorf("after a PromptLayer fan-out timed out: %q", last)
 	}
-	if n := len(r.roundRows()[0]); n != 18 {
-		t.Errorf("the rounds' table has %d columns, want 18", n)
+	if n := len(r.roundRows()[0]); n != 19 {
+		t.Errorf("the rounds' table has %d columns, want 19", n)
 	}
 }
 
@@ -45,16 +52,26 @@ func TestPlatformFanOutRows(t *testing.T) {
 			platformCreate: fanOutResult{configMaps: 2e9, statuses: 4e9}, platformEdit: fanOutResult{configMaps: 3e9, statuses: 6e9},
 			platformDelete: fanOutResult{configMaps: 1e9, statuses: 2e9}},
 	}}
+	// The floors beside them: 1 s before the create, 3 s after it, 2 s
+	// after the edit and the delete, no mid-points: each stands beside the
+	// one before it.
+	for k, took := range map[int]float64{platformCreateFanOutIndex: 1e9, platformEditFanOutIndex: 3e9, platformDeleteFanOutIndex: 2e9, platformDeleteFanOutIndex + 1: 2e9} {
+		r.rounds[0].floors.adjacent[k].took = time.Duration(took)
+	}
 	rows := r.timeRows()
+	beside := "  … against the bare updates measured beside it, the manager up and idle"
 	want := [][]string{
 		{"fan-out: create the PromptPlatform → 10 ConfigMaps updated", "2.00 s", "2.00 s", "1.00×", "≤ 1.5×", "yes"},
+		{beside, "2.00 s", "1.00 s", "2.00×", "≤ 1.5×", "**no**"},
 		{"  … until every status is current, against the floor with each status patch", "4.00 s", "4.00 s", "1.00×", "≤ 1.3×", "yes"},
 		{"fan-out: edit the PromptPlatform → 10 ConfigMaps updated", "3.00 s", "2.00 s", "1.50×", "≤ 1.5×", "yes"},
+		{beside, "3.00 s", "3.00 s", "1.00×", "≤ 1.5×", "yes"},
 		{"  … until every status is current, against the floor with each status patch", "6.00 s", "4.00 s", "1.50×", "≤ 1.3×", "**no**"},
 		{"fan-out: delete the PromptPlatform → 10 ConfigMaps updated", "1.00 s", "2.00 s", "0.50×", "≤ 1.5×", "yes"},
+		{beside, "1.00 s", "2.00 s", "0.50×", "≤ 1.5×", "yes"},
 		{"  … until every status is current, against the floor with each status patch", "2.00 s", "4.00 s", "0.50×", "≤ 1.3×", "yes"},
 	}
-	if got := rows[len(rows)-6:]; !slices.EqualFunc(got, want, slices.Equal) {
+	if got := rows[len(rows)-9:]; !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("rows = %q, want %q", got, want)
 	}
 	r.rounds[0].platformEdit.timeout = "timed out"

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/persona-operator/persona-operator/api/v1alpha1"
+)
+
+// adjacentFloors measures the bare fan-out floor beside the fan-outs, with
+// the manager up: before a round's first fan-out and after each one, once
+// it has settled. The brackets stand minutes away from a fan-out, and the
+// machine's pace can move twice over between them; these stand seconds
+// away. They update ConfigMaps of their own, in a namespace of their own,
+// with the data the operator's hold (their prompts, revision.json and
+// annotations), but without the operator's labels and owner: no watch of
+// the manager selects them, so it stays idle while they are written, as
+// with the brackets' manager stopped.
+type adjacentFloors struct {
+	c       client.Client
+	workers int
+	// w holds the ConfigMaps; renders are the two sets of data they take
+	// in turn, so that each measurement changes every one of them.
+	w       *world
+	renders [2][]*rendered
+	// into are the floors of the round they are taken in; measured is
+	// how many have been taken.
+	into     *roundFloors
+	measured int
+}
+
+// adjacentNamespace is the namespace round i's adjacent floors write in:
+// no ClusterPromptLayer selects it and no Persona lives in it.
+func adjacentNamespace(i int) string { return fmt.Sprintf("scale-adjacent-%d", i) }
+
+// newAdjacentFloors renders round i's N Personas offline twice, as created
+// and as the PromptLayer edit renders them, and creates their ConfigMaps,
+// unlabelled and unowned, in the round's adjacent namespace.
+func (h *harness) newAdjacentFloors(ctx context.Context, i int, into *roundFloors) (*adjacentFloors, error) {
+	ns := adjacentNamespace(i)
+	step("round %d: creating %d ConfigMaps in namespace %s for the fan-out floors beside the fan-outs", i, h.o.n, ns)
+	// The renders are those of the round's measured namespace, whose
+	// labels select the ClusterPromptLayer into them; the namespace the
+	// ConfigMaps live in has none.
+	created, err := newWorld(ns, i, h.o.n, true, created)
+	if err != nil {
+		return nil, err
+	}
+	edited, err := newWorld(ns, i, h.o.n, true, layerEdited)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.createNamespace(ctx, ns, nil); err != nil {
+		return nil, err
+	}
+	a := &adjacentFloors{c: h.c, workers: h.o.workers, w: created, renders: [2][]*rendered{edited.renders, created.renders}, into: into}
+	a.w.live, a.w.cms, a.w.delivered = a.w.personas, make([]*corev1.ConfigMap, h.o.n), 1
+	err = parallel(ctx, h.o.workers, h.o.n, func(ctx context.Context, k int) error {
+		cm := adjacentConfigMap(a.w.personas[k], a.w.renders[k])
+		if err := h.c.Create(ctx, cm); err != nil {
+			return fmt.Errorf("adjacent floor: create ConfigMap %s: %w", cm.Name, err)
+		}
+		a.w.cms[k] = cm
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// adjacentConfigMap is the ConfigMap of p's first revision, as the floors
+// write it, without the operator's labels and owner.
+func adjacentConfigMap(p *v1alpha1.Persona, r *rendered) *corev1.ConfigMap {
+	cm, _ := numberRevision(r, 1, v1alpha1.RevisionInput{Kind: "Persona", Namespace: p.Namespace, Name: p.Name, Generation: 1})
+	cm.Labels, cm.OwnerReferences = nil, nil
+	return cm
+}
+
+// measure takes the next adjacent floor: the k-th is taken before fan-out
+// k and after fan-out k-1.
+func (a *adjacentFloors) measure(ctx context.Context) error {
+	k := a.measured
+	if k >= len(a.into.adjacent) {
+		return fmt.Errorf("adjacent floor %d: a round has %d", k+1, len(a.into.adjacent))
+	}
+	step("fan-out floor beside the fan-outs (%d of %d): a bare client updates %d ConfigMaps no watch of the manager selects", k+1, len(a.into.adjacent), len(a.w.cms))
+	start := time.Now()
+	took, err := fanOutFloor(ctx, a.c, a.w, a.renders[k%2], a.workers, false, a.w.delivered+1)
+	if err != nil {
+		return err
+	}
+	a.into.adjacent[k] = timed{took: took, mid: midway(start, took)}
+	a.measured++
+	step("    %s", took.Round(time.Millisecond))
+	// Its garbage is the API server's to collect before the phase it
+	// stands beside, as a phase's is before the next.
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(adjacentFloorRest):
+		return nil
+	}
+}
+
+// adjacentFloorRest is the pause after an adjacent floor.
+const adjacentFloorRest = 2 * time.Second
+
+// remove deletes the adjacent floors' ConfigMaps.
+func (a *adjacentFloors) remove(ctx context.Context) error {
+	return deleteAll(ctx, a.c, a.w.ns)
+}
