@@ -43,9 +43,10 @@ func adjacentNamespace(i int) string { return fmt.Sprintf("scale-adjacent-%d", i
 func (h *harness) newAdjacentFloors(ctx context.Context, i int, into *roundFloors) (*adjacentFloors, error) {
 	ns := adjacentNamespace(i)
 	step("round %d: creating %d ConfigMaps in namespace %s for the fan-out floors beside the fan-outs", i, h.o.n, ns)
-	// The renders are those of the round's measured namespace, whose
-	// labels select the ClusterPromptLayer into them; the namespace the
-	// ConfigMaps live in has none.
+	// The offline render gives the namespace the round's labels, so the
+	// renders carry the round's ClusterPromptLayer, as the measured
+	// Personas' do; the Namespace created has no label, and no
+	// ClusterPromptLayer selects it.
 	created, err := newWorld(ns, i, h.o.n, true, created)
 	if err != nil {
 		return nil, err
