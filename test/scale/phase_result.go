@@ -63,11 +63,6 @@ var (
 	clusterFanOutSpecFloorOf = specFloorFor(historyOf(clusterFanOutIndex), clusterFanOutStartOf, clusterFanOutStatusesOf)
 	parentFanOutFloorOf      = floorAt(fanOutBracket, parentFanOutStartOf, parentFanOutOf)
 	parentFanOutSpecFloorOf  = specFloorFor(historyOf(parentFanOutIndex), parentFanOutStartOf, parentFanOutStatusesOf)
-	// The bare fan-out floor beside each fan-out, at the middle of its
-	// ConfigMaps' time.
-	fanOutAdjacentFloorOf        = adjacentFloorFor(layerFanOutIndex, fanOutStartOf, fanOutOf)
-	clusterFanOutAdjacentFloorOf = adjacentFloorFor(clusterFanOutIndex, clusterFanOutStartOf, clusterFanOutOf)
-	parentFanOutAdjacentFloorOf  = adjacentFloorFor(parentFanOutIndex, parentFanOutStartOf, parentFanOutOf)
 	// The floor with each status patch at the middle of a fan-out's
 	// ConfigMaps, for their time against it.
 	fanOutSpecFloorAtConfigMapsOf        = specFloorFor(historyOf(layerFanOutIndex), fanOutStartOf, fanOutOf)
@@ -133,6 +128,19 @@ func fanOutMeasureOf(k int, get func(*roundResult) *fanOutResult) fanOutMeasure 
 		specFloorAtConfigMaps: specFloorFor(historyOf(k), start, configMaps),
 	}
 }
+
+// The round's first three fan-outs, whose results have fields of their own.
+var (
+	layerFanOut = fanOutMeasure{configMaps: fanOutOf, statuses: fanOutStatusesOf, timeout: fanOutTimeoutOf,
+		floor: fanOutFloorOf, adjacentFloor: adjacentFloorFor(layerFanOutIndex, fanOutStartOf, fanOutOf),
+		specFloor: fanOutSpecFloorOf, specFloorAtConfigMaps: fanOutSpecFloorAtConfigMapsOf}
+	clusterFanOut = fanOutMeasure{configMaps: clusterFanOutOf, statuses: clusterFanOutStatusesOf, timeout: clusterFanOutTimeoutOf,
+		floor: clusterFanOutFloorOf, adjacentFloor: adjacentFloorFor(clusterFanOutIndex, clusterFanOutStartOf, clusterFanOutOf),
+		specFloor: clusterFanOutSpecFloorOf, specFloorAtConfigMaps: clusterFanOutSpecFloorAtConfigMapsOf}
+	parentFanOut = fanOutMeasure{configMaps: parentFanOutOf, statuses: parentFanOutStatusesOf, timeout: parentFanOutTimeoutOf,
+		floor: parentFanOutFloorOf, adjacentFloor: adjacentFloorFor(parentFanOutIndex, parentFanOutStartOf, parentFanOutOf),
+		specFloor: parentFanOutSpecFloorOf, specFloorAtConfigMaps: specFloorFor(historyOf(parentFanOutIndex), parentFanOutStartOf, parentFanOutOf)}
+)
 
 // The PromptPlatform's three fan-outs.
 var (

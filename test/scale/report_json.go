@@ -67,9 +67,9 @@ func (r *report) figures() figuresJSON {
 		FloorsBefore:                floorsJSONOf(rs, func(b bracket) time.Duration { return b.before.took }),
 		FloorsAfter:                 floorsJSONOf(rs, func(b bracket) time.Duration { return b.after.took }),
 		AdjacentFloorsS:             adjacentFloorsOf(rs),
-		FanOutAdjacentFloorS:        median(mapRounds(rs, fanOutAdjacentFloorOf)).Seconds(),
-		ClusterFanOutAdjacentFloorS: median(mapRounds(rs, clusterFanOutAdjacentFloorOf)).Seconds(),
-		ParentFanOutAdjacentFloorS:  median(mapRounds(rs, parentFanOutAdjacentFloorOf)).Seconds(),
+		FanOutAdjacentFloorS:        median(mapRounds(rs, layerFanOut.adjacentFloor)).Seconds(),
+		ClusterFanOutAdjacentFloorS: median(mapRounds(rs, clusterFanOut.adjacentFloor)).Seconds(),
+		ParentFanOutAdjacentFloorS:  median(mapRounds(rs, parentFanOut.adjacentFloor)).Seconds(),
 
 		ConvergenceS:         operatorSeconds(rs, convergenceOf, convergenceTimeoutOf),
 		ConvergenceCreatesS:  operatorSeconds(rs, convergenceCreatesOf, convergenceTimeoutOf),
@@ -91,9 +91,9 @@ func (r *report) figures() figuresJSON {
 		ClusterFanOutStatusRatio:        operatorRatio(rs, clusterFanOutStatusesOf, clusterFanOutSpecFloorOf, clusterFanOutTimeoutOf),
 		ParentFanOutRatio:               operatorRatio(rs, parentFanOutOf, parentFanOutFloorOf, parentFanOutTimeoutOf),
 		ParentFanOutStatusRatio:         operatorRatio(rs, parentFanOutStatusesOf, parentFanOutSpecFloorOf, parentFanOutTimeoutOf),
-		FanOutAdjacentRatio:             operatorRatio(rs, fanOutOf, fanOutAdjacentFloorOf, fanOutTimeoutOf),
-		ClusterFanOutAdjacentRatio:      operatorRatio(rs, clusterFanOutOf, clusterFanOutAdjacentFloorOf, clusterFanOutTimeoutOf),
-		ParentFanOutAdjacentRatio:       operatorRatio(rs, parentFanOutOf, parentFanOutAdjacentFloorOf, parentFanOutTimeoutOf),
+		FanOutAdjacentRatio:             operatorRatio(rs, fanOutOf, layerFanOut.adjacentFloor, fanOutTimeoutOf),
+		ClusterFanOutAdjacentRatio:      operatorRatio(rs, clusterFanOutOf, clusterFanOut.adjacentFloor, clusterFanOutTimeoutOf),
+		ParentFanOutAdjacentRatio:       operatorRatio(rs, parentFanOutOf, parentFanOut.adjacentFloor, parentFanOutTimeoutOf),
 
 		PeakRSSBytes:       r.peakRSS,
 		BaselineRSSBytes:   r.baselineRSS,
@@ -145,13 +145,7 @@ func (r *report) figures() figuresJSON {
 // timed out measured no floors after.
 func floorsJSONOf(rounds []*roundResult, of func(bracket) time.Duration) floorsJSON {
 	at := func(b func(*roundFloors) bracket) float64 {
-		var measured []time.Duration
-		for _, rr := range rounds {
-			if d := of(b(&rr.floors)); d > 0 {
-				measured = append(measured, d)
-			}
-		}
-		return median(measured).Seconds()
+		return medianMeasured(rounds, func(rr *roundResult) time.Duration { return of(b(&rr.floors)) }).Seconds()
 	}
 	return floorsJSON{
 		ConvergenceS:             at(convergenceBracket),
@@ -168,18 +162,25 @@ func floorsJSONOf(rounds []*roundResult, of func(bracket) time.Duration) floorsJ
 func adjacentFloorsOf(rounds []*roundResult) []float64 {
 	out := []float64{}
 	for k := range fanOutsPerRound + 1 {
-		var measured []time.Duration
-		for _, rr := range rounds {
-			if d := rr.floors.adjacent[k].took; d > 0 {
-				measured = append(measured, d)
-			}
-		}
-		if len(measured) == 0 {
+		d := medianMeasured(rounds, func(rr *roundResult) time.Duration { return rr.floors.adjacent[k].took })
+		if d <= 0 {
 			break
 		}
-		out = append(out, median(measured).Seconds())
+		out = append(out, d.Seconds())
 	}
 	return out
+}
+
+// medianMeasured is the median of a floor over the rounds that measured
+// it (a time above 0); 0 when none did.
+func medianMeasured(rounds []*roundResult, of func(*roundResult) time.Duration) time.Duration {
+	var measured []time.Duration
+	for _, rr := range rounds {
+		if d := of(rr); d > 0 {
+			measured = append(measured, d)
+		}
+	}
+	return median(measured)
 }
 
 // operatorSeconds is the median of an operator time over the rounds, or

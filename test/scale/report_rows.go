@@ -33,17 +33,17 @@ func (r *report) timeRows() [][]string {
 	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.convergenceTimeout != "" }) {
 		return append(rows, []string{"fan-out", "not run (convergence timed out)", "", "", "", ""})
 	}
-	rows = append(rows, r.fanOutRows("PromptLayer", fanOutOf, fanOutStatusesOf, fanOutFloorOf, fanOutAdjacentFloorOf, fanOutSpecFloorOf, fanOutTimeoutOf)...)
+	rows = append(rows, r.fanOutRows("PromptLayer", layerFanOut)...)
 	rows = append(rows, leastRow("least any operator can reach: the floor with each status patch against the bare floor", r.rounds))
 	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.fanOutTimeout != "" }) {
 		return append(rows, []string{"ClusterPromptLayer fan-out", "not run (the PromptLayer fan-out timed out)", "", "", "", ""})
 	}
 	// The same floors as the PromptLayer's (the same writes), at its own moment.
-	rows = append(rows, r.fanOutRows("ClusterPromptLayer", clusterFanOutOf, clusterFanOutStatusesOf, clusterFanOutFloorOf, clusterFanOutAdjacentFloorOf, clusterFanOutSpecFloorOf, clusterFanOutTimeoutOf)...)
+	rows = append(rows, r.fanOutRows("ClusterPromptLayer", clusterFanOut)...)
 	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.clusterFanOutTimeout != "" }) {
 		return append(rows, []string{"Persona parent fan-out", "not run (the ClusterPromptLayer fan-out timed out)", "", "", "", ""})
 	}
-	rows = append(rows, r.fanOutRows("Persona parent", parentFanOutOf, parentFanOutStatusesOf, parentFanOutFloorOf, parentFanOutAdjacentFloorOf, parentFanOutSpecFloorOf, parentFanOutTimeoutOf)...)
+	rows = append(rows, r.fanOutRows("Persona parent", parentFanOut)...)
 	// The PromptPlatform's, in the order they run, each after the one before.
 	notRunAfter := "the Persona parent fan-out"
 	ranBefore := parentFanOutTimeoutOf
@@ -58,7 +58,7 @@ func (r *report) timeRows() [][]string {
 		if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return ranBefore(rr) != "" }) {
 			return append(rows, []string{p.name, fmt.Sprintf("not run (%s timed out)", notRunAfter), "", "", "", ""})
 		}
-		rows = append(rows, r.fanOutRowsOf(p.action, p.m.configMaps, p.m.statuses, p.m.floor, p.m.adjacentFloor, p.m.specFloor, p.m.timeout)...)
+		rows = append(rows, r.fanOutRowsOf(p.action, p.m)...)
 		notRunAfter, ranBefore = "the "+p.name, p.m.timeout
 	}
 	return rows
@@ -68,17 +68,17 @@ func (r *report) timeRows() [][]string {
 // ConfigMap has its new content, against the bare updates of the brackets
 // and against those measured beside it, and until every status is current
 // too, against the floor with each status patch.
-func (r *report) fanOutRows(kind string, configMaps, statuses, floor, adjacentFloor, specFloor func(*roundResult) time.Duration, timeout func(*roundResult) string) [][]string {
-	return r.fanOutRowsOf("edit 1 "+kind, configMaps, statuses, floor, adjacentFloor, specFloor, timeout)
+func (r *report) fanOutRows(kind string, m fanOutMeasure) [][]string {
+	return r.fanOutRowsOf("edit 1 "+kind, m)
 }
 
 // fanOutRowsOf are fanOutRows of a fan-out that action starts.
-func (r *report) fanOutRowsOf(action string, configMaps, statuses, floor, adjacentFloor, specFloor func(*roundResult) time.Duration, timeout func(*roundResult) string) [][]string {
+func (r *report) fanOutRowsOf(action string, m fanOutMeasure) [][]string {
 	n := r.opts.n
 	return [][]string{
-		ratioRow(fmt.Sprintf("fan-out: %s → %d ConfigMaps updated", action, n), r.rounds, configMaps, floor, timeout, deliveryTarget),
-		ratioRow("  … against the bare updates measured beside it, the manager up and idle", r.rounds, configMaps, adjacentFloor, timeout, deliveryTarget),
-		ratioRow("  … until every status is current, against the floor with each status patch", r.rounds, statuses, specFloor, timeout, fanOutWritesTarget(n)),
+		ratioRow(fmt.Sprintf("fan-out: %s → %d ConfigMaps updated", action, n), r.rounds, m.configMaps, m.floor, m.timeout, deliveryTarget),
+		ratioRow("  … against the bare updates measured beside it, the manager up and idle", r.rounds, m.configMaps, m.adjacentFloor, m.timeout, deliveryTarget),
+		ratioRow("  … until every status is current, against the floor with each status patch", r.rounds, m.statuses, m.specFloor, m.timeout, fanOutWritesTarget(n)),
 	}
 }
 
