@@ -54,6 +54,9 @@ func newHarness(ctx context.Context, o options, r *report, plane *controlplane.P
 	if h.c, err = client.NewWithWatch(h.cfg, client.Options{Scheme: controlplane.Scheme}); err != nil {
 		return nil, err
 	}
+	if err := h.checkConsistencyChecks(ctx); err != nil {
+		return nil, err
+	}
 	if err := h.createNamespace(ctx, webhookNamespace, nil); err != nil {
 		return nil, err
 	}

@@ -53,6 +53,9 @@ type options struct {
 	// curve, when set, is the Ns to measure at instead of n, ascending.
 	curve    sizes
 	jsonPath string
+	// consistencyChecks leaves kube-apiserver's watch-cache consistency
+	// checks on (startControlPlane).
+	consistencyChecks bool
 }
 
 // sizes are the Ns the run measures at: the curve's, else n alone.
@@ -81,6 +84,7 @@ func main() {
 	flag.StringVar(&o.profileDir, "profile", "", "Write CPU profiles of kube-apiserver, the manager and the harness itself during convergence, fan-out and restarts (and of kube-apiserver and the harness during the last round's floors), heap profiles of the manager as they end and at their peak RSS, and what that peak RSS is made of (*-manager-memory-peak.txt), into this directory (read the profiles with go tool pprof).")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "With -profile: how many seconds of each phase, from its start, to profile.")
 	flag.Var(&o.curve, "curve", "Comma-separated Ns, e.g. 500,2000,8000: measure at each N instead of -n, each on a control plane and a manager of its own, and add a table of how time and memory per Persona grow with N.")
+	flag.BoolVar(&o.consistencyChecks, "apiserver-consistency-checks", false, "Leave kube-apiserver's watch-cache consistency checks on (the DetectCacheInconsistency feature gate, on by default since Kubernetes 1.34). Every 5 to 7.5 minutes each resource's check lists it whole from etcd: at N = 8,000 one costs seconds of CPU, in whichever phase or floor is running. Off by default, so that what each window measures is its own writes.")
 	flag.StringVar(&o.jsonPath, "json", "", "Also write the figures, with stable keys, as JSON to this file, to compare versions.")
 	flag.Parse()
 	o.managerFlags = strings.Fields(managerFlags)

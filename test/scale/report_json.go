@@ -20,14 +20,15 @@ func writeJSON(path string, started time.Time, first *report, curve []figuresJSO
 // report, the largest N's figures at the top level.
 func newRunJSON(started time.Time, first *report, curve []figuresJSON) runJSON {
 	return runJSON{
-		Timestamp:      started.UTC().Round(time.Second),
-		Machine:        first.machine,
-		ManagerFlags:   first.managerFlags,
-		ManagerEnv:     first.opts.managerEnv,
-		HarnessWorkers: first.opts.workers,
-		figuresJSON:    curve[len(curve)-1],
-		Curve:          curve,
-		Growth:         growthOf(curve),
+		Timestamp:                  started.UTC().Round(time.Second),
+		Machine:                    first.machine,
+		ManagerFlags:               first.managerFlags,
+		ManagerEnv:                 first.opts.managerEnv,
+		HarnessWorkers:             first.opts.workers,
+		APIServerConsistencyChecks: first.opts.consistencyChecks,
+		figuresJSON:                curve[len(curve)-1],
+		Curve:                      curve,
+		Growth:                     growthOf(curve),
 	}
 }
 

@@ -216,7 +216,7 @@ func TestJSONDecodesIntoItsTypes(t *testing.T) {
 	if err := json.Unmarshal(raw, &keys); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"timestamp", "machine", "n", "rounds", "curve", "growth", "fanout_ratio", "fanout_status_ratio", "convergence_ratio",
+	for _, k := range []string{"timestamp", "machine", "apiserver_consistency_checks", "n", "rounds", "curve", "growth", "fanout_ratio", "fanout_status_ratio", "convergence_ratio",
 		"cluster_fanout_ratio", "convergence_floor_s", "fanout_floor_s", "fanout_status_floor_s", "parent_fanout_floor_s", "parent_fanout_status_floor_s", "floors_before", "floors_after", "peak_rss_bytes", "renders", "render_p99_s",
 		"steady_writes", "webhook_on_p50_s", "webhook_on_p99_s", "inject_on_p50_s", "inject_on_p99_s", "inject_canary_p50_s", "inject_canary_p99_s",
 		"inject_off_p50_s", "inject_off_p99_s", "inject_live_heap_growth_bytes", "inject_rss_growth_bytes",

@@ -21,6 +21,9 @@ type runJSON struct {
 	ManagerFlags   []string `json:"manager_flags"`
 	ManagerEnv     []string `json:"manager_env,omitempty"`
 	HarnessWorkers int      `json:"harness_workers"`
+	// APIServerConsistencyChecks is whether kube-apiserver ran its
+	// watch-cache consistency checks (-apiserver-consistency-checks).
+	APIServerConsistencyChecks bool `json:"apiserver_consistency_checks"`
 	figuresJSON
 	// Curve has every N measured, ascending: one entry without -curve.
 	Curve []figuresJSON `json:"curve"`

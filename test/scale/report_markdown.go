@@ -20,6 +20,15 @@ func (r *report) markdown() string {
 	return b.String()
 }
 
+// consistencyChecksCondition says whether kube-apiserver ran its
+// watch-cache consistency checks.
+func (r *report) consistencyChecksCondition() string {
+	if r.opts.consistencyChecks {
+		return "its watch-cache consistency checks on, as it ships (-apiserver-consistency-checks): every 5 to 7.5 minutes each resource's lists it whole from etcd, in whichever window is running"
+	}
+	return "its watch-cache consistency checks off (--feature-gates=" + consistencyChecksOff + "), which would list each resource whole from etcd every 5 to 7.5 minutes, in whichever window is running"
+}
+
 // writeConditions writes what was measured how, and on what machine.
 func (r *report) writeConditions(b *strings.Builder) {
 	n := r.opts.n
@@ -30,6 +39,7 @@ func (r *report) writeConditions(b *strings.Builder) {
 	if len(r.opts.managerEnv) > 0 {
 		fmt.Fprintf(b, "- the manager's environment adds: %s\n", strings.Join(r.opts.managerEnv, " "))
 	}
+	fmt.Fprintf(b, "- kube-apiserver: %s\n", r.consistencyChecksCondition())
 	fmt.Fprintf(b, "- %d rounds, each measuring its floors, then the operator with a manager of its own, then (unless it timed out) its floors again once that manager has stopped; "+
 		"each operator time stands beside its floors interpolated linearly in time to its middle (the API server's heap grows through a round, and its garbage collection with it); "+
 		"the last round measures the steady state before its manager stops, and the webhook with a manager started again after its floors; ", len(r.rounds))

@@ -77,7 +77,7 @@ func measureAt(ctx context.Context, o options, n int, root, dir, binary string, 
 	}
 	r = &report{opts: o, machine: machineInfo(), loadBefore: loadAverage(), logPath: filepath.Join(dir, logName)}
 
-	plane, err := startControlPlane(root)
+	plane, err := startControlPlane(root, o.consistencyChecks)
 	if err != nil {
 		return nil, err
 	}

@@ -107,6 +107,17 @@ func (s Snapshot) Sum(name string, match map[string]string) float64 {
 	return total
 }
 
+// Has reports whether any series of name has labels matching every
+// key=value of match.
+func (s Snapshot) Has(name string, match map[string]string) bool {
+	for _, x := range s {
+		if x.name == name && matches(x.labels, match) {
+			return true
+		}
+	}
+	return false
+}
+
 func matches(labels, match map[string]string) bool {
 	for k, v := range match {
 		if labels[k] != v {
