@@ -31,6 +31,8 @@ type adjacentFloors struct {
 	// how many have been taken.
 	into     *roundFloors
 	measured int
+	// collect makes kube-apiserver collect its garbage before each.
+	collect func(context.Context) error
 }
 
 // adjacentNamespace is the namespace round i's adjacent floors write in:
@@ -58,7 +60,8 @@ func (h *harness) newAdjacentFloors(ctx context.Context, i int, into *roundFloor
 	if err := h.createNamespace(ctx, ns, nil); err != nil {
 		return nil, err
 	}
-	a := &adjacentFloors{c: h.c, workers: h.o.workers, w: created, renders: [2][]*rendered{edited.renders, created.renders}, into: into}
+	a := &adjacentFloors{c: h.c, workers: h.o.workers, w: created, renders: [2][]*rendered{edited.renders, created.renders}, into: into,
+		collect: h.collectAPIServerGarbage}
 	a.w.live, a.w.cms, a.w.delivered = a.w.personas, make([]*corev1.ConfigMap, h.o.n), 1
 	err = parallel(ctx, h.o.workers, h.o.n, func(ctx context.Context, k int) error {
 		cm := adjacentConfigMap(a.w.personas[k], a.w.renders[k])
@@ -90,6 +93,9 @@ func (a *adjacentFloors) measure(ctx context.Context) error {
 		return fmt.Errorf("adjacent floor %d: a round has %d", k+1, len(a.into.adjacent))
 	}
 	step("fan-out floor beside the fan-outs (%d of %d): a bare client updates %d ConfigMaps no watch of the manager selects", k+1, len(a.into.adjacent), len(a.w.cms))
+	if err := a.collect(ctx); err != nil {
+		return err
+	}
 	start := time.Now()
 	took, err := fanOutFloor(ctx, a.c, a.w, a.renders[k%2], a.workers, false, a.w.delivered+1)
 	if err != nil {

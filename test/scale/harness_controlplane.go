@@ -105,23 +105,53 @@ func (h *harness) checkConsistencyChecks(ctx context.Context) error {
 
 // apiServerMetrics scrapes kube-apiserver's metrics as the administrator.
 func (h *harness) apiServerMetrics(ctx context.Context) (scrape.Snapshot, error) {
+	body, err := h.apiServerGet(ctx, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return scrape.Parse(body)
+}
+
+// collectAPIServerGarbage makes kube-apiserver collect its garbage now,
+// and waits until it has: each timed window starts with the API server's
+// collector at the start of its cycle, as a Go benchmark starts each
+// measurement after a collection. Its heap holds the whole object of
+// every recent event in the watch cache, gigabytes at N = 8,000, so a
+// cycle is seconds of marking, and otherwise falls in one window and not
+// the next.
+func (h *harness) collectAPIServerGarbage(ctx context.Context) error {
+	// The heap profile's handler collects first when asked (gc=1); the
+	// profile itself is not read.
+	body, err := h.apiServerGet(ctx, "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return fmt.Errorf("make kube-apiserver collect its garbage: %w", err)
+	}
+	defer body.Close()
+	_, err = io.Copy(io.Discard, body)
+	return err
+}
+
+// apiServerGet GETs path of kube-apiserver as the administrator; the
+// caller closes the body.
+func (h *harness) apiServerGet(ctx context.Context, path string) (io.ReadCloser, error) {
 	hc, err := rest.HTTPClientFor(h.cfg)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(h.cfg.Host, "/")+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(h.cfg.Host, "/")+path, nil)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("scrape kube-apiserver's metrics: %w", err)
+		return nil, fmt.Errorf("GET kube-apiserver's %s: %w", path, err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape kube-apiserver's metrics: %s", resp.Status)
+		resp.Body.Close()
+		return nil, fmt.Errorf("GET kube-apiserver's %s: %s", path, resp.Status)
 	}
-	return scrape.Parse(resp.Body)
+	return resp.Body, nil
 }
 
 // featureEnabled is the state of feature gate name in a component's
