@@ -69,8 +69,8 @@ func startControlPlane(root string, consistencyChecks bool) (*controlplane.Plane
 // API server's start and lists the resource whole from etcd, decoding every
 // object: at N = 8,000 one took 4.5 s of kube-apiserver's CPU, as much as
 // a fan-out's whole excess over its floor, in whichever window it fell. The
-// windows of a round fall at the same minutes from the start in every run,
-// so the checks weighed on the same fan-outs each time.
+// windows of a round fall at about the same minutes from the start in every
+// run, so the checks weighed on the same fan-outs each time.
 func withoutConsistencyChecks(env *envtest.Environment) {
 	if env.ControlPlane.APIServer == nil {
 		env.ControlPlane.APIServer = &envtest.APIServer{}

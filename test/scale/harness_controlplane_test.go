@@ -45,3 +45,22 @@ kubernetes_feature_enabled{name="WatchList",stage="BETA"} 1
 		}
 	}
 }
+
+// The report's conditions say how kube-apiserver ran: its consistency
+// checks on or off, and the collection before each window.
+func TestConditionsSayHowTheAPIServerRan(t *testing.T) {
+	for _, checks := range []bool{false, true} {
+		r := &report{opts: options{n: 2000, consistencyChecks: checks}}
+		var b strings.Builder
+		r.writeConditions(&b)
+		want := "consistency checks off (--feature-gates=DetectCacheInconsistency=false)"
+		if checks {
+			want = "consistency checks on, as it ships (-apiserver-consistency-checks)"
+		}
+		for _, s := range []string{want, "it collects its garbage before each floor"} {
+			if !strings.Contains(b.String(), s) {
+				t.Errorf("with the checks on %t, the conditions do not say %q:\n%s", checks, s, b.String())
+			}
+		}
+	}
+}

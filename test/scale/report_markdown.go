@@ -39,7 +39,7 @@ func (r *report) writeConditions(b *strings.Builder) {
 	if len(r.opts.managerEnv) > 0 {
 		fmt.Fprintf(b, "- the manager's environment adds: %s\n", strings.Join(r.opts.managerEnv, " "))
 	}
-	fmt.Fprintf(b, "- kube-apiserver: %s\n", r.consistencyChecksCondition())
+	fmt.Fprintf(b, "- kube-apiserver: %s; it collects its garbage before each floor, each floor beside a fan-out, the convergence and each fan-out, and each of them starts once it has\n", r.consistencyChecksCondition())
 	fmt.Fprintf(b, "- %d rounds, each measuring its floors, then the operator with a manager of its own, then (unless it timed out) its floors again once that manager has stopped; "+
 		"each operator time stands beside its floors interpolated linearly in time to its middle (the API server's heap grows through a round, and its garbage collection with it); "+
 		"the last round measures the steady state before its manager stops, and the webhook with a manager started again after its floors; ", len(r.rounds))
