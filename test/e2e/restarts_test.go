@@ -206,12 +206,15 @@ func (s *suite) failedRolloutHaltsTheRestarts(t *testing.T) {
 		t.Fatalf("%v; %s", err, s.deploymentState(refusingAgent))
 	}
 	halted := time.Since(edited)
+	// The restarts record the Event as they decide the halt; the Persona
+	// controller writes the condition in the Persona's next status patch,
+	// a reconcile later.
+	if err := s.waitPersonaCondition(restartNamespace, restartPersona, v1alpha1.RolloutHaltedCondition, metav1.ConditionTrue, v1alpha1.RolloutFailedReason); err != nil {
+		t.Error(err)
+	}
 	var p v1alpha1.Persona
 	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: restartNamespace, Name: restartPersona}, &p); err != nil {
 		t.Fatal(err)
-	}
-	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.RolloutHaltedCondition); c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.RolloutFailedReason {
-		t.Errorf("Persona %s's %s condition is %+v, want True %s", restartPersona, v1alpha1.RolloutHaltedCondition, c, v1alpha1.RolloutFailedReason)
 	}
 	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ReadyCondition); c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.RenderedReason || p.Status.ObservedGeneration != p.Generation {
 		t.Errorf("Persona %s is %+v at generation %d of %d, want Ready=True %s: a halt does not change Ready", restartPersona, c, p.Status.ObservedGeneration, p.Generation, v1alpha1.RenderedReason)
