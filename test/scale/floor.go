@@ -92,10 +92,10 @@ func (h *harness) floors(ctx context.Context, i int, turn floorTurn, rr *roundRe
 	for _, f := range floors {
 		name, what, _ := strings.Cut(f.name, ":")
 		step("round %d: %s%s:%s (%d personas, %d workers)", i, name, turn.phase, what, h.o.n, workers)
-		if err := h.collectAPIServerGarbage(ctx); err != nil {
+		ph, err := h.beginWindow(ctx, name+turn.phase, false)
+		if err != nil {
 			return err
 		}
-		ph := h.r.begin(name+turn.phase, h.procs, nil)
 		// The last round's floors are profiled, as its phases are.
 		last := i == h.o.rounds
 		if last {

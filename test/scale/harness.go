@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -26,10 +27,13 @@ const snapshotBytesPerPersona = 32 << 10
 // harness is what the rounds share: the control plane, the harness's
 // client and the manager, which each round starts and stops.
 type harness struct {
-	o          options
-	r          *report
-	cfg        *rest.Config
-	c          client.WithWatch
+	o   options
+	r   *report
+	cfg *rest.Config
+	c   client.WithWatch
+	// admin is an HTTP client of kube-apiserver as the administrator, for
+	// what has no typed client: its metrics and its pprof endpoints.
+	admin      *http.Client
 	procs      processes
 	manager    *controlplane.Manager
 	metricsURL string
@@ -52,6 +56,9 @@ func newHarness(ctx context.Context, o options, r *report, plane *controlplane.P
 	h.cfg.DisableCompression = true // as the manager: no gzip of the watches that time the phases
 	var err error
 	if h.c, err = client.NewWithWatch(h.cfg, client.Options{Scheme: controlplane.Scheme}); err != nil {
+		return nil, err
+	}
+	if h.admin, err = rest.HTTPClientFor(h.cfg); err != nil {
 		return nil, err
 	}
 	if err := h.checkConsistencyChecks(ctx); err != nil {
@@ -84,7 +91,7 @@ func (h *harness) newManager(plane *controlplane.Plane, binary string, log io.Wr
 		if err := os.MkdirAll(h.o.profileDir, 0o755); err != nil {
 			return err
 		}
-		h.prof = &profiler{dir: h.o.profileDir, seconds: h.o.profileSeconds, apiserver: h.cfg, manager: h.pprofURL}
+		h.prof = &profiler{dir: h.o.profileDir, seconds: h.o.profileSeconds, apiserver: h.admin, apiserverURL: apiServerURL(h.cfg, ""), manager: h.pprofURL}
 	}
 	// The world puts every Persona in one namespace: its snapshot byte cap
 	// is sized for them as docs/performance.md#capacity says, Personas ×

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,6 +112,20 @@ func (h *harness) apiServerMetrics(ctx context.Context) (scrape.Snapshot, error)
 	return scrape.Parse(body)
 }
 
+// beginWindow begins the timed phase name once kube-apiserver has
+// collected its garbage; a managed phase also scrapes the manager's
+// metrics at its start. The floors beside the fan-outs, which are not
+// phases of the report, collect through adjacentFloors.collect.
+func (h *harness) beginWindow(ctx context.Context, name string, managed bool) (*phase, error) {
+	if err := h.collectAPIServerGarbage(ctx); err != nil {
+		return nil, err
+	}
+	if !managed {
+		return h.r.begin(name, h.procs, nil), nil
+	}
+	return h.r.beginManaged(name, h.procs, h.metricsURL)
+}
+
 // collectAPIServerGarbage makes kube-apiserver collect its garbage now,
 // and waits until it has: each timed window starts with the API server's
 // collector at the start of its cycle, as a Go benchmark starts each
@@ -135,23 +148,12 @@ func (h *harness) collectAPIServerGarbage(ctx context.Context) error {
 // apiServerGet GETs path of kube-apiserver as the administrator; the
 // caller closes the body.
 func (h *harness) apiServerGet(ctx context.Context, path string) (io.ReadCloser, error) {
-	hc, err := rest.HTTPClientFor(h.cfg)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(h.cfg.Host, "/")+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET kube-apiserver's %s: %w", path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("GET kube-apiserver's %s: %s", path, resp.Status)
-	}
-	return resp.Body, nil
+	return scrape.Open(ctx, h.admin, apiServerURL(h.cfg, path))
+}
+
+// apiServerURL is path on the API server that cfg connects to.
+func apiServerURL(cfg *rest.Config, path string) string {
+	return strings.TrimSuffix(cfg.Host, "/") + path
 }
 
 // featureEnabled is the state of feature gate name in a component's

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/rest"
+	"github.com/persona-operator/persona-operator/test/scrape"
 )
 
 // profiler takes CPU profiles of kube-apiserver, the manager and the
@@ -23,10 +23,12 @@ import (
 type profiler struct {
 	dir     string
 	seconds int
-	// apiserver is an administrator's config; manager the base URL of the
-	// manager's pprof endpoints.
-	apiserver *rest.Config
-	manager   string
+	// apiserver is an administrator's HTTP client of kube-apiserver,
+	// apiserverURL its base URL; manager the base URL of the manager's
+	// pprof endpoints.
+	apiserver    *http.Client
+	apiserverURL string
+	manager      string
 
 	wg    sync.WaitGroup
 	mu    sync.Mutex
@@ -55,18 +57,13 @@ func (p *profiler) profile(ctx context.Context, phase string, manager bool) {
 		return
 	}
 	slug := strings.ReplaceAll(phase, " ", "-")
-	hc, err := rest.HTTPClientFor(p.apiserver)
-	if err != nil {
-		p.fail(err)
-		return
-	}
 	fetched := func(c *http.Client, base string) func(path string) error {
 		return func(path string) error {
 			return fetchProfile(ctx, c, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, p.seconds), path)
 		}
 	}
 	profiles := map[string]func(path string) error{
-		"kube-apiserver": fetched(hc, strings.TrimSuffix(p.apiserver.Host, "/")),
+		"kube-apiserver": fetched(p.apiserver, p.apiserverURL),
 		"manager":        fetched(http.DefaultClient, p.manager),
 		"harness":        func(path string) error { return profileHarness(ctx, path, time.Duration(p.seconds)*time.Second) },
 	}
@@ -262,20 +259,13 @@ func (p *profiler) wait() (files []string, errs []error) {
 }
 
 func fetchProfile(ctx context.Context, c *http.Client, url, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := scrape.Open(ctx, c, url)
 	if err != nil {
 		return err
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
+	defer body.Close()
 	return writeWhole(path, func(w io.Writer) error {
-		_, err := io.Copy(w, resp.Body)
+		_, err := io.Copy(w, body)
 		return err
 	})
 }

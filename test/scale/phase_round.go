@@ -117,10 +117,7 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 	}
 
 	step("round %d: convergence: %d personas created with %d workers until all are Ready", i, h.o.n, h.o.workers)
-	if err := h.collectAPIServerGarbage(ctx); err != nil {
-		return nil, err
-	}
-	ph, err := h.r.beginManaged("convergence", h.procs, h.metricsURL)
+	ph, err := h.beginWindow(ctx, "convergence", true)
 	if err != nil {
 		return nil, err
 	}
@@ -223,10 +220,7 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 // trailed it, then takes the adjacent floor after it. A timeout is not an
 // error: it is returned, to be reported.
 func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit func(context.Context) error, want map[string]string, last bool) (start time.Time, configMaps, statuses time.Duration, timedOut string, err error) {
-	if err := h.collectAPIServerGarbage(ctx); err != nil {
-		return start, 0, 0, "", err
-	}
-	ph, err := h.r.beginManaged(name, h.procs, h.metricsURL)
+	ph, err := h.beginWindow(ctx, name, true)
 	if err != nil {
 		return start, 0, 0, "", err
 	}

@@ -57,44 +57,18 @@ func (r *report) figures() figuresJSON {
 		LoadAverageAfter:  r.loadAfter,
 		ElapsedS:          r.elapsed.Seconds(),
 
-		ConvergenceFloorS:           median(mapRounds(rs, convergenceFloorOf)).Seconds(),
-		ConvergenceEventsFloorS:     median(mapRounds(rs, convergenceSpecFloorOf)).Seconds(),
-		FanOutFloorS:                median(mapRounds(rs, fanOutFloorOf)).Seconds(),
-		FanOutStatusFloorS:          median(mapRounds(rs, fanOutSpecFloorOf)).Seconds(),
-		ClusterFanOutFloorS:         median(mapRounds(rs, clusterFanOutFloorOf)).Seconds(),
-		ParentFanOutFloorS:          median(mapRounds(rs, parentFanOutFloorOf)).Seconds(),
-		ClusterFanOutStatusFloorS:   median(mapRounds(rs, clusterFanOutSpecFloorOf)).Seconds(),
-		ParentFanOutStatusFloorS:    median(mapRounds(rs, parentFanOutSpecFloorOf)).Seconds(),
-		FloorsBefore:                floorsJSONOf(rs, func(b bracket) time.Duration { return b.before.took }),
-		FloorsAfter:                 floorsJSONOf(rs, func(b bracket) time.Duration { return b.after.took }),
-		AdjacentFloorsS:             adjacentFloorsOf(rs),
-		FanOutAdjacentFloorS:        median(mapRounds(rs, layerFanOut.adjacentFloor)).Seconds(),
-		ClusterFanOutAdjacentFloorS: median(mapRounds(rs, clusterFanOut.adjacentFloor)).Seconds(),
-		ParentFanOutAdjacentFloorS:  median(mapRounds(rs, parentFanOut.adjacentFloor)).Seconds(),
+		ConvergenceFloorS:       median(mapRounds(rs, convergenceFloorOf)).Seconds(),
+		ConvergenceEventsFloorS: median(mapRounds(rs, convergenceSpecFloorOf)).Seconds(),
+		FloorsBefore:            floorsJSONOf(rs, func(b bracket) time.Duration { return b.before.took }),
+		FloorsAfter:             floorsJSONOf(rs, func(b bracket) time.Duration { return b.after.took }),
+		AdjacentFloorsS:         adjacentFloorsOf(rs),
 
-		ConvergenceS:         operatorSeconds(rs, convergenceOf, convergenceTimeoutOf),
-		ConvergenceCreatesS:  operatorSeconds(rs, convergenceCreatesOf, convergenceTimeoutOf),
-		FanOutS:              operatorSeconds(rs, fanOutOf, fanOutTimeoutOf),
-		FanOutStatusS:        operatorSeconds(rs, fanOutStatusesOf, fanOutTimeoutOf),
-		ClusterFanOutS:       operatorSeconds(rs, clusterFanOutOf, clusterFanOutTimeoutOf),
-		ClusterFanOutStatusS: operatorSeconds(rs, clusterFanOutStatusesOf, clusterFanOutTimeoutOf),
-		ParentFanOutS:        operatorSeconds(rs, parentFanOutOf, parentFanOutTimeoutOf),
-		ParentFanOutStatusS:  operatorSeconds(rs, parentFanOutStatusesOf, parentFanOutTimeoutOf),
+		ConvergenceS:        operatorSeconds(rs, convergenceOf, convergenceTimeoutOf),
+		ConvergenceCreatesS: operatorSeconds(rs, convergenceCreatesOf, convergenceTimeoutOf),
 
-		ConvergenceRatio:                operatorRatio(rs, convergenceOf, convergenceFloorOf, convergenceTimeoutOf),
-		ConvergenceEventsRatio:          operatorRatio(rs, convergenceOf, convergenceSpecFloorOf, convergenceTimeoutOf),
-		FanOutRatio:                     operatorRatio(rs, fanOutOf, fanOutFloorOf, fanOutTimeoutOf),
-		FanOutVsStatusFloorRatio:        operatorRatio(rs, fanOutOf, fanOutSpecFloorAtConfigMapsOf, fanOutTimeoutOf),
-		FanOutStatusRatio:               operatorRatio(rs, fanOutStatusesOf, fanOutSpecFloorOf, fanOutTimeoutOf),
-		FanOutLeastRatio:                operatorRatio(rs, fanOutSpecFloorAtConfigMapsOf, fanOutFloorOf, noTimeout),
-		ClusterFanOutRatio:              operatorRatio(rs, clusterFanOutOf, clusterFanOutFloorOf, clusterFanOutTimeoutOf),
-		ClusterFanOutVsStatusFloorRatio: operatorRatio(rs, clusterFanOutOf, clusterFanOutSpecFloorAtConfigMapsOf, clusterFanOutTimeoutOf),
-		ClusterFanOutStatusRatio:        operatorRatio(rs, clusterFanOutStatusesOf, clusterFanOutSpecFloorOf, clusterFanOutTimeoutOf),
-		ParentFanOutRatio:               operatorRatio(rs, parentFanOutOf, parentFanOutFloorOf, parentFanOutTimeoutOf),
-		ParentFanOutStatusRatio:         operatorRatio(rs, parentFanOutStatusesOf, parentFanOutSpecFloorOf, parentFanOutTimeoutOf),
-		FanOutAdjacentRatio:             operatorRatio(rs, fanOutOf, layerFanOut.adjacentFloor, fanOutTimeoutOf),
-		ClusterFanOutAdjacentRatio:      operatorRatio(rs, clusterFanOutOf, clusterFanOut.adjacentFloor, clusterFanOutTimeoutOf),
-		ParentFanOutAdjacentRatio:       operatorRatio(rs, parentFanOutOf, parentFanOut.adjacentFloor, parentFanOutTimeoutOf),
+		ConvergenceRatio:       operatorRatio(rs, convergenceOf, convergenceFloorOf, convergenceTimeoutOf),
+		ConvergenceEventsRatio: operatorRatio(rs, convergenceOf, convergenceSpecFloorOf, convergenceTimeoutOf),
+		FanOutLeastRatio:       operatorRatio(rs, fanOutSpecFloorAtConfigMapsOf, fanOutFloorOf, noTimeout),
 
 		PeakRSSBytes:       r.peakRSS,
 		BaselineRSSBytes:   r.baselineRSS,
@@ -134,7 +108,7 @@ func (r *report) figures() figuresJSON {
 		InjectLiveHeapGrowthBytes: r.injectLiveHeapGrowth,
 		InjectRSSGrowthBytes:      r.injectRSSGrowth,
 	}
-	f.setPlatformFigures(rs)
+	f.setFanOutFigures(rs)
 	f.restartJSON = r.restartFigures()
 	f.ConvergencePerPersonaS = perPersona(f.ConvergenceS, n)
 	f.FanOutPerPersonaS = perPersona(f.FanOutS, n)
@@ -239,15 +213,25 @@ func timeouts(rounds []*roundResult) []string {
 	return out
 }
 
-// setPlatformFigures sets the figures of the PromptPlatform's fan-outs, as
-// those of the ClusterPromptLayer's.
-func (f *figuresJSON) setPlatformFigures(rs []*roundResult) {
+// setFanOutFigures sets the figures of the round's six fan-outs from their
+// measures; a nil field is a figure the fan-out does not have (the
+// parent's ConfigMaps against the floor with status).
+func (f *figuresJSON) setFanOutFigures(rs []*roundResult) {
 	for _, p := range []struct {
 		m                                                fanOutMeasure
 		floor, adjacentFloor, statusFloor                *float64
 		configMaps, statuses                             **float64
 		ratio, adjacentRatio, vsStatusFloor, statusRatio **float64
 	}{
+		{layerFanOut, &f.FanOutFloorS, &f.FanOutAdjacentFloorS, &f.FanOutStatusFloorS,
+			&f.FanOutS, &f.FanOutStatusS,
+			&f.FanOutRatio, &f.FanOutAdjacentRatio, &f.FanOutVsStatusFloorRatio, &f.FanOutStatusRatio},
+		{clusterFanOut, &f.ClusterFanOutFloorS, &f.ClusterFanOutAdjacentFloorS, &f.ClusterFanOutStatusFloorS,
+			&f.ClusterFanOutS, &f.ClusterFanOutStatusS,
+			&f.ClusterFanOutRatio, &f.ClusterFanOutAdjacentRatio, &f.ClusterFanOutVsStatusFloorRatio, &f.ClusterFanOutStatusRatio},
+		{parentFanOut, &f.ParentFanOutFloorS, &f.ParentFanOutAdjacentFloorS, &f.ParentFanOutStatusFloorS,
+			&f.ParentFanOutS, &f.ParentFanOutStatusS,
+			&f.ParentFanOutRatio, &f.ParentFanOutAdjacentRatio, nil, &f.ParentFanOutStatusRatio},
 		{platformCreateFanOut, &f.PlatformCreateFanOutFloorS, &f.PlatformCreateFanOutAdjacentFloorS, &f.PlatformCreateFanOutStatusFloorS,
 			&f.PlatformCreateFanOutS, &f.PlatformCreateFanOutStatusS,
 			&f.PlatformCreateFanOutRatio, &f.PlatformCreateFanOutAdjacentRatio, &f.PlatformCreateFanOutVsStatusFloorRatio, &f.PlatformCreateFanOutStatusRatio},
@@ -266,7 +250,9 @@ func (f *figuresJSON) setPlatformFigures(rs []*roundResult) {
 		*p.configMaps = operatorSeconds(rs, m.configMaps, m.timeout)
 		*p.statuses = operatorSeconds(rs, m.statuses, m.timeout)
 		*p.ratio = operatorRatio(rs, m.configMaps, m.floor, m.timeout)
-		*p.vsStatusFloor = operatorRatio(rs, m.configMaps, m.specFloorAtConfigMaps, m.timeout)
+		if p.vsStatusFloor != nil {
+			*p.vsStatusFloor = operatorRatio(rs, m.configMaps, m.specFloorAtConfigMaps, m.timeout)
+		}
 		*p.statusRatio = operatorRatio(rs, m.statuses, m.specFloor, m.timeout)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"maps"
 	"math"
 	"net/http"
@@ -32,19 +33,30 @@ type Snapshot []Sample
 func Get(ctx context.Context, url string) (Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	body, err := Open(ctx, http.DefaultClient, url)
+	if err != nil {
+		return nil, fmt.Errorf("scrape the metrics: %w", err)
+	}
+	defer body.Close()
+	return Parse(body)
+}
+
+// Open GETs url with c and returns the body of its 200 response; any other
+// status is an error. The caller closes the body.
+func Open(ctx context.Context, c *http.Client, url string) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("scrape the metrics at %s: %w", url, err)
+		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape the metrics at %s: %s", url, resp.Status)
+		resp.Body.Close()
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return Parse(resp.Body)
+	return resp.Body, nil
 }
 
 // Parse reads the text exposition format (what the endpoint serves
@@ -99,10 +111,8 @@ func Parse(r io.Reader) (Snapshot, error) {
 // Sum adds the series of name whose labels match every key=value of match.
 func (s Snapshot) Sum(name string, match map[string]string) float64 {
 	var total float64
-	for _, x := range s {
-		if x.name == name && matches(x.labels, match) {
-			total += x.value
-		}
+	for x := range s.matching(name, match) {
+		total += x.value
 	}
 	return total
 }
@@ -110,12 +120,22 @@ func (s Snapshot) Sum(name string, match map[string]string) float64 {
 // Has reports whether any series of name has labels matching every
 // key=value of match.
 func (s Snapshot) Has(name string, match map[string]string) bool {
-	for _, x := range s {
-		if x.name == name && matches(x.labels, match) {
-			return true
-		}
+	for range s.matching(name, match) {
+		return true
 	}
 	return false
+}
+
+// matching yields the series of name whose labels match every key=value
+// of match.
+func (s Snapshot) matching(name string, match map[string]string) iter.Seq[Sample] {
+	return func(yield func(Sample) bool) {
+		for _, x := range s {
+			if x.name == name && matches(x.labels, match) && !yield(x) {
+				return
+			}
+		}
+	}
 }
 
 func matches(labels, match map[string]string) bool {
@@ -145,10 +165,8 @@ func (s Snapshot) Requests() map[string]float64 {
 // match, by the value of their label.
 func (s Snapshot) SumBy(name, label string, match map[string]string) map[string]float64 {
 	out := map[string]float64{}
-	for _, x := range s {
-		if x.name == name && matches(x.labels, match) {
-			out[x.labels[label]] += x.value
-		}
+	for x := range s.matching(name, match) {
+		out[x.labels[label]] += x.value
 	}
 	return out
 }
