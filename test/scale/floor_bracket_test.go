@@ -60,7 +60,7 @@ func TestSpecFloorByHistory(t *testing.T) {
 	if got := platformEditFanOut.specFloor(rr); got != 8*time.Second {
 		t.Errorf("the PromptPlatform edit's floor with status: %v, want 8s", got)
 	}
-	if got := fanOutSpecFloorOf(rr); got != 4*time.Second {
+	if got := layerFanOut.specFloor(rr); got != 4*time.Second {
 		t.Errorf("the PromptLayer fan-out's floor with status: %v, want 4s", got)
 	}
 }

@@ -82,7 +82,7 @@ func (h *harness) platformPhases(ctx context.Context, i int, w *world, rr *round
 		}
 		step("round %d: %s: %s until all %d ConfigMaps, then all statuses, have the hash rendered offline", i, p.name, p.what, h.o.n)
 		var err error
-		if p.into.start, p.into.configMaps, p.into.statuses, p.into.timeout, err = h.fanOutPhase(ctx, p.name, w, p.edit, p.want, last); err != nil {
+		if *p.into, err = h.fanOutPhase(ctx, p.name, w, p.edit, p.want, last); err != nil {
 			return err
 		}
 	}

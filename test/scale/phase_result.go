@@ -6,20 +6,15 @@ import "time"
 type roundResult struct {
 	// floors are measured before the operator's phases and after them;
 	// each operator time stands beside them interpolated to its middle.
-	floors                                  roundFloors
-	convergence, convergenceCreates, fanOut time.Duration
-	// clusterFanOut is the fan-out of the ClusterPromptLayer edit; its
-	// floors are fan-out's: the same writes.
-	clusterFanOut time.Duration
-	// parentFanOut is the fan-out of the edit of the parent Persona;
-	// its floors are fan-out's too.
-	parentFanOut time.Duration
-	// The statuses run on from the same edits until every Persona's status
-	// also names its ConfigMap's new hash.
-	fanOutStatuses, clusterFanOutStatuses, parentFanOutStatuses time.Duration
-	// When convergence's creates and each fan-out's edit began.
-	convergenceStart, fanOutStart, clusterFanOutStart, parentFanOutStart         time.Time
-	convergenceTimeout, fanOutTimeout, clusterFanOutTimeout, parentFanOutTimeout string
+	floors                          roundFloors
+	convergence, convergenceCreates time.Duration
+	// When convergence's creates began, and its timeout.
+	convergenceStart   time.Time
+	convergenceTimeout string
+	// The fan-outs of the PromptLayer edit, of the ClusterPromptLayer edit
+	// and of the edit of the parent Persona; their floors are fan-out's:
+	// the same writes.
+	fanOut, clusterFanOut, parentFanOut fanOutResult
 	// The PromptPlatform's fan-outs (phase_platform.go): its create, an edit and
 	// its delete; their floors are fan-out's too.
 	platformCreate, platformEdit, platformDelete fanOutResult
@@ -27,23 +22,10 @@ type roundResult struct {
 
 // Each round's times and timeouts, by measure, for the tables and the JSON.
 var (
-	convergenceOf           = func(rr *roundResult) time.Duration { return rr.convergence }
-	convergenceCreatesOf    = func(rr *roundResult) time.Duration { return rr.convergenceCreates }
-	fanOutOf                = func(rr *roundResult) time.Duration { return rr.fanOut }
-	fanOutStatusesOf        = func(rr *roundResult) time.Duration { return rr.fanOutStatuses }
-	clusterFanOutOf         = func(rr *roundResult) time.Duration { return rr.clusterFanOut }
-	clusterFanOutStatusesOf = func(rr *roundResult) time.Duration { return rr.clusterFanOutStatuses }
-	parentFanOutOf          = func(rr *roundResult) time.Duration { return rr.parentFanOut }
-	parentFanOutStatusesOf  = func(rr *roundResult) time.Duration { return rr.parentFanOutStatuses }
-	parentFanOutTimeoutOf   = func(rr *roundResult) string { return rr.parentFanOutTimeout }
-	convergenceTimeoutOf    = func(rr *roundResult) string { return rr.convergenceTimeout }
-	fanOutTimeoutOf         = func(rr *roundResult) string { return rr.fanOutTimeout }
-	clusterFanOutTimeoutOf  = func(rr *roundResult) string { return rr.clusterFanOutTimeout }
-
+	convergenceOf        = func(rr *roundResult) time.Duration { return rr.convergence }
+	convergenceCreatesOf = func(rr *roundResult) time.Duration { return rr.convergenceCreates }
+	convergenceTimeoutOf = func(rr *roundResult) string { return rr.convergenceTimeout }
 	convergenceStartOf   = func(rr *roundResult) time.Time { return rr.convergenceStart }
-	fanOutStartOf        = func(rr *roundResult) time.Time { return rr.fanOutStart }
-	clusterFanOutStartOf = func(rr *roundResult) time.Time { return rr.clusterFanOutStart }
-	parentFanOutStartOf  = func(rr *roundResult) time.Time { return rr.parentFanOutStart }
 
 	convergenceBracket     = func(f *roundFloors) bracket { return f.convergence }
 	convergenceSpecBracket = func(f *roundFloors) bracket { return f.convergenceSpec }
@@ -51,22 +33,10 @@ var (
 	fanOutSpecBracket      = func(f *roundFloors) bracket { return f.fanOutSpec }
 	fanOutSpecLongBracket  = func(f *roundFloors) bracket { return f.fanOutSpecLong }
 
-	// Each operator time's floors, interpolated to its middle. The
-	// fan-outs make the same writes, so they share fan-out's brackets; the
-	// status patches carry the history each fan-out's statuses have
-	// (historyOf).
-	convergenceFloorOf       = floorAt(convergenceBracket, convergenceStartOf, convergenceOf)
-	convergenceSpecFloorOf   = floorAt(convergenceSpecBracket, convergenceStartOf, convergenceOf)
-	fanOutFloorOf            = floorAt(fanOutBracket, fanOutStartOf, fanOutOf)
-	fanOutSpecFloorOf        = specFloorFor(historyOf(layerFanOutIndex), fanOutStartOf, fanOutStatusesOf)
-	clusterFanOutFloorOf     = floorAt(fanOutBracket, clusterFanOutStartOf, clusterFanOutOf)
-	clusterFanOutSpecFloorOf = specFloorFor(historyOf(clusterFanOutIndex), clusterFanOutStartOf, clusterFanOutStatusesOf)
-	parentFanOutFloorOf      = floorAt(fanOutBracket, parentFanOutStartOf, parentFanOutOf)
-	parentFanOutSpecFloorOf  = specFloorFor(historyOf(parentFanOutIndex), parentFanOutStartOf, parentFanOutStatusesOf)
-	// The floor with each status patch at the middle of a fan-out's
-	// ConfigMaps, for their time against it.
-	fanOutSpecFloorAtConfigMapsOf        = specFloorFor(historyOf(layerFanOutIndex), fanOutStartOf, fanOutOf)
-	clusterFanOutSpecFloorAtConfigMapsOf = specFloorFor(historyOf(clusterFanOutIndex), clusterFanOutStartOf, clusterFanOutOf)
+	// Convergence's floors, interpolated to its middle; each fan-out's are
+	// its measure's (fanOutMeasureOf).
+	convergenceFloorOf     = floorAt(convergenceBracket, convergenceStartOf, convergenceOf)
+	convergenceSpecFloorOf = floorAt(convergenceSpecBracket, convergenceStartOf, convergenceOf)
 )
 
 // The round's fan-outs, in the order they run (phase_round.go): each
@@ -86,7 +56,7 @@ const (
 func historyOf(k int) int { return k + 2 }
 
 func (rr *roundResult) timeout() bool {
-	return rr.convergenceTimeout != "" || rr.fanOutTimeout != "" || rr.clusterFanOutTimeout != "" || rr.parentFanOutTimeout != "" ||
+	return rr.convergenceTimeout != "" || rr.fanOut.timeout != "" || rr.clusterFanOut.timeout != "" || rr.parentFanOut.timeout != "" ||
 		rr.platformCreate.timeout != "" || rr.platformEdit.timeout != "" || rr.platformDelete.timeout != ""
 }
 
@@ -129,21 +99,11 @@ func fanOutMeasureOf(k int, get func(*roundResult) *fanOutResult) fanOutMeasure 
 	}
 }
 
-// The round's first three fan-outs, whose results have fields of their own.
+// The round's six fan-outs.
 var (
-	layerFanOut = fanOutMeasure{configMaps: fanOutOf, statuses: fanOutStatusesOf, timeout: fanOutTimeoutOf,
-		floor: fanOutFloorOf, adjacentFloor: adjacentFloorFor(layerFanOutIndex, fanOutStartOf, fanOutOf),
-		specFloor: fanOutSpecFloorOf, specFloorAtConfigMaps: fanOutSpecFloorAtConfigMapsOf}
-	clusterFanOut = fanOutMeasure{configMaps: clusterFanOutOf, statuses: clusterFanOutStatusesOf, timeout: clusterFanOutTimeoutOf,
-		floor: clusterFanOutFloorOf, adjacentFloor: adjacentFloorFor(clusterFanOutIndex, clusterFanOutStartOf, clusterFanOutOf),
-		specFloor: clusterFanOutSpecFloorOf, specFloorAtConfigMaps: clusterFanOutSpecFloorAtConfigMapsOf}
-	parentFanOut = fanOutMeasure{configMaps: parentFanOutOf, statuses: parentFanOutStatusesOf, timeout: parentFanOutTimeoutOf,
-		floor: parentFanOutFloorOf, adjacentFloor: adjacentFloorFor(parentFanOutIndex, parentFanOutStartOf, parentFanOutOf),
-		specFloor: parentFanOutSpecFloorOf, specFloorAtConfigMaps: specFloorFor(historyOf(parentFanOutIndex), parentFanOutStartOf, parentFanOutOf)}
-)
-
-// The PromptPlatform's three fan-outs.
-var (
+	layerFanOut          = fanOutMeasureOf(layerFanOutIndex, func(rr *roundResult) *fanOutResult { return &rr.fanOut })
+	clusterFanOut        = fanOutMeasureOf(clusterFanOutIndex, func(rr *roundResult) *fanOutResult { return &rr.clusterFanOut })
+	parentFanOut         = fanOutMeasureOf(parentFanOutIndex, func(rr *roundResult) *fanOutResult { return &rr.parentFanOut })
 	platformCreateFanOut = fanOutMeasureOf(platformCreateFanOutIndex, func(rr *roundResult) *fanOutResult { return &rr.platformCreate })
 	platformEditFanOut   = fanOutMeasureOf(platformEditFanOutIndex, func(rr *roundResult) *fanOutResult { return &rr.platformEdit })
 	platformDeleteFanOut = fanOutMeasureOf(platformDeleteFanOutIndex, func(rr *roundResult) *fanOutResult { return &rr.platformDelete })

@@ -151,19 +151,19 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 			return nil, err
 		}
 		step("round %d: fan-out: edit PromptLayer %s until all %d ConfigMaps, then all statuses, have the hash rendered offline", i, sharedLayer, h.o.n)
-		if rr.fanOutStart, rr.fanOut, rr.fanOutStatuses, rr.fanOutTimeout, err = h.fanOutPhase(ctx, "fan-out", world, editLayer(h.c, world, 2), layerHashes, last); err != nil {
+		if rr.fanOut, err = h.fanOutPhase(ctx, "fan-out", world, editLayer(h.c, world, 2), layerHashes, last); err != nil {
 			return nil, err
 		}
 	}
-	if rr.convergenceTimeout == "" && rr.fanOutTimeout == "" {
+	if rr.convergenceTimeout == "" && rr.fanOut.timeout == "" {
 		step("round %d: ClusterPromptLayer fan-out: edit ClusterPromptLayer %s until all %d ConfigMaps, then all statuses, have the hash rendered offline", i, world.guardrail.Name, h.o.n)
-		if rr.clusterFanOutStart, rr.clusterFanOut, rr.clusterFanOutStatuses, rr.clusterFanOutTimeout, err = h.fanOutPhase(ctx, clusterFanOutPhase, world, editGuardrail(h.c, world, 2), guardrailHashes, last); err != nil {
+		if rr.clusterFanOut, err = h.fanOutPhase(ctx, clusterFanOutPhase, world, editGuardrail(h.c, world, 2), guardrailHashes, last); err != nil {
 			return nil, err
 		}
 	}
 	if !rr.timeout() {
 		step("round %d: Persona parent fan-out: edit Persona %s until all %d ConfigMaps, then all statuses, have the hash rendered offline", i, parentName, h.o.n)
-		if rr.parentFanOutStart, rr.parentFanOut, rr.parentFanOutStatuses, rr.parentFanOutTimeout, err = h.fanOutPhase(ctx, parentFanOutPhase, world, editParent(h.c, world, 2), parentHashes, last); err != nil {
+		if rr.parentFanOut, err = h.fanOutPhase(ctx, parentFanOutPhase, world, editParent(h.c, world, 2), parentHashes, last); err != nil {
 			return nil, err
 		}
 	}
@@ -218,37 +218,38 @@ func (h *harness) round(ctx context.Context, i int) (*roundResult, error) {
 // fanOutPhase measures the fan-out of edit as the phase name, then waits
 // for the manager to settle, so that the phase's writes include what
 // trailed it, then takes the adjacent floor after it. A timeout is not an
-// error: it is returned, to be reported.
-func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit func(context.Context) error, want map[string]string, last bool) (start time.Time, configMaps, statuses time.Duration, timedOut string, err error) {
+// error: it is returned in the result, to be reported.
+func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit func(context.Context) error, want map[string]string, last bool) (fanOutResult, error) {
+	var res fanOutResult
 	ph, err := h.beginWindow(ctx, name, true)
 	if err != nil {
-		return start, 0, 0, "", err
+		return fanOutResult{}, err
 	}
-	start, configMaps, statuses, err = fanOut(ctx, h.c, h.procs, w, name, edit, want, fanOutTimeout, func() {
+	res.start, res.configMaps, res.statuses, err = fanOut(ctx, h.c, h.procs, w, name, edit, want, fanOutTimeout, func() {
 		if last {
 			h.prof.start(ctx, name)
 			h.prof.watchPeak(ctx, name, h.procs.manager)
 		}
 	})
 	if isTimeout(err) {
-		timedOut = err.Error()
+		res.timeout = err.Error()
 		step("  %v", err)
 	} else if err != nil {
-		return start, 0, 0, "", err
+		return fanOutResult{}, err
 	} else {
-		step("  %s (every status current after %s)", configMaps.Round(time.Millisecond), statuses.Round(time.Millisecond))
+		step("  %s (every status current after %s)", res.configMaps.Round(time.Millisecond), res.statuses.Round(time.Millisecond))
 	}
 	if last {
 		h.prof.heap(ctx, name)
 	}
 	if err := h.r.endManaged(ctx, ph, h.metricsURL); err != nil {
-		return start, 0, 0, "", err
+		return fanOutResult{}, err
 	}
 	step("waiting until the manager has written nothing for %s", settleQuiet)
 	if err := h.r.settleManaged(ctx, ph, h.metricsURL, settleQuiet); err != nil {
-		return start, 0, 0, "", err
+		return fanOutResult{}, err
 	}
-	return start, configMaps, statuses, timedOut, h.adjacent.measure(ctx)
+	return res, h.adjacent.measure(ctx)
 }
 
 // deleteAll deletes every Persona, PromptLayer, ConfigMap and Event of ns:

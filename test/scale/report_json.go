@@ -68,7 +68,7 @@ func (r *report) figures() figuresJSON {
 
 		ConvergenceRatio:       operatorRatio(rs, convergenceOf, convergenceFloorOf, convergenceTimeoutOf),
 		ConvergenceEventsRatio: operatorRatio(rs, convergenceOf, convergenceSpecFloorOf, convergenceTimeoutOf),
-		FanOutLeastRatio:       operatorRatio(rs, fanOutSpecFloorAtConfigMapsOf, fanOutFloorOf, noTimeout),
+		FanOutLeastRatio:       operatorRatio(rs, layerFanOut.specFloorAtConfigMaps, layerFanOut.floor, noTimeout),
 
 		PeakRSSBytes:       r.peakRSS,
 		BaselineRSSBytes:   r.baselineRSS,
@@ -203,7 +203,7 @@ func finite(x float64) *float64 {
 func timeouts(rounds []*roundResult) []string {
 	out := []string{}
 	for _, rr := range rounds {
-		for _, t := range []string{rr.convergenceTimeout, rr.fanOutTimeout, rr.clusterFanOutTimeout, rr.parentFanOutTimeout,
+		for _, t := range []string{rr.convergenceTimeout, rr.fanOut.timeout, rr.clusterFanOut.timeout, rr.parentFanOut.timeout,
 			rr.platformCreate.timeout, rr.platformEdit.timeout, rr.platformDelete.timeout} {
 			if t != "" {
 				out = append(out, t)

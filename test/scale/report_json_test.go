@@ -22,9 +22,9 @@ func testReport(n int) *report {
 		managerFlags: []string{"--leader-elect=false"},
 		rounds: []*roundResult{
 			{floors: floorsOnce(),
-				convergence: 12 * s, convergenceCreates: 9 * s, fanOut: 3 * s, fanOutStatuses: 5 * s, clusterFanOut: 4 * s, clusterFanOutStatuses: 6 * s},
+				convergence: 12 * s, convergenceCreates: 9 * s, fanOut: fanOutResult{configMaps: 3 * s, statuses: 5 * s}, clusterFanOut: fanOutResult{configMaps: 4 * s, statuses: 6 * s}},
 			{floors: floorsOnce(),
-				convergence: 14 * s, convergenceCreates: 9 * s, fanOut: 3 * s, fanOutStatuses: 7 * s, clusterFanOut: 4 * s, clusterFanOutStatuses: 6 * s},
+				convergence: 14 * s, convergenceCreates: 9 * s, fanOut: fanOutResult{configMaps: 3 * s, statuses: 7 * s}, clusterFanOut: fanOutResult{configMaps: 4 * s, statuses: 6 * s}},
 		},
 		peakRSS:      int64(n)<<10 + 50<<20, // 1 KiB per Persona over a baseline of 50 MiB
 		baselineRSS:  50 << 20,
@@ -63,8 +63,8 @@ func TestFanOutsStandBesideTheirOwnFloors(t *testing.T) {
 	// 25 s, a quarter of the way, floor 2.5 s. The parent's took 6 s from
 	// t0+72 s: middle at 75 s, floor 3.5 s. Its statuses took 10 s from
 	// there: middle at 77 s, with-status floor 4 + 4×0.77 = 7.08 s.
-	rr.fanOutStart, rr.fanOut = t0.Add(23*s), 4*s
-	rr.parentFanOutStart, rr.parentFanOut, rr.parentFanOutStatuses = t0.Add(72*s), 6*s, 10*s
+	rr.fanOut.start, rr.fanOut.configMaps = t0.Add(23*s), 4*s
+	rr.parentFanOut.start, rr.parentFanOut.configMaps, rr.parentFanOut.statuses = t0.Add(72*s), 6*s, 10*s
 	// The PromptPlatform's edit took 4 s from t0+90 s: middle at 92 s,
 	// floor 2 + 2×0.92 = 3.84 s. Its statuses took 8 s: middle at 94 s,
 	// with-status floor 4 + 4×0.94 = 7.76 s.
@@ -127,8 +127,8 @@ func TestFanOutsStandBesideTheirAdjacentFloors(t *testing.T) {
 	// took 9 s from t0+100 s: middle at 104.5 s, 4.5 s of the 20 s from
 	// its floor before (7 s at t0+100 s) to its floor after (8 s at
 	// t0+120 s), floor 7.225 s.
-	rr.fanOutStart, rr.fanOut = t0.Add(3*s), 4*s
-	rr.clusterFanOutStart, rr.clusterFanOut = t0.Add(27*s), 6*s
+	rr.fanOut.start, rr.fanOut.configMaps = t0.Add(3*s), 4*s
+	rr.clusterFanOut.start, rr.clusterFanOut.configMaps = t0.Add(27*s), 6*s
 	rr.platformDelete = fanOutResult{start: t0.Add(100 * s), configMaps: 9 * s, statuses: 10 * s}
 	f := r.figures()
 	for name, c := range map[string]struct {
@@ -158,7 +158,7 @@ func TestFanOutsStandBesideTheirAdjacentFloors(t *testing.T) {
 // carries the figures the comparison of versions needs.
 func TestJSONDecodesIntoItsTypes(t *testing.T) {
 	small, large := testReport(10), testReport(40)
-	large.rounds[1].clusterFanOutTimeout = "ClusterPromptLayer fan-out: timed out"
+	large.rounds[1].clusterFanOut.timeout = "ClusterPromptLayer fan-out: timed out"
 	path := filepath.Join(t.TempDir(), "scale.json")
 	started := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	if err := writeJSON(path, started, small, figuresOf([]*report{small, large})); err != nil {
@@ -246,7 +246,7 @@ func TestCurveMarkdown(t *testing.T) {
 	t0 := time.Date(2025, 1, 2, 3, 0, 0, 0, time.UTC)
 	for _, rr := range large.rounds {
 		rr.floors.fanOut = bracket{before: timed{took: 2 * time.Second, mid: t0}, after: timed{took: 40 * time.Second, mid: t0.Add(100 * time.Second)}}
-		rr.fanOutStart = t0.Add(50 * time.Second)
+		rr.fanOut.start = t0.Add(50 * time.Second)
 	}
 	table := curveMarkdown(figuresOf([]*report{small, large}))
 	// Columns are padded to their widest cell: compare with single spaces.

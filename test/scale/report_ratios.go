@@ -80,7 +80,7 @@ func roundRatios(rounds []*roundResult, operator, floor func(*roundResult) time.
 // column. No operator that makes those writes can beat it, so it has no
 // target.
 func leastRow(measure string, rounds []*roundResult) []string {
-	return ratioRow(measure, rounds, fanOutSpecFloorAtConfigMapsOf, fanOutFloorOf, func(*roundResult) string { return "" }, noTarget)
+	return ratioRow(measure, rounds, layerFanOut.specFloorAtConfigMaps, layerFanOut.floor, func(*roundResult) string { return "" }, noTarget)
 }
 
 // median is the middle value; of an even count, the mean of the middle two.

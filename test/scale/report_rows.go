@@ -35,18 +35,18 @@ func (r *report) timeRows() [][]string {
 	}
 	rows = append(rows, r.fanOutRows("PromptLayer", layerFanOut)...)
 	rows = append(rows, leastRow("least any operator can reach: the floor with each status patch against the bare floor", r.rounds))
-	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.fanOutTimeout != "" }) {
+	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.fanOut.timeout != "" }) {
 		return append(rows, []string{"ClusterPromptLayer fan-out", "not run (the PromptLayer fan-out timed out)", "", "", "", ""})
 	}
 	// The same floors as the PromptLayer's (the same writes), at its own moment.
 	rows = append(rows, r.fanOutRows("ClusterPromptLayer", clusterFanOut)...)
-	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.clusterFanOutTimeout != "" }) {
+	if slices.ContainsFunc(r.rounds, func(rr *roundResult) bool { return rr.clusterFanOut.timeout != "" }) {
 		return append(rows, []string{"Persona parent fan-out", "not run (the ClusterPromptLayer fan-out timed out)", "", "", "", ""})
 	}
 	rows = append(rows, r.fanOutRows("Persona parent", parentFanOut)...)
 	// The PromptPlatform's, in the order they run, each after the one before.
 	notRunAfter := "the Persona parent fan-out"
-	ranBefore := parentFanOutTimeoutOf
+	ranBefore := parentFanOut.timeout
 	for _, p := range []struct {
 		name, action string
 		m            fanOutMeasure
@@ -167,10 +167,10 @@ func (r *report) roundRows() [][]string {
 		f := &rr.floors
 		rows = append(rows, []string{fmt.Sprint(i + 1), f.convergence.String(), f.convergenceSpec.String(), f.fanOut.String(), f.fanOutSpec.String(), f.fanOutSpecLong.String(),
 			secs(rr.convergence), ratio(rr, convergenceOf, convergenceFloorOf),
-			secs(rr.fanOut), ratio(rr, fanOutOf, fanOutFloorOf),
-			secs(rr.fanOutStatuses), ratio(rr, fanOutStatusesOf, fanOutSpecFloorOf),
-			secs(rr.clusterFanOut), ratio(rr, clusterFanOutOf, clusterFanOutFloorOf),
-			secs(rr.parentFanOut), ratio(rr, parentFanOutOf, parentFanOutFloorOf),
+			secs(rr.fanOut.configMaps), ratio(rr, layerFanOut.configMaps, layerFanOut.floor),
+			secs(rr.fanOut.statuses), ratio(rr, layerFanOut.statuses, layerFanOut.specFloor),
+			secs(rr.clusterFanOut.configMaps), ratio(rr, clusterFanOut.configMaps, clusterFanOut.floor),
+			secs(rr.parentFanOut.configMaps), ratio(rr, parentFanOut.configMaps, parentFanOut.floor),
 			secs(rr.platformEdit.configMaps), ratio(rr, platformEditFanOut.configMaps, platformEditFanOut.floor),
 			adjacentText(f.adjacent[:])})
 	}

@@ -11,8 +11,8 @@ import (
 
 func TestClusterFanOutRows(t *testing.T) {
 	r := &report{opts: options{n: 10}, rounds: []*roundResult{
-		{fanOut: 4e9, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(3e9)}, clusterFanOut: 5e9, clusterFanOutStatuses: 9e9},
-		{fanOut: 4e9, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(4e9)}, clusterFanOut: 6e9, clusterFanOutStatuses: 5e9},
+		{fanOut: fanOutResult{configMaps: 4e9}, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(3e9)}, clusterFanOut: fanOutResult{configMaps: 5e9, statuses: 9e9}},
+		{fanOut: fanOutResult{configMaps: 4e9}, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(4e9)}, clusterFanOut: fanOutResult{configMaps: 6e9, statuses: 5e9}},
 	}}
 	// The ClusterPromptLayer's fan-out is the second: the floor beside it
 	// is the second adjacent one, 5 s and 3 s, the third not measured.
@@ -34,7 +34,7 @@ func TestClusterFanOutRows(t *testing.T) {
 	if !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("rows = %q, want %q", got, want)
 	}
-	r.rounds[1].fanOutTimeout = "timed out"
+	r.rounds[1].fanOut.timeout = "timed out"
 	rows = r.timeRows()
 	if last := rows[len(rows)-1]; !strings.HasPrefix(last[1], "not run") {
 		t.Errorf("after a PromptLayer fan-out timed out: %q", last)
@@ -48,7 +48,7 @@ func TestClusterFanOutRows(t *testing.T) {
 // fan-out floors at its own moment; after a timeout the rest are not run.
 func TestPlatformFanOutRows(t *testing.T) {
 	r := &report{opts: options{n: 10}, rounds: []*roundResult{
-		{fanOut: 4e9, parentFanOut: 4e9, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(4e9)},
+		{fanOut: fanOutResult{configMaps: 4e9}, parentFanOut: fanOutResult{configMaps: 4e9}, floors: roundFloors{fanOut: measuredOnce(2e9), fanOutSpec: measuredOnce(4e9)},
 			platformCreate: fanOutResult{configMaps: 2e9, statuses: 4e9}, platformEdit: fanOutResult{configMaps: 3e9, statuses: 6e9},
 			platformDelete: fanOutResult{configMaps: 1e9, statuses: 2e9}},
 	}}
