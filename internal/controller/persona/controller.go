@@ -320,6 +320,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 				log.FromContext(ctx).V(1).Info("delivery held back", "reason", behind.Error())
 				return ctrl.Result{RequeueAfter: cachesBehindRetry}, nil
 			}
+			if errors.Is(err, errBeingDeleted) {
+				deferStatus = true
+				return ctrl.Result{}, nil
+			}
 			return ctrl.Result{}, err
 		}
 	}

@@ -242,6 +242,92 @@ func TestDeliverStepAdoptsAnOrphanOnlyForAPersonaTheAPIServerKeeps(t *testing.T)
 	}
 }
 
+// A Persona that has had a ConfigMap, which is gone, may be one the garbage
+// collector deleted it for, still in the cache: the ConfigMap is made again
+// only when the API server holds the Persona as it is, and never for one
+// being deleted. A Persona that never had one asks nothing.
+func TestDeliverStepMakesAConfigMapAgainOnlyForAPersonaTheAPIServerKeeps(t *testing.T) {
+	deleting := metav1.Now()
+	cases := []struct {
+		name string
+		// cached is the Persona the cache holds, made from a new one.
+		cached func(p *v1alpha1.Persona)
+		// onServer is the Persona the API server holds, given the cached
+		// one; nil: none.
+		onServer func(p *v1alpha1.Persona) *v1alpha1.Persona
+		// created, or else the error: cachesBehind or errBeingDeleted.
+		created, cachesBehind bool
+	}{{
+		name:     "delivered before, kept as it is: made again",
+		cached:   delivered,
+		onServer: func(p *v1alpha1.Persona) *v1alpha1.Persona { return p.DeepCopy() },
+		created:  true,
+	}, {
+		name:         "delivered before, gone",
+		cached:       delivered,
+		cachesBehind: true,
+	}, {
+		name:   "delivered before, made again under another UID",
+		cached: delivered,
+		onServer: func(p *v1alpha1.Persona) *v1alpha1.Persona {
+			p = p.DeepCopy()
+			p.UID, p.Status = "uid-persona-p-again", v1alpha1.PersonaStatus{}
+			return p
+		},
+		cachesBehind: true,
+	}, {
+		name: "being deleted in the foreground, its ConfigMap deleted first",
+		cached: func(p *v1alpha1.Persona) {
+			delivered(p)
+			p.DeletionTimestamp, p.Finalizers = &deleting, []string{metav1.FinalizerDeleteDependents}
+		},
+		onServer: func(p *v1alpha1.Persona) *v1alpha1.Persona { return p.DeepCopy() },
+	}, {
+		// The API server's answer is not asked for: it says gone.
+		name:    "never delivered: made without asking",
+		cached:  func(*v1alpha1.Persona) {},
+		created: true,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := barePersona("p", "Hello")
+			tc.cached(p)
+			s := newSteps(t, p)
+			attempt := renderOnce(t, s, p)
+			var onServer []client.Object
+			if tc.onServer != nil {
+				onServer = append(onServer, tc.onServer(p))
+			}
+			s.live.Client = fixtures.ManagersAPIServer{Client: fakeCluster(onServer...)}
+
+			o, err := s.deliver(t.Context(), p, attempt, false)
+			behind := (*cachesBehindError)(nil)
+			switch {
+			case tc.created && (err != nil || !o.wrote):
+				t.Errorf("deliver: wrote %v, %v; want the ConfigMap made", o.wrote, err)
+			case !tc.created && tc.cachesBehind && !errors.As(err, &behind):
+				t.Errorf("deliver: %v; want it held back for the cache", err)
+			case !tc.created && !tc.cachesBehind && !errors.Is(err, errBeingDeleted):
+				t.Errorf("deliver: %v; want nothing made for a Persona being deleted", err)
+			}
+			want := 0
+			if tc.created {
+				want = 1
+			}
+			if s.writer.creates != want {
+				t.Errorf("%d ConfigMaps made, want %d", s.writer.creates, want)
+			}
+		})
+	}
+}
+
+// delivered gives p the status of a Persona whose ConfigMap delivered
+// revision 1.
+func delivered(p *v1alpha1.Persona) {
+	p.Status.CurrentRevision, p.Status.LatestRevision = 1, 1
+	p.Status.History = []v1alpha1.RevisionHistoryEntry{{Revision: 1, ContentHash: "sha256:1"}}
+}
+
 func ownedBy(p *v1alpha1.Persona, cm *corev1.ConfigMap) *corev1.ConfigMap {
 	cm = cm.DeepCopy()
 	cm.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(p, v1alpha1.GroupVersion.WithKind(v1alpha1.PersonaKind))}

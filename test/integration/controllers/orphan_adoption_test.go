@@ -62,6 +62,25 @@ var _ = Describe("Orphaned ConfigMaps", func() {
 		Expect(controller(configMap(ns, "p"))).To(HaveField("UID", now.UID))
 	})
 
+	It("does not make the ConfigMap of a Persona deleted in the foreground again", func() {
+		ns := newNamespace()
+		apply(ns, barePersona("p", "First"))
+		Eventually(ready(ns, "p")).Should(Equal("Rendered"))
+
+		By("deleting the Persona in the foreground; the garbage collector, which envtest lacks, is done by hand: it deletes the ConfigMap, then drops the finalizer")
+		Expect(k8s.Delete(ctx, getPersona(ns, "p"), client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+		Expect(getPersona(ns, "p").Finalizers).To(ContainElement(metav1.FinalizerDeleteDependents))
+		Expect(k8s.Delete(ctx, configMap(ns, "p"))).To(Succeed())
+		Consistently(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "persona-p"}, &corev1.ConfigMap{}))
+		}, "2s").Should(BeTrue(), "the ConfigMap of a Persona being deleted was made again")
+		Eventually(func() error {
+			p := getPersona(ns, "p")
+			controllerutil.RemoveFinalizer(p, metav1.FinalizerDeleteDependents)
+			return k8s.Update(ctx, p)
+		}).Should(Succeed())
+	})
+
 	It("adopts a ConfigMap labelled as its own that no one controls, keeping its other owners", func() {
 		ns := newNamespace()
 		other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Namespace: ns}}
