@@ -4,6 +4,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -43,5 +44,22 @@ func TestAdjacentConfigMapsAreNoneOfTheManagers(t *testing.T) {
 				t.Errorf("persona %d: labels %v are selected by the watch of %s", i, cm.Labels, name)
 			}
 		}
+	}
+}
+
+// A floor beside the fan-outs is its median pass, with that pass's own
+// middle for the interpolation, whatever order the passes came in.
+func TestAdjacentFloorIsTheMedianPass(t *testing.T) {
+	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	passes := []timed{
+		{took: 3 * time.Second, mid: at},
+		{took: time.Second, mid: at.Add(5 * time.Second)},
+		{took: 2 * time.Second, mid: at.Add(8 * time.Second)},
+	}
+	if got, want := medianPass(passes), passes[2]; got != want {
+		t.Errorf("median pass %v at %v, want %v at %v", got.took, got.mid, want.took, want.mid)
+	}
+	if got, want := passesText(passes), "3s, 1s, 2s"; got != want {
+		t.Errorf("passes %q, want %q", got, want)
 	}
 }
