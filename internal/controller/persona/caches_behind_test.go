@@ -4,14 +4,17 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
+	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // staleReads answers a read of one object with an older copy of it, as
@@ -76,6 +79,57 @@ func TestCachesBehindDeliverNothing(t *testing.T) {
 	s.get(t, p)
 	if p.Status.CurrentRevision != 2 || !meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ReadyCondition) {
 		t.Errorf("status currentRevision %d, Ready %v: want 2 and True, untouched", p.Status.CurrentRevision, p.Status.Conditions)
+	}
+}
+
+// A Persona deleted, or being deleted in the foreground, whose ConfigMap
+// the garbage collector deleted, has no ConfigMap made again, whether the
+// cache has heard of the deletion or not: the reconcile writes nothing and
+// fails nothing. From a cache behind, it is tried again shortly.
+func TestDeletedPersonaHasNoConfigMapMadeAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// deleted deletes p as the case has it.
+		deleted func(t *testing.T, s *steps, p *v1alpha1.Persona)
+		requeue time.Duration
+	}{{
+		name: "deleted, the cache behind",
+		deleted: func(t *testing.T, s *steps, p *v1alpha1.Persona) {
+			s.live.Client = fixtures.ManagersAPIServer{Client: fakeCluster()}
+		},
+		requeue: cachesBehindRetry,
+	}, {
+		name: "being deleted in the foreground",
+		deleted: func(t *testing.T, s *steps, p *v1alpha1.Persona) {
+			if err := s.cluster.Delete(t.Context(), p, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := barePersona("p", "Hello")
+			// The API server's own finalizer, which a foreground deletion
+			// keeps until the dependents are gone.
+			p.Finalizers = []string{metav1.FinalizerDeleteDependents}
+			s := newSteps(t, p)
+			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
+			if _, err := s.Reconcile(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.cluster.Delete(t.Context(), configMapOf(t, s, p)); err != nil {
+				t.Fatal(err)
+			}
+			tc.deleted(t, s, p)
+			creates := s.writer.creates
+
+			res, err := s.Reconcile(t.Context(), req)
+			if err != nil || res.RequeueAfter != tc.requeue {
+				t.Errorf("reconcile: requeued after %s, %v; want after %s, no error", res.RequeueAfter, err, tc.requeue)
+			}
+			if got := s.writer.creates - creates; got != 0 {
+				t.Errorf("%d ConfigMaps made again, want none", got)
+			}
+		})
 	}
 }
 

@@ -234,7 +234,7 @@ func failed(reason string, err error) outcome { return outcome{reason: reason, m
 // render changed, and reports the result in status. Status is patched once,
 // at the end, and only when it changed; when another object's change
 // brought new content, in a later pass (delivery first).
-func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	// The cache's own object, which nothing may change: a reconcile parked
 	// at the gate reads its class and no more, and only one let in pays for
 	// a copy. In a fan-out of one namespace the workers past its share park
@@ -263,6 +263,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	before := p.Status.DeepCopy()
 	deferStatus := false
 	defer func() {
+		if held, ok := heldBack(ctx, err); ok {
+			result, err, deferStatus = held, nil, true
+		}
 		if deferStatus {
 			return
 		}
@@ -312,18 +315,6 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	case !attempt.delivered:
 		if attempt, err = r.deliver(ctx, &p, attempt, own); err != nil {
-			if behind := (*cachesBehindError)(nil); errors.As(err, &behind) {
-				// Nothing is written from caches behind the API server,
-				// the status neither: the watch event that brings them up
-				// to date, or the retry, renders again.
-				deferStatus = true
-				log.FromContext(ctx).V(1).Info("delivery held back", "reason", behind.Error())
-				return ctrl.Result{RequeueAfter: cachesBehindRetry}, nil
-			}
-			if errors.Is(err, errBeingDeleted) {
-				deferStatus = true
-				return ctrl.Result{}, nil
-			}
 			return ctrl.Result{}, err
 		}
 	}
@@ -347,6 +338,19 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// Other than a retried render or an awaited reference, a failure waits
 	// for a change to the persona or what it reads: the watches bring it back.
 	return ctrl.Result{RequeueAfter: retryAfter}, nil
+}
+
+// heldBack is the result of a reconcile whose delivery was held back, and
+// whether it was: nothing is written, the status neither. From caches
+// behind the API server, the watch event that brings them up to date, or
+// the retry, renders again; a Persona being deleted is left to its
+// deletion.
+func heldBack(ctx context.Context, err error) (ctrl.Result, bool) {
+	if behind := (*cachesBehindError)(nil); errors.As(err, &behind) {
+		log.FromContext(ctx).V(1).Info("delivery held back", "reason", behind.Error())
+		return ctrl.Result{RequeueAfter: cachesBehindRetry}, true
+	}
+	return ctrl.Result{}, errors.Is(err, errBeingDeleted)
 }
 
 // A pass that only brings a Persona's status up to date with its delivered
