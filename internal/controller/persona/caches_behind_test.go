@@ -14,7 +14,6 @@ import (
 	"github.com/persona-operator/persona-operator/api/v1alpha1"
 	"github.com/persona-operator/persona-operator/internal/delivery"
 	"github.com/persona-operator/persona-operator/internal/render"
-	"github.com/persona-operator/persona-operator/test/fixtures"
 )
 
 // staleReads answers a read of one object with an older copy of it, as
@@ -95,7 +94,7 @@ func TestDeletedPersonaHasNoConfigMapMadeAgain(t *testing.T) {
 	}{{
 		name: "deleted, the cache behind",
 		deleted: func(t *testing.T, s *steps, p *v1alpha1.Persona) {
-			s.live.Client = fixtures.ManagersAPIServer{Client: fakeCluster()}
+			s.apiServerHolds(p, nil)
 		},
 		requeue: cachesBehindRetry,
 	}, {

@@ -217,11 +217,7 @@ func TestDeliverStepAdoptsAnOrphanOnlyForAPersonaTheAPIServerKeeps(t *testing.T)
 			}
 			// The same orphan, at the same version, beside what the API
 			// server holds of p.
-			onServer := []client.Object{orphan}
-			if tc.onServer != nil {
-				onServer = append(onServer, tc.onServer(p))
-			}
-			s.live.Client = fixtures.ManagersAPIServer{Client: fakeCluster(onServer...)}
+			s.apiServerHolds(p, tc.onServer, orphan)
 
 			o, err := s.deliver(t.Context(), p, attempt, false)
 			behind := (*cachesBehindError)(nil)
@@ -294,11 +290,7 @@ func TestDeliverStepMakesAConfigMapAgainOnlyForAPersonaTheAPIServerKeeps(t *test
 			tc.cached(p)
 			s := newSteps(t, p)
 			attempt := renderOnce(t, s, p)
-			var onServer []client.Object
-			if tc.onServer != nil {
-				onServer = append(onServer, tc.onServer(p))
-			}
-			s.live.Client = fixtures.ManagersAPIServer{Client: fakeCluster(onServer...)}
+			s.apiServerHolds(p, tc.onServer)
 
 			o, err := s.deliver(t.Context(), p, attempt, false)
 			behind := (*cachesBehindError)(nil)
@@ -326,6 +318,15 @@ func TestDeliverStepMakesAConfigMapAgainOnlyForAPersonaTheAPIServerKeeps(t *test
 func delivered(p *v1alpha1.Persona) {
 	p.Status.CurrentRevision, p.Status.LatestRevision = 1, 1
 	p.Status.History = []v1alpha1.RevisionHistoryEntry{{Revision: 1, ContentHash: "sha256:1"}}
+}
+
+// apiServerHolds has the API server the reconciler asks hold objs and,
+// unless onServer is nil, what onServer makes of p; nothing else.
+func (s *steps) apiServerHolds(p *v1alpha1.Persona, onServer func(*v1alpha1.Persona) *v1alpha1.Persona, objs ...client.Object) {
+	if onServer != nil {
+		objs = append(objs, onServer(p))
+	}
+	s.live.Client = fixtures.ManagersAPIServer{Client: fakeCluster(objs...)}
 }
 
 func ownedBy(p *v1alpha1.Persona, cm *corev1.ConfigMap) *corev1.ConfigMap {
