@@ -2,6 +2,7 @@ package persona
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,11 +65,42 @@ func (r *reconciler) stillThere(ctx context.Context, p *v1alpha1.Persona) error 
 	case apierrors.IsNotFound(err):
 		return &cachesBehindError{held: fmt.Sprintf("the cache holds Persona %s, which the API server no longer does", p.Name)}
 	case err != nil:
-		return fmt.Errorf("before adopting its ConfigMap: %w", err)
+		return fmt.Errorf("ask the API server for Persona %s: %w", p.Name, err)
 	case m.UID != p.UID:
 		return &cachesBehindError{held: fmt.Sprintf("the cache holds Persona %s of UID %s, the API server one made again, of UID %s", p.Name, p.UID, m.UID)}
 	case !m.DeletionTimestamp.IsZero():
 		return &cachesBehindError{held: fmt.Sprintf("the cache holds Persona %s, which the API server holds as being deleted", p.Name)}
 	}
 	return nil
+}
+
+// errBeingDeleted is a reconcile held back because the Persona is being
+// deleted and its ConfigMap is gone: the garbage collector deletes it first
+// in a foreground deletion, and making it again, or a snapshot, would only
+// have it deleted again. Nothing is written, the status neither.
+var errBeingDeleted = errors.New("the Persona is being deleted: its ConfigMap is not made again")
+
+// stillDelivered is errBeingDeleted, or a cachesBehindError, when the cache
+// holds no live ConfigMap of p's, p has had one, and p is being deleted or
+// the API server no longer holds p as it is. The garbage collector deletes
+// the ConfigMap of a deleted Persona, and a reconcile from a cache that has
+// not heard of the deletion yet would make it again, and its snapshots,
+// under an owner that is gone, in the way of a Persona made again under
+// that name. p has had one when its status names a revision or this
+// process wrote or read it: the cache's status may be older than the
+// deletion, and than the status patch that named the revision. A Persona
+// that never had one, as every new one, asks nothing.
+func (r *reconciler) stillDelivered(ctx context.Context, p *v1alpha1.Persona) error {
+	key := client.ObjectKey{Namespace: p.Namespace, Name: delivery.ConfigMapName(p.Name)}
+	switch err := r.configMapMetadata.Get(ctx, key, kube.ConfigMapMetadata(), client.UnsafeDisableDeepCopy); {
+	case err == nil:
+		return nil
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("get ConfigMap %s: %w", key.Name, err)
+	case !p.DeletionTimestamp.IsZero():
+		return errBeingDeleted
+	case p.Status.LatestRevision == 0 && p.Status.CurrentRevision == 0 && !r.writes.knows(key):
+		return nil
+	}
+	return r.stillThere(ctx, p)
 }

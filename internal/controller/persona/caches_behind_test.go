@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -83,27 +84,56 @@ func TestCachesBehindDeliverNothing(t *testing.T) {
 
 // A Persona deleted, or being deleted in the foreground, whose ConfigMap
 // the garbage collector deleted, has no ConfigMap made again, whether the
-// cache has heard of the deletion or not: the reconcile writes nothing and
-// fails nothing. From a cache behind, it is tried again shortly.
+// cache has heard of the deletion or not, nor of the status patch that
+// named its revision: the reconcile writes nothing, the status neither, and
+// fails nothing. From a cache behind, it is tried again shortly. A
+// ConfigMap deleted by hand of a Persona the API server keeps is made
+// again, and a new Persona's first one asks the API server nothing.
 func TestDeletedPersonaHasNoConfigMapMadeAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		// deleted deletes p as the case has it.
-		deleted func(t *testing.T, s *steps, p *v1alpha1.Persona)
-		requeue time.Duration
+		// delivered has the first reconcile make p's ConfigMap, which is
+		// then deleted; else p is new.
+		delivered bool
+		// cachedNew has the cache hold p as it was before that reconcile.
+		cachedNew bool
+		// onServer is the Persona the API server holds, given p; nil: none.
+		onServer func(p *v1alpha1.Persona) *v1alpha1.Persona
+		// deleting deletes p in the foreground.
+		deleting bool
+		created  bool
+		requeue  time.Duration
 	}{{
-		name: "deleted, the cache behind",
-		deleted: func(t *testing.T, s *steps, p *v1alpha1.Persona) {
-			s.apiServerHolds(p, nil)
+		name:      "deleted, the cache behind",
+		delivered: true,
+		requeue:   cachesBehindRetry,
+	}, {
+		name:      "deleted, the cache behind its status patch too",
+		delivered: true, cachedNew: true,
+		requeue: cachesBehindRetry,
+	}, {
+		name:      "made again under another UID, the cache behind",
+		delivered: true,
+		onServer: func(p *v1alpha1.Persona) *v1alpha1.Persona {
+			p = p.DeepCopy()
+			p.UID = "uid-persona-p-again"
+			return p
 		},
 		requeue: cachesBehindRetry,
 	}, {
-		name: "being deleted in the foreground",
-		deleted: func(t *testing.T, s *steps, p *v1alpha1.Persona) {
-			if err := s.cluster.Delete(t.Context(), p, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
-				t.Fatal(err)
-			}
-		},
+		name:      "being deleted in the foreground",
+		delivered: true,
+		onServer:  func(p *v1alpha1.Persona) *v1alpha1.Persona { return p.DeepCopy() },
+		deleting:  true,
+	}, {
+		name:      "kept as it is: made again",
+		delivered: true,
+		onServer:  func(p *v1alpha1.Persona) *v1alpha1.Persona { return p.DeepCopy() },
+		created:   true,
+	}, {
+		// The API server, which holds no Persona, is not asked.
+		name:    "new: made without asking",
+		created: true,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := barePersona("p", "Hello")
@@ -111,22 +141,43 @@ func TestDeletedPersonaHasNoConfigMapMadeAgain(t *testing.T) {
 			// keeps until the dependents are gone.
 			p.Finalizers = []string{metav1.FinalizerDeleteDependents}
 			s := newSteps(t, p)
+			fresh := p.DeepCopy()
 			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}
-			if _, err := s.Reconcile(t.Context(), req); err != nil {
-				t.Fatal(err)
+			if tc.delivered {
+				if _, err := s.Reconcile(t.Context(), req); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.cluster.Delete(t.Context(), configMapOf(t, s, p)); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if err := s.cluster.Delete(t.Context(), configMapOf(t, s, p)); err != nil {
-				t.Fatal(err)
+			s.get(t, p)
+			if tc.deleting {
+				if err := s.cluster.Delete(t.Context(), p, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+					t.Fatal(err)
+				}
+				s.get(t, p)
 			}
-			tc.deleted(t, s, p)
+			before := p.DeepCopy()
+			s.apiServerHolds(p, tc.onServer)
+			if tc.cachedNew {
+				s.cached.Client = staleReads{Client: s.cluster, stale: fresh}
+			}
 			creates := s.writer.creates
 
 			res, err := s.Reconcile(t.Context(), req)
-			if err != nil || res.RequeueAfter != tc.requeue {
-				t.Errorf("reconcile: requeued after %s, %v; want after %s, no error", res.RequeueAfter, err, tc.requeue)
+			// The live ConfigMap and the snapshots alike.
+			made := s.writer.creates - creates
+			switch {
+			case tc.created && err != nil:
+				t.Errorf("reconcile: %v", err)
+			case tc.created:
+				configMapOf(t, s, p)
+			case err != nil || res.RequeueAfter != tc.requeue || made != 0:
+				t.Errorf("reconcile: requeued after %s, %v, %d ConfigMaps made; want after %s, no error, none made", res.RequeueAfter, err, made, tc.requeue)
 			}
-			if got := s.writer.creates - creates; got != 0 {
-				t.Errorf("%d ConfigMaps made again, want none", got)
+			if s.get(t, p); !tc.created && !equality.Semantic.DeepEqual(p.Status, before.Status) {
+				t.Errorf("status written while held back:\n%+v\nwas\n%+v", p.Status, before.Status)
 			}
 		})
 	}

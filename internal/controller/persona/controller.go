@@ -286,6 +286,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if budget := render.Default().Limits().MaxPersonaDuration; budget > 0 {
 		attempt.budgetEnd = renderStart.Add(budget)
 	}
+	// Before anything is written: snapshots, an AnalysisRun, the ConfigMap.
+	if err := r.stillDelivered(ctx, &p); err != nil {
+		return ctrl.Result{}, err
+	}
 	switch {
 	case pn.revision > 0:
 		if result, done, err := r.reconcilePinned(ctx, &p, before, &pn, attempt); done || err != nil {

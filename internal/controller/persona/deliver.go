@@ -2,7 +2,6 @@ package persona
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -32,9 +31,6 @@ func (r *reconciler) deliver(ctx context.Context, p *v1alpha1.Persona, attempt o
 	hash := desired.Annotations[delivery.ContentHashAnnotation]
 	current, currentHash, err := r.currentConfigMap(ctx, key)
 	if apierrors.IsNotFound(err) {
-		if err := r.stillDelivered(ctx, p); err != nil {
-			return outcome{}, err
-		}
 		rev, stampErr := r.stamp(ctx, p, attempt, nil, "")
 		if stampErr != nil {
 			return outcome{}, fmt.Errorf("number the revision of ConfigMap %s: %w", desired.Name, stampErr)
@@ -107,29 +103,6 @@ func (r *reconciler) deliver(ctx context.Context, p *v1alpha1.Persona, attempt o
 	}
 	attempt.wrote, attempt.written = true, current.Data
 	return attempt, nil
-}
-
-// errBeingDeleted is a delivery not made because the Persona is being
-// deleted and its ConfigMap is gone: the garbage collector deletes it first
-// in a foreground deletion, and making it again would only have it deleted
-// again. Nothing is written, the status neither.
-var errBeingDeleted = errors.New("the Persona is being deleted: its ConfigMap is not made again")
-
-// stillDelivered is errBeingDeleted, or a cachesBehindError, when p has had a
-// ConfigMap, which is gone, and p is being deleted, or the API server no
-// longer holds p as it is: the garbage collector deletes the ConfigMap of a
-// deleted Persona, and a reconcile from a cache that has not heard of the
-// deletion yet would make it again, under an owner that is gone, and in the
-// way of a Persona made again under that name. A Persona that never had a
-// ConfigMap, as every new one, asks nothing.
-func (r *reconciler) stillDelivered(ctx context.Context, p *v1alpha1.Persona) error {
-	switch {
-	case !p.DeletionTimestamp.IsZero():
-		return errBeingDeleted
-	case p.Status.LatestRevision == 0 && p.Status.CurrentRevision == 0:
-		return nil
-	}
-	return r.stillThere(ctx, p)
 }
 
 // write writes cm, of content hash hash, with do, and records the version

@@ -111,6 +111,15 @@ func (w *ownWrites) recordAt(key client.ObjectKey, resourceVersion string) (*rec
 	return k.record, true
 }
 
+// knows reports whether this process wrote or read the ConfigMap key since
+// its Persona was last forgotten.
+func (w *ownWrites) knows(key client.ObjectKey) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.known[key]
+	return ok
+}
+
 // forget drops what is known of the ConfigMap key, once its Persona is gone.
 func (w *ownWrites) forget(key client.ObjectKey) {
 	w.mu.Lock()
