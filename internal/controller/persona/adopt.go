@@ -87,8 +87,8 @@ var errBeingDeleted = errors.New("the Persona is being deleted: its ConfigMap is
 // not heard of the deletion yet would make it again, and its snapshots,
 // under an owner that is gone, in the way of a Persona made again under
 // that name. p has had one when its status names a revision or this
-// process wrote or read it: the cache's status may be older than the
-// deletion, and than the status patch that named the revision. A Persona
+// process wrote it: the cache's status may be older than the deletion, and
+// than the status patch that named the revision. A Persona
 // that never had one, as every new one, asks nothing.
 func (r *reconciler) stillDelivered(ctx context.Context, p *v1alpha1.Persona) error {
 	key := client.ObjectKey{Namespace: p.Namespace, Name: delivery.ConfigMapName(p.Name)}
@@ -99,7 +99,7 @@ func (r *reconciler) stillDelivered(ctx context.Context, p *v1alpha1.Persona) er
 		return fmt.Errorf("get ConfigMap %s: %w", key.Name, err)
 	case !p.DeletionTimestamp.IsZero():
 		return errBeingDeleted
-	case p.Status.LatestRevision == 0 && p.Status.CurrentRevision == 0 && !r.writes.knows(key):
+	case p.Status.LatestRevision == 0 && p.Status.CurrentRevision == 0 && !r.writes.wroteBefore(key):
 		return nil
 	}
 	return r.stillThere(ctx, p)

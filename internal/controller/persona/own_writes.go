@@ -31,6 +31,8 @@ type knownData struct {
 	resourceVersion, hash string
 	record                *recordedInputs
 	writing               *pendingWrite
+	// written is set once a write of this process's was answered.
+	written bool
 }
 
 // pendingWrite is a write whose answer has not come back yet: its own watch
@@ -72,7 +74,7 @@ func (w *ownWrites) wrote(key client.ObjectKey, resourceVersion string) (overwri
 		return false
 	}
 	overwritten = slices.ContainsFunc(p.seen, func(rv string) bool { return rv != resourceVersion })
-	w.known[key] = knownData{resourceVersion: resourceVersion, hash: p.hash, record: p.record}
+	w.known[key] = knownData{resourceVersion: resourceVersion, hash: p.hash, record: p.record, written: true}
 	return overwritten
 }
 
@@ -111,13 +113,12 @@ func (w *ownWrites) recordAt(key client.ObjectKey, resourceVersion string) (*rec
 	return k.record, true
 }
 
-// knows reports whether this process wrote or read the ConfigMap key since
+// wroteBefore reports whether this process wrote the ConfigMap key since
 // its Persona was last forgotten.
-func (w *ownWrites) knows(key client.ObjectKey) bool {
+func (w *ownWrites) wroteBefore(key client.ObjectKey) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	_, ok := w.known[key]
-	return ok
+	return w.known[key].written
 }
 
 // forget drops what is known of the ConfigMap key, once its Persona is gone.

@@ -94,3 +94,27 @@ func TestOwnWrites(t *testing.T) {
 		t.Error("known after forget")
 	}
 }
+
+// Only a write's answer makes a ConfigMap one this process wrote: a read,
+// as of another owner's ConfigMap in the way, or a write that failed, does
+// not; forgetting its Persona clears it.
+func TestOwnWritesWroteBefore(t *testing.T) {
+	key := client.ObjectKey{Namespace: "ns", Name: "persona-p"}
+	w := newOwnWrites()
+	w.read(key, "1", "sha256:theirs", nil)
+	w.writing(key, "sha256:a", nil)
+	w.forget(key) // the write failed
+	if w.wroteBefore(key) {
+		t.Error("a ConfigMap read, and a write that failed, count as written")
+	}
+	w.writing(key, "sha256:a", nil)
+	w.wrote(key, "2")
+	w.read(key, "3", "sha256:b", nil)
+	if !w.wroteBefore(key) {
+		t.Error("a ConfigMap written, then read again, does not count as written")
+	}
+	w.forgetPersona(client.ObjectKey{Namespace: "ns", Name: "p"})
+	if w.wroteBefore(key) {
+		t.Error("a forgotten Persona's ConfigMap counts as written")
+	}
+}
