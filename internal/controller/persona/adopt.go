@@ -88,8 +88,8 @@ var errBeingDeleted = errors.New("the Persona is being deleted: its ConfigMap is
 // under an owner that is gone, in the way of a Persona made again under
 // that name. p has had one when its status names a revision or this
 // process wrote it: the cache's status may be older than the deletion, and
-// than the status patch that named the revision. A Persona
-// that never had one, as every new one, asks nothing.
+// than the status patch that named the revision. A Persona that never had
+// one, as every new one, asks nothing.
 func (r *reconciler) stillDelivered(ctx context.Context, p *v1alpha1.Persona) error {
 	key := client.ObjectKey{Namespace: p.Namespace, Name: delivery.ConfigMapName(p.Name)}
 	switch err := r.configMapMetadata.Get(ctx, key, kube.ConfigMapMetadata(), client.UnsafeDisableDeepCopy); {
