@@ -89,18 +89,22 @@ var errBeingDeleted = errors.New("the Persona is being deleted: its ConfigMap is
 // that name. p has had one when its status names a revision or this
 // process wrote it: the cache's status may be older than the deletion, and
 // than the status patch that named the revision. A Persona that never had
-// one, as every new one, asks nothing.
+// one and is not being deleted, as every new one, looks at no cache and
+// asks nothing.
 func (r *reconciler) stillDelivered(ctx context.Context, p *v1alpha1.Persona) error {
 	key := client.ObjectKey{Namespace: p.Namespace, Name: delivery.ConfigMapName(p.Name)}
+	deleting := !p.DeletionTimestamp.IsZero()
+	hadOne := p.Status.LatestRevision != 0 || p.Status.CurrentRevision != 0 || r.writes.wroteBefore(key)
+	if !deleting && !hadOne {
+		return nil
+	}
 	switch err := r.configMapMetadata.Get(ctx, key, kube.ConfigMapMetadata(), client.UnsafeDisableDeepCopy); {
 	case err == nil:
 		return nil
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("get ConfigMap %s: %w", key.Name, err)
-	case !p.DeletionTimestamp.IsZero():
+	case deleting:
 		return errBeingDeleted
-	case p.Status.LatestRevision == 0 && p.Status.CurrentRevision == 0 && !r.writes.wroteBefore(key):
-		return nil
 	}
 	return r.stillThere(ctx, p)
 }

@@ -20,7 +20,8 @@
 //     deliver.go writes it into its ConfigMap (configmap.go reads what the
 //     ConfigMap holds; the write is kube.ConfigMapWriter's). A failed
 //     render keeps the guardrails (guardrails_kept.go), an orphaned
-//     ConfigMap is adopted (adopt.go), and nothing is delivered from
+//     ConfigMap is adopted, and nothing is written for a deleted Persona
+//     whose ConfigMap is gone (adopt.go), and nothing is delivered from
 //     caches behind the API server (caches_behind.go).
 //   - Where its revisions are numbered: revision_numbering.go numbers a
 //     delivery's content and writes its revision.json (the inputs inputs.go
