@@ -153,15 +153,6 @@ func (c cpuTimes) String() string {
 
 func (c cpuTimes) total() time.Duration { return c.apiserver + c.etcd + c.manager + c.harness }
 
-// managerShare is the manager's part of the measured processes' CPU time;
-// 0 when none was measured.
-func (c cpuTimes) managerShare() float64 {
-	if c.total() <= 0 {
-		return 0
-	}
-	return c.manager.Seconds() / c.total().Seconds()
-}
-
 func machineInfo() string {
 	model := "unknown CPU"
 	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {

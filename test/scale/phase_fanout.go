@@ -18,22 +18,20 @@ import (
 
 // fanOut makes edit and returns the time until every measured persona's
 // ConfigMap carries the content hash want names (rendered offline, as the
-// controller renders), each process's CPU time until then, and the time
-// until every persona's status names it too, and its snapshot holds it, the
-// previous one pruned: the controller writes a dependent's snapshot and
-// status in a pass of low priority, about a second after its ConfigMap, so
-// a fan-out is over only then. what names the phase in progress and errors.
-// The result's start is when the edit was made, after the watches were set
-// up; began is called then, so that profiles cover what is timed, not the
-// lists the watches start with (8,000 Personas listed as JSON take the API
-// server seconds).
-func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, what string, edit func(context.Context) error, want map[string]string, timeout time.Duration, began func()) (res fanOutResult, err error) {
+// controller renders), and the time until every persona's status names it
+// too, and its snapshot holds it, the previous one pruned: the controller
+// writes a dependent's snapshot and status in a pass of low priority,
+// about a second after its ConfigMap, so a fan-out is over only then. what names the phase in progress and errors. start is when the
+// edit was made, after the watches were set up; began is called then, so
+// that profiles cover what is timed, not the lists the watches start with
+// (8,000 Personas listed as JSON take the API server seconds).
+func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, what string, edit func(context.Context) error, want map[string]string, timeout time.Duration, began func()) (start time.Time, configMaps, statuses time.Duration, err error) {
 	// The hashes before the edit, from the metadata: listing 2,000
 	// rendered prompts would leave the API server tens of MB of garbage
 	// to collect in the phase.
 	cms, err := liveConfigMapMetadata(ctx, c, w.ns)
 	if err != nil {
-		return res, err
+		return start, 0, 0, err
 	}
 	measured := map[string]bool{}
 	for _, p := range w.personas {
@@ -46,11 +44,11 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 		}
 	}
 	if len(before) != len(w.personas) {
-		return res, fmt.Errorf("%s: %d of the %d ConfigMaps exist before the edit", what, len(before), len(w.personas))
+		return start, 0, 0, fmt.Errorf("%s: %d of the %d ConfigMaps exist before the edit", what, len(before), len(w.personas))
 	}
 	for name, hash := range before {
 		if want[name] == hash {
-			return res, fmt.Errorf("%s: ConfigMap %s has the hash of the edit before it", what, name)
+			return start, 0, 0, fmt.Errorf("%s: ConfigMap %s has the hash of the edit before it", what, name)
 		}
 	}
 	delivered := func(obj client.Object) bool {
@@ -62,7 +60,7 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 	// snapshots created, N pruned) each receives only those it reads.
 	cmTracker, err := track(ctx, c, w.ns, what+": updated ConfigMaps", configMapMetadataList, kube.NotSnapshotSelector, len(before), delivered)
 	if err != nil {
-		return res, err
+		return start, 0, 0, err
 	}
 	defer cmTracker.stop()
 	current := func(obj client.Object) bool {
@@ -73,7 +71,7 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 	statusTracker, err := track(ctx, c, w.ns, what+": current statuses", func() client.ObjectList { return &v1alpha1.PersonaList{} },
 		nil, len(before), current)
 	if err != nil {
-		return res, err
+		return start, 0, 0, err
 	}
 	defer statusTracker.stop()
 	// The revision's snapshot of each Persona, and the deletion of the one
@@ -89,40 +87,36 @@ func fanOut(ctx context.Context, c client.WithWatch, procs processes, w *world, 
 	}
 	snapshotTracker, err := trackEvery(ctx, c, w.ns, what+": snapshots, the previous ones pruned", configMapMetadataList, kube.SnapshotSelector, len(before), isSnapshot, snapshotted)
 	if err != nil {
-		return res, err
+		return start, 0, 0, err
 	}
 	defer snapshotTracker.stop()
 	began()
 	cpuBefore := procs.cpu()
-	start := time.Now()
-	res.start = start
+	start = time.Now()
 	if err := edit(ctx); err != nil {
-		return res, fmt.Errorf("%s: %w", what, err)
+		return start, 0, 0, fmt.Errorf("%s: %w", what, err)
 	}
 	deliveredAt, err := cmTracker.wait(ctx, start, timeout)
-	res.cpu = procs.cpu().minus(cpuBefore)
+	cpuDelivering := procs.cpu().minus(cpuBefore)
 	if err != nil {
 		var te *timeoutError
 		if errors.As(err, &te) {
 			te.detail = unexpectedHashes(ctx, c, w.ns, before, want)
 		}
-		return res, err
+		return start, 0, 0, err
 	}
-	res.configMaps = deliveredAt.Sub(start)
 	currentAt, err := statusTracker.wait(ctx, start, timeout)
 	if err != nil {
-		return res, err
+		return start, deliveredAt.Sub(start), 0, err
 	}
 	snapshottedAt, err := snapshotTracker.wait(ctx, start, timeout)
 	if err != nil {
-		return res, err
+		return start, deliveredAt.Sub(start), 0, err
 	}
-	step("  ConfigMaps: %s (CPU until the last: %s; the manager's share %.0f%%); statuses: %s; snapshots: %s",
-		cmTracker.curve(start), res.cpu, 100*res.cpu.managerShare(), statusTracker.curve(start), snapshotTracker.curve(start))
+	step("  ConfigMaps: %s (CPU until the last: %s); statuses: %s; snapshots: %s", cmTracker.curve(start), cpuDelivering, statusTracker.curve(start), snapshotTracker.curve(start))
 	// The watches are separate streams: statuses and snapshots seen before
 	// the last ConfigMap count from when all were done.
-	res.statuses = max(currentAt.Sub(start), snapshottedAt.Sub(start), res.configMaps)
-	return res, nil
+	return start, deliveredAt.Sub(start), max(currentAt.Sub(start), snapshottedAt.Sub(start), deliveredAt.Sub(start)), nil
 }
 
 // configMapMetadataList is a list of ConfigMaps by their metadata only. The

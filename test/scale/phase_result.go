@@ -61,15 +61,12 @@ func (rr *roundResult) timeout() bool {
 }
 
 // fanOutResult is what one fan-out phase measured: when its edit was made,
-// the time until every ConfigMap, then every status, had the new hash, the
-// CPU time until the first of these, and its timeout, if it timed out.
+// the time until every ConfigMap, then every status, had the new hash, and
+// its timeout, if it timed out.
 type fanOutResult struct {
 	start                time.Time
 	configMaps, statuses time.Duration
-	// cpu is each measured process's CPU time from the edit until the
-	// last ConfigMap had its new content.
-	cpu     cpuTimes
-	timeout string
+	timeout              string
 }
 
 // fanOutMeasure is one fan-out's times, timeout and floors, by round, for
@@ -83,9 +80,6 @@ type fanOutMeasure struct {
 	// floor with each status patch at the middle of the statuses' time,
 	// specFloorAtConfigMaps that one at the ConfigMaps'.
 	floor, adjacentFloor, specFloor, specFloorAtConfigMaps func(*roundResult) time.Duration
-	// managerShare is the manager's share of the CPU time until the last
-	// ConfigMap; 0 when the fan-out did not deliver every one.
-	managerShare func(*roundResult) float64
 }
 
 // fanOutMeasureOf is the measure of the fan-out result get picks, fan-out
@@ -102,12 +96,6 @@ func fanOutMeasureOf(k int, get func(*roundResult) *fanOutResult) fanOutMeasure 
 		adjacentFloor:         adjacentFloorFor(k, start, configMaps),
 		specFloor:             specFloorFor(historyOf(k), start, statuses),
 		specFloorAtConfigMaps: specFloorFor(historyOf(k), start, configMaps),
-		managerShare: func(rr *roundResult) float64 {
-			if res := get(rr); res.timeout == "" && res.configMaps > 0 {
-				return res.cpu.managerShare()
-			}
-			return 0
-		},
 	}
 }
 
@@ -119,7 +107,4 @@ var (
 	platformCreateFanOut = fanOutMeasureOf(platformCreateFanOutIndex, func(rr *roundResult) *fanOutResult { return &rr.platformCreate })
 	platformEditFanOut   = fanOutMeasureOf(platformEditFanOutIndex, func(rr *roundResult) *fanOutResult { return &rr.platformEdit })
 	platformDeleteFanOut = fanOutMeasureOf(platformDeleteFanOutIndex, func(rr *roundResult) *fanOutResult { return &rr.platformDelete })
-
-	// fanOuts are the six in the order they run.
-	fanOuts = [fanOutsPerRound]fanOutMeasure{layerFanOut, clusterFanOut, parentFanOut, platformCreateFanOut, platformEditFanOut, platformDeleteFanOut}
 )

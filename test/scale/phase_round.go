@@ -225,7 +225,7 @@ func (h *harness) fanOutPhase(ctx context.Context, name string, w *world, edit f
 	if err != nil {
 		return fanOutResult{}, err
 	}
-	res, err = fanOut(ctx, h.c, h.procs, w, name, edit, want, fanOutTimeout, func() {
+	res.start, res.configMaps, res.statuses, err = fanOut(ctx, h.c, h.procs, w, name, edit, want, fanOutTimeout, func() {
 		if last {
 			h.prof.start(ctx, name)
 			h.prof.watchPeak(ctx, name, h.procs.manager)

@@ -109,14 +109,6 @@ func (r *report) figures() figuresJSON {
 		InjectRSSGrowthBytes:      r.injectRSSGrowth,
 	}
 	f.setFanOutFigures(rs)
-	f.FanOutManagerCPUShares = []*float64{}
-	for _, share := range managerShares(rs) {
-		var measured *float64
-		if share > 0 {
-			measured = new(share)
-		}
-		f.FanOutManagerCPUShares = append(f.FanOutManagerCPUShares, measured)
-	}
 	f.restartJSON = r.restartFigures()
 	f.ConvergencePerPersonaS = perPersona(f.ConvergenceS, n)
 	f.FanOutPerPersonaS = perPersona(f.FanOutS, n)

@@ -159,8 +159,6 @@ func TestFanOutsStandBesideTheirAdjacentFloors(t *testing.T) {
 func TestJSONDecodesIntoItsTypes(t *testing.T) {
 	small, large := testReport(10), testReport(40)
 	large.rounds[1].clusterFanOut.timeout = "ClusterPromptLayer fan-out: timed out"
-	// The manager's CPU measured in one fan-out of one round: 1 s of 4 s.
-	large.rounds[0].fanOut.cpu = cpuTimes{apiserver: 3e9, manager: 1e9}
 	path := filepath.Join(t.TempDir(), "scale.json")
 	started := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	if err := writeJSON(path, started, small, figuresOf([]*report{small, large})); err != nil {
@@ -197,10 +195,6 @@ func TestJSONDecodesIntoItsTypes(t *testing.T) {
 			t.Errorf("%s = %s, want %v", name, show(c.got), c.want)
 		}
 	}
-	if shares := got.FanOutManagerCPUShares; len(shares) != fanOutsPerRound || shares[0] == nil || *shares[0] != 0.25 ||
-		slices.ContainsFunc(shares[1:], func(s *float64) bool { return s != nil }) {
-		t.Errorf("fanout_manager_cpu_shares = %s, want 0.25 and five nulls", showAll(shares))
-	}
 	if got.ClusterFanOutRatio != nil || len(got.Timeouts) != 1 {
 		t.Errorf("a round timed out: cluster_fanout_ratio = %s, timeouts %q", show(got.ClusterFanOutRatio), got.Timeouts)
 	}
@@ -226,19 +220,11 @@ func TestJSONDecodesIntoItsTypes(t *testing.T) {
 		"cluster_fanout_ratio", "convergence_floor_s", "fanout_floor_s", "fanout_status_floor_s", "parent_fanout_floor_s", "parent_fanout_status_floor_s", "floors_before", "floors_after", "peak_rss_bytes", "renders", "render_p99_s",
 		"steady_writes", "webhook_on_p50_s", "webhook_on_p99_s", "inject_on_p50_s", "inject_on_p99_s", "inject_canary_p50_s", "inject_canary_p99_s",
 		"inject_off_p50_s", "inject_off_p99_s", "inject_live_heap_growth_bytes", "inject_rss_growth_bytes",
-		"fanout_manager_cpu_shares", "platform_fanout_s", "platform_fanout_ratio", "platform_fanout_status_ratio", "platform_fanout_floor_s", "platform_create_fanout_ratio", "platform_delete_fanout_ratio"} {
+		"platform_fanout_s", "platform_fanout_ratio", "platform_fanout_status_ratio", "platform_fanout_floor_s", "platform_create_fanout_ratio", "platform_delete_fanout_ratio"} {
 		if _, ok := keys[k]; !ok {
 			t.Errorf("no key %q", k)
 		}
 	}
-}
-
-func showAll(xs []*float64) string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = show(x)
-	}
-	return "[" + strings.Join(out, ", ") + "]"
 }
 
 func show(x *float64) string {

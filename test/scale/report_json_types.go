@@ -133,13 +133,6 @@ type figuresJSON struct {
 	PlatformDeleteFanOutVsStatusFloorRatio *float64 `json:"platform_delete_fanout_vs_status_floor_ratio"`
 	PlatformDeleteFanOutStatusRatio        *float64 `json:"platform_delete_fanout_status_ratio"`
 
-	// Each fan-out's manager share: the manager's part of the CPU time of
-	// kube-apiserver, etcd, the manager and the harness from the edit until
-	// the last ConfigMap, in the order the fan-outs run (fanout, cluster,
-	// parent, platform create, platform, platform delete); null for one no
-	// round delivered in full.
-	FanOutManagerCPUShares []*float64 `json:"fanout_manager_cpu_shares"`
-
 	// Per Persona: convergence_s and fanout_s over n.
 	ConvergencePerPersonaS *float64 `json:"convergence_per_persona_s"`
 	FanOutPerPersonaS      *float64 `json:"fanout_per_persona_s"`

@@ -14,7 +14,6 @@ import (
 func (r *report) rows() [][]string {
 	rows := [][]string{{"measure", "operator", "floor", "ratio", "target", "met?"}}
 	rows = append(rows, r.timeRows()...)
-	rows = append(rows, managerShareRow(r.rounds))
 	rows = append(rows, r.steadyRow())
 	rows = append(rows, r.restartRows()...)
 	rows = append(rows, r.webhookRows()...)
@@ -81,44 +80,6 @@ func (r *report) fanOutRowsOf(action string, m fanOutMeasure) [][]string {
 		ratioRow("  … against the bare updates measured beside it, the manager up and idle", r.rounds, m.configMaps, m.adjacentFloor, m.timeout, deliveryTarget),
 		ratioRow("  … until every status is current, against the floor with each status patch", r.rounds, m.statuses, m.specFloor, m.timeout, fanOutWritesTarget(n)),
 	}
-}
-
-// managerShareRow is, for each fan-out in the order they run, the
-// manager's share of the CPU time from the edit until the last ConfigMap,
-// the median over the rounds, and the ratio to the bare floor that share
-// makes by itself: were the rest of that time (kube-apiserver's, etcd's
-// and the harness's) the floor's, the fan-out would take 1/(1 − share) of
-// the floor on a machine its processes keep busy. The share depends on the
-// manager's work per Persona, not on the machine's pace, which moves every
-// process's CPU time together.
-func managerShareRow(rounds []*roundResult) []string {
-	var shares, ratios []string
-	for _, share := range managerShares(rounds) {
-		if share <= 0 || share >= 1 {
-			shares, ratios = append(shares, "—"), append(ratios, "—")
-			continue
-		}
-		shares = append(shares, fmt.Sprintf("%.0f%%", 100*share))
-		ratios = append(ratios, fmt.Sprintf("%.2f×", 1/(1-share)))
-	}
-	return []string{"fan-outs in order: the manager's share of the CPU until the last ConfigMap, and the ratio it makes were the rest the floor's",
-		strings.Join(shares, ", "), "—", strings.Join(ratios, ", "), "—", "—"}
-}
-
-// managerShares is each fan-out's managerShare, the median over the rounds
-// that measured it; 0 for one that none did.
-func managerShares(rounds []*roundResult) [fanOutsPerRound]float64 {
-	var out [fanOutsPerRound]float64
-	for k, m := range fanOuts {
-		var measured []float64
-		for _, rr := range rounds {
-			if share := m.managerShare(rr); share > 0 {
-				measured = append(measured, share)
-			}
-		}
-		out[k] = median(measured)
-	}
-	return out
 }
 
 // steadyRow is the manager's writes in the steady state, by method.

@@ -134,28 +134,3 @@ persona_webhook_requests_turned_away_total{webhook="validating",reason="OverSize
 		t.Errorf("none turned away = %q, want 0", got)
 	}
 }
-
-// Each fan-out's share is the median over the rounds that delivered it in
-// full; the ratio is what the share alone makes, 1/(1 − share).
-func TestManagerShareRow(t *testing.T) {
-	rounds := []*roundResult{
-		{fanOut: fanOutResult{configMaps: 3e9, cpu: cpuTimes{apiserver: 2e9, etcd: 5e8, manager: 1e9, harness: 5e8}},
-			clusterFanOut: fanOutResult{configMaps: 3e9, cpu: cpuTimes{apiserver: 6e9, etcd: 1e9, manager: 3e9}}},
-		{fanOut: fanOutResult{configMaps: 3e9, cpu: cpuTimes{apiserver: 1e9, manager: 1e9}},
-			clusterFanOut: fanOutResult{configMaps: 3e9, timeout: "timed out", cpu: cpuTimes{apiserver: 1e9, manager: 9e9}}},
-	}
-	// The PromptLayer's: 1 s of 4 s and 1 s of 2 s, a median of 37.5 %,
-	// which alone makes 1/0.625 = 1.60×. The ClusterPromptLayer's: 3 s of
-	// 10 s in the round that delivered it, 1/0.7 = 1.43×. No other ran.
-	want := []string{"fan-outs in order: the manager's share of the CPU until the last ConfigMap, and the ratio it makes were the rest the floor's",
-		"38%, 30%, —, —, —, —", "—", "1.60×, 1.43×, —, —, —, —", "—", "—"}
-	if got := managerShareRow(rounds); !slices.Equal(got, want) {
-		t.Errorf("row = %q, want %q", got, want)
-	}
-	if got, want := managerShares(rounds), [fanOutsPerRound]float64{0.375, 0.3}; got != want {
-		t.Errorf("shares = %v, want %v", got, want)
-	}
-	if share := (cpuTimes{}).managerShare(); share != 0 {
-		t.Errorf("the share of no CPU time = %v, want 0", share)
-	}
-}
