@@ -36,6 +36,9 @@ type adjacentFloors struct {
 	measured, passes int
 	// collect makes kube-apiserver collect its garbage before each.
 	collect func(context.Context) error
+	// procs are the processes whose CPU each pass reports, beside the
+	// CPU a fan-out's wave used until its last ConfigMap.
+	procs *processes
 }
 
 // adjacentNamespace is the namespace round i's adjacent floors write in:
@@ -64,7 +67,7 @@ func (h *harness) newAdjacentFloors(ctx context.Context, i int, into *roundFloor
 		return nil, err
 	}
 	a := &adjacentFloors{c: h.c, workers: h.o.workers, w: created, renders: [2][]*rendered{edited.renders, created.renders}, into: into,
-		collect: h.collectAPIServerGarbage}
+		collect: h.collectAPIServerGarbage, procs: &h.procs}
 	a.w.live, a.w.cms, a.w.delivered = a.w.personas, make([]*corev1.ConfigMap, h.o.n), 1
 	err = parallel(ctx, h.o.workers, h.o.n, func(ctx context.Context, k int) error {
 		cm := adjacentConfigMap(a.w.personas[k], a.w.renders[k])
@@ -99,21 +102,27 @@ func (a *adjacentFloors) measure(ctx context.Context) error {
 	step("fan-out floor beside the fan-outs (%d of %d): a bare client updates %d ConfigMaps no watch of the manager selects, %d times",
 		k+1, len(a.into.adjacent), len(a.w.cms), adjacentFloorPasses)
 	passes := make([]timed, adjacentFloorPasses)
+	used := make([]cpuTimes, adjacentFloorPasses)
 	for j := range passes {
 		if err := a.collect(ctx); err != nil {
 			return err
 		}
+		before := a.procs.cpu()
 		start := time.Now()
 		took, err := fanOutFloor(ctx, a.c, a.w, a.renders[a.passes%2], a.workers, false, a.w.delivered+1)
 		if err != nil {
 			return err
 		}
+		used[j] = a.procs.cpu().minus(before)
 		a.passes++
 		passes[j] = timed{took: took, mid: midway(start, took)}
 	}
 	a.into.adjacent[k] = medianPass(passes)
 	a.measured++
 	step("    %s, the median of %s", a.into.adjacent[k].took.Round(time.Millisecond), passesText(passes))
+	for j, u := range used {
+		step("    pass %d: %s", j+1, u)
+	}
 	// Its garbage is the API server's to collect before the phase it
 	// stands beside, as a phase's is before the next.
 	select {
