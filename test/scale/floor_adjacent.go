@@ -102,7 +102,6 @@ func (a *adjacentFloors) measure(ctx context.Context) error {
 	step("fan-out floor beside the fan-outs (%d of %d): a bare client updates %d ConfigMaps no watch of the manager selects, %d times",
 		k+1, len(a.into.adjacent), len(a.w.cms), adjacentFloorPasses)
 	passes := make([]timed, adjacentFloorPasses)
-	used := make([]cpuTimes, adjacentFloorPasses)
 	for j := range passes {
 		if err := a.collect(ctx); err != nil {
 			return err
@@ -113,16 +112,13 @@ func (a *adjacentFloors) measure(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		used[j] = a.procs.cpu().minus(before)
+		step("    pass %d: %s", j+1, a.procs.cpu().minus(before))
 		a.passes++
 		passes[j] = timed{took: took, mid: midway(start, took)}
 	}
 	a.into.adjacent[k] = medianPass(passes)
 	a.measured++
 	step("    %s, the median of %s", a.into.adjacent[k].took.Round(time.Millisecond), passesText(passes))
-	for j, u := range used {
-		step("    pass %d: %s", j+1, u)
-	}
 	// Its garbage is the API server's to collect before the phase it
 	// stands beside, as a phase's is before the next.
 	select {
